@@ -1,0 +1,30 @@
+# Every third-party library comes from Debian's -dev packages (scripts/bootstrap)
+# and is found here, once. No vendored copies, no downloads at build time.
+
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+# engine
+pkg_check_modules(NUMA REQUIRED IMPORTED_TARGET numa)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+
+# store
+find_package(SQLite3 REQUIRED)
+
+# ingest
+pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++)
+pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
+find_package(nlohmann_json 3.10 REQUIRED)
+
+# daemon, cli
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+
+# tests, benchmarks
+if(ELLM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(ELLM_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,173 @@
+#include "ellm/ingest/kafka.h"
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <atomic>
+
+namespace ellm::ingest {
+namespace {
+
+Status SetAll(RdKafka::Conf& conf, const std::map<std::string, std::string>& props) {
+  std::string err;
+  for (const auto& [k, v] : props) {
+    if (conf.set(k, v, err) != RdKafka::Conf::CONF_OK) {
+      return InvalidArgumentError("Kafka property '" + k + "'='" + v + "': " + err);
+    }
+  }
+  return OkStatus();
+}
+
+std::map<std::string, std::string> BaseProps(const KafkaOptions& o) {
+  std::map<std::string, std::string> p = {
+      {"bootstrap.servers", o.brokers},
+      {"client.id", o.client_id},
+  };
+  for (const auto& kv : o.properties) p[kv.first] = kv.second;
+  return p;
+}
+
+Status KafkaError(RdKafka::ErrorCode code, const std::string& what) {
+  std::string m = "Kafka: " + what + ": " + RdKafka::err2str(code);
+  switch (code) {
+    case RdKafka::ERR__TRANSPORT:
+    case RdKafka::ERR__ALL_BROKERS_DOWN:
+    case RdKafka::ERR__TIMED_OUT:
+    case RdKafka::ERR_REQUEST_TIMED_OUT:
+    case RdKafka::ERR__MSG_TIMED_OUT:
+      return UnavailableError(m);
+    case RdKafka::ERR__QUEUE_FULL:
+      return ResourceExhaustedError(m);
+    default:
+      return InternalError(m);
+  }
+}
+
+class DeliveryReport : public RdKafka::DeliveryReportCb {
+ public:
+  void dr_cb(RdKafka::Message& message) override {
+    auto* slot = static_cast<std::atomic<int>*>(message.msg_opaque());
+    if (slot)
+      slot->store(static_cast<int>(message.err()) == 0 ? 1 : -static_cast<int>(message.err()));
+  }
+};
+
+DeliveryReport& DeliveryReporter() {
+  static DeliveryReport report;
+  return report;
+}
+
+}  // namespace
+
+KafkaProducer::KafkaProducer(std::unique_ptr<RdKafka::Producer> p) : producer_(std::move(p)) {}
+KafkaProducer::~KafkaProducer() {
+  if (producer_) producer_->flush(5000);
+}
+
+StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOptions& options) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  auto props = BaseProps(options);
+  props.emplace("enable.idempotence", "true");
+  props.emplace("acks", "all");
+  ELLM_RETURN_IF_ERROR(SetAll(*conf, props));
+  std::string err;
+  if (conf->set("dr_cb", &DeliveryReporter(), err) != RdKafka::Conf::CONF_OK) {
+    return InternalError("Kafka: cannot install delivery callback: " + err);
+  }
+  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
+  if (!p) return InvalidArgumentError("Kafka: cannot create producer: " + err);
+  return std::unique_ptr<KafkaProducer>(new KafkaProducer(std::move(p)));
+}
+
+Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
+                              const std::string& payload, std::chrono::milliseconds timeout) {
+  std::atomic<int> delivered{0};
+  RdKafka::ErrorCode rc = producer_->produce(
+      topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+      const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(), 0, &delivered);
+  if (rc != RdKafka::ERR_NO_ERROR)
+    return KafkaError(rc, "cannot queue message for '" + topic + "'");
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (delivered.load() == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // The message may still be delivered later; flush on destruction waits for it.
+      return DeadlineExceededError("Kafka: no delivery report for a message to '" + topic +
+                                   "' within " + std::to_string(timeout.count()) + " ms");
+    }
+    producer_->poll(50);
+  }
+  if (delivered.load() < 0) {
+    return KafkaError(static_cast<RdKafka::ErrorCode>(-delivered.load()),
+                      "delivery to '" + topic + "' failed");
+  }
+  return OkStatus();
+}
+
+KafkaConsumer::KafkaConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c) : consumer_(std::move(c)) {}
+KafkaConsumer::~KafkaConsumer() { (void)Close(); }
+
+StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(
+    const KafkaOptions& options, const std::string& group_id,
+    const std::vector<std::string>& topics) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  auto props = BaseProps(options);
+  props["group.id"] = group_id;
+  props.emplace("enable.auto.commit", "false");
+  props.emplace("enable.auto.offset.store", "false");
+  props.emplace("auto.offset.reset", "earliest");
+  props.emplace("enable.partition.eof", "false");
+  // A job may compute for many minutes between polls; the daemon polls from
+  // a loop that is never blocked by inference, but keep a generous bound.
+  props.emplace("max.poll.interval.ms", "600000");
+  ELLM_RETURN_IF_ERROR(SetAll(*conf, props));
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c) return InvalidArgumentError("Kafka: cannot create consumer: " + err);
+  RdKafka::ErrorCode rc = c->subscribe(topics);
+  if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot subscribe");
+  return std::unique_ptr<KafkaConsumer>(new KafkaConsumer(std::move(c)));
+}
+
+StatusOr<std::optional<KafkaMessage>> KafkaConsumer::Poll(std::chrono::milliseconds timeout) {
+  std::unique_ptr<RdKafka::Message> m(consumer_->consume(static_cast<int>(timeout.count())));
+  switch (m->err()) {
+    case RdKafka::ERR_NO_ERROR: {
+      KafkaMessage out;
+      out.topic = m->topic_name();
+      out.partition = m->partition();
+      out.offset = m->offset();
+      if (m->key()) out.key = *m->key();
+      if (m->payload()) out.payload.assign(static_cast<const char*>(m->payload()), m->len());
+      return std::optional<KafkaMessage>(std::move(out));
+    }
+    case RdKafka::ERR__TIMED_OUT:
+    case RdKafka::ERR__PARTITION_EOF:
+    // The topic may not exist yet; the broker creates it on first produce.
+    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
+      return std::optional<KafkaMessage>();
+    default:
+      return KafkaError(m->err(), "consume failed");
+  }
+}
+
+Status KafkaConsumer::Commit(const KafkaMessage& message) {
+  std::unique_ptr<RdKafka::TopicPartition> tp(
+      RdKafka::TopicPartition::create(message.topic, message.partition, message.offset + 1));
+  std::vector<RdKafka::TopicPartition*> offsets = {tp.get()};
+  RdKafka::ErrorCode rc = consumer_->commitSync(offsets);
+  if (rc != RdKafka::ERR_NO_ERROR) {
+    return KafkaError(rc, "commit of " + message.topic + "[" + std::to_string(message.partition) +
+                              "]@" + std::to_string(message.offset + 1) + " failed");
+  }
+  if (tp->err() != RdKafka::ERR_NO_ERROR) return KafkaError(tp->err(), "commit rejected");
+  return OkStatus();
+}
+
+Status KafkaConsumer::Close() {
+  if (closed_) return OkStatus();
+  closed_ = true;
+  RdKafka::ErrorCode rc = consumer_->close();
+  if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "close failed");
+  return OkStatus();
+}
+
+}  // namespace ellm::ingest

@@ -1,0 +1,151 @@
+#include "ellm/pipelines/pipeline_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace ellm::pipelines {
+namespace {
+
+// yaml-cpp throws; every exception is turned into a Status in this file.
+Status At(const std::string& source, const YAML::Node& node, const std::string& what) {
+  std::string where = source;
+  if (node.IsDefined() && node.Mark().line >= 0)
+    where += ":" + std::to_string(node.Mark().line + 1);
+  return InvalidArgumentError("pipeline " + where + ": " + what);
+}
+
+template <typename T>
+Status ReadScalar(const std::string& src, const YAML::Node& parent, const char* key, T& out,
+                  bool required) {
+  YAML::Node n = parent[key];
+  if (!n) {
+    return required ? At(src, parent, std::string("missing required key '") + key + "'")
+                    : OkStatus();
+  }
+  try {
+    out = n.as<T>();
+  } catch (const YAML::Exception&) {
+    return At(src, n, std::string("key '") + key + "' has the wrong type");
+  }
+  return OkStatus();
+}
+
+Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
+  if (!root.IsMap()) return At(src, root, "expected a mapping at the top level");
+  static const std::set<std::string> kKeys = {"name",   "version",   "system",
+                                              "prompt", "documents", "generation",
+                                              "output", "overflow",  "description"};
+  for (const auto& kv : root) {
+    std::string k = kv.first.as<std::string>();
+    if (!kKeys.count(k)) return At(src, kv.first, "unknown key '" + k + "'");
+  }
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "name", spec.name, true));
+  if (!std::regex_match(spec.name, std::regex("[a-z0-9][a-z0-9-]*"))) {
+    return At(src, root["name"],
+              "name '" + spec.name + "' must be lowercase letters, digits and '-'");
+  }
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "version", spec.version, true));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "system", spec.system_prompt, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "prompt", spec.prompt_template, true));
+  if (YAML::Node d = root["documents"]) {
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, d, "min", spec.min_documents, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, d, "max", spec.max_documents, false));
+    if (spec.min_documents < 0 || spec.max_documents < spec.min_documents) {
+      return At(src, d, "documents: need 0 <= min <= max");
+    }
+  }
+  if (YAML::Node g = root["generation"]) {
+    GenerationSettings& gs = spec.generation;
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "max_tokens", gs.max_tokens, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "temperature", gs.temperature, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "top_p", gs.top_p, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "top_k", gs.top_k, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "stop", gs.stop, false));
+    if (gs.max_tokens <= 0)
+      return At(src, g["max_tokens"], "generation.max_tokens must be positive");
+    if (gs.temperature < 0) return At(src, g["temperature"], "generation.temperature must be >= 0");
+    if (gs.top_p <= 0 || gs.top_p > 1)
+      return At(src, g["top_p"], "generation.top_p must be in (0, 1]");
+  }
+  std::string output = "markdown", overflow = "map-reduce";
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "output", output, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "overflow", overflow, false));
+  if (output == "markdown")
+    spec.output = OutputForm::kMarkdown;
+  else if (output == "json")
+    spec.output = OutputForm::kJson;
+  else
+    return At(src, root["output"], "output '" + output + "': expected markdown or json");
+  if (overflow == "map-reduce")
+    spec.overflow = OverflowStrategy::kMapReduce;
+  else if (overflow == "truncate")
+    spec.overflow = OverflowStrategy::kTruncate;
+  else if (overflow == "fail")
+    spec.overflow = OverflowStrategy::kFail;
+  else
+    return At(src, root["overflow"],
+              "overflow '" + overflow + "': expected map-reduce, truncate or fail");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<PipelineSpec> ParsePipeline(const std::string& yaml_text, const std::string& source) {
+  PipelineSpec spec;
+  spec.source = source;
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    ELLM_RETURN_IF_ERROR(ParseInto(root, source, spec));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError("pipeline " + source + ":" + std::to_string(e.mark.line + 1) +
+                                ": " + e.msg);
+  }
+  return spec;
+}
+
+StatusOr<PipelineSpec> LoadPipelineFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read pipeline file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParsePipeline(ss.str(), path);
+}
+
+StatusOr<std::string> RenderTemplate(const std::string& text,
+                                     const std::map<std::string, std::string>& vars) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t open = text.find("{{", i);
+    if (open == std::string::npos) {
+      out.append(text, i, std::string::npos);
+      break;
+    }
+    out.append(text, i, open - i);
+    if (text.compare(open, 4, "{{{{") == 0) {
+      out += "{{";
+      i = open + 4;
+      continue;
+    }
+    size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) {
+      return InvalidArgumentError("template: unclosed '{{' at offset " + std::to_string(open));
+    }
+    std::string name = text.substr(open + 2, close - open - 2);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    auto it = vars.find(name);
+    if (it == vars.end())
+      return InvalidArgumentError("template: unknown placeholder '{{" + name + "}}'");
+    out += it->second;
+    i = close + 2;
+  }
+  return out;
+}
+
+}  // namespace ellm::pipelines

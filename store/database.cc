@@ -1,0 +1,197 @@
+#include "ellm/store/database.h"
+
+#include <string_view>
+#include <vector>
+
+namespace ellm::store {
+namespace {
+
+// Schema migrations: entry i takes user_version i to i+1. Append-only: a
+// released migration is never edited, only followed by a new one.
+const std::vector<std::string_view>& Migrations() {
+  static const std::vector<std::string_view> kMigrations = {
+      // 1: jobs, their documents and results, and an audit trail.
+      R"sql(
+CREATE TABLE jobs (
+  id            TEXT PRIMARY KEY,
+  pipeline      TEXT NOT NULL,
+  status        TEXT NOT NULL CHECK (status IN ('queued','running','succeeded','failed')),
+  attempts      INTEGER NOT NULL DEFAULT 0,
+  params_json   TEXT,
+  source_topic  TEXT,
+  source_partition INTEGER,
+  source_offset INTEGER,
+  error_code    TEXT,
+  error_message TEXT,
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX jobs_by_status ON jobs(status);
+CREATE TABLE documents (
+  job_id       TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  ordinal      INTEGER NOT NULL,
+  path         TEXT,
+  sha256       TEXT,
+  page_count   INTEGER,
+  token_count  INTEGER,
+  PRIMARY KEY (job_id, ordinal)
+);
+CREATE TABLE results (
+  job_id            TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  output_text       TEXT,
+  output_json       TEXT,
+  model_fingerprint TEXT NOT NULL,
+  pipeline_name     TEXT NOT NULL,
+  pipeline_version  TEXT NOT NULL,
+  prompt_tokens     INTEGER NOT NULL,
+  generated_tokens  INTEGER NOT NULL,
+  prefill_ms        INTEGER NOT NULL,
+  decode_ms         INTEGER NOT NULL,
+  created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE TABLE events (
+  seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id   TEXT REFERENCES jobs(id) ON DELETE CASCADE,
+  at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  kind     TEXT NOT NULL,
+  detail   TEXT
+);
+)sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace
+
+int Database::SchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+Status Database::Error(int rc, const std::string& what) const {
+  std::string m = "SQLite database '" + path_ + "': " + what + ": " +
+                  (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return UnavailableError(m);
+    case SQLITE_FULL:
+    case SQLITE_NOMEM:
+      return ResourceExhaustedError(m);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_IOERR:
+      return DataLossError(m);
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return FailedPreconditionError(m);
+    default:
+      return InternalError(m);
+  }
+}
+
+StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
+                                                   const DatabaseOptions& options) {
+  sqlite3* raw = nullptr;
+  int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  flags |= SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  std::unique_ptr<Database> db(new Database(raw, path));
+  if (rc != SQLITE_OK) return db->Error(rc, "cannot open");
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+
+  // Reading the header first turns "not a database" into a clear error.
+  auto app = db->QueryInt("PRAGMA application_id");
+  if (!app.ok()) return app.status();
+  auto version = db->QueryInt("PRAGMA user_version");
+  if (!version.ok()) return version.status();
+  if (*app != 0 && *app != kApplicationId) {
+    return FailedPreconditionError(
+        "SQLite database '" + path + "' belongs to another application (application_id " +
+        std::to_string(*app) + "); refusing to use it as the ellm store");
+  }
+  if (*version > SchemaVersion()) {
+    return FailedPreconditionError("SQLite database '" + path + "' has schema version " +
+                                   std::to_string(*version) + ", newer than this ellm's " +
+                                   std::to_string(SchemaVersion()) + "; upgrade ellm");
+  }
+  if (options.read_only) {
+    ELLM_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+    return db;
+  }
+  // WAL: readers never block the writer. synchronous=FULL: a COMMIT has
+  // reached the disk before it returns, which the Kafka offset commit relies on.
+  auto mode = db->QueryText("PRAGMA journal_mode=WAL");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "wal") {
+    return FailedPreconditionError("SQLite database '" + path + "' cannot use WAL mode (got '" +
+                                   *mode + "'); is it on a network file system?");
+  }
+  ELLM_RETURN_IF_ERROR(
+      db->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+               "PRAGMA wal_autocheckpoint=" +
+               std::to_string(options.wal_autocheckpoint_pages)));
+  ELLM_RETURN_IF_ERROR(db->Migrate());
+  return db;
+}
+
+Database::~Database() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Status Database::Migrate() {
+  ELLM_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto version = QueryInt("PRAGMA user_version");
+  Status st = version.status();
+  for (int v = version.ok() ? static_cast<int>(*version) : SchemaVersion();
+       st.ok() && v < SchemaVersion(); ++v) {
+    st = Exec(std::string(Migrations()[v]));
+    if (st.ok()) st = Exec("PRAGMA user_version=" + std::to_string(v + 1));
+    if (!st.ok()) st = st.WithContext("migration to schema version " + std::to_string(v + 1));
+  }
+  if (st.ok()) st = Exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+  if (!st.ok()) {
+    (void)Exec("ROLLBACK");
+    return st;
+  }
+  return Exec("COMMIT");
+}
+
+Status Database::Exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    return Error(rc, "statement failed (" + msg + ")");
+  }
+  return OkStatus();
+}
+
+StatusOr<int64_t> Database::QueryInt(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, "cannot prepare '" + sql + "'");
+  rc = sqlite3_step(stmt);
+  int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(rc, "'" + sql + "' failed");
+  return value;
+}
+
+StatusOr<std::string> Database::QueryText(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, "cannot prepare '" + sql + "'");
+  rc = sqlite3_step(stmt);
+  std::string value;
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(stmt, 0);
+    if (t) value = reinterpret_cast<const char*>(t);
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(rc, "'" + sql + "' failed");
+  return value;
+}
+
+}  // namespace ellm::store

@@ -1,0 +1,81 @@
+#include "ellm/store/database.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_env.h"
+
+namespace ellm::store {
+namespace {
+
+class DatabaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = ellm::testing::MakeTempDir("ellm-store"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(DatabaseTest, CreatesSchemaWithDurableSettings) {
+  auto db = Database::Open(dir_ + "/ellm.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA user_version"), Database::SchemaVersion());
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA application_id"), kApplicationId);
+  EXPECT_EQ(*(*db)->QueryText("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA synchronous"), 2);  // FULL
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA foreign_keys"), 1);
+  EXPECT_EQ(*(*db)->QueryInt("SELECT count(*) FROM sqlite_master WHERE name IN "
+                             "('jobs','documents','results','events')"),
+            4);
+}
+
+TEST_F(DatabaseTest, ReopeningKeepsDataAndDoesNotRemigrate) {
+  {
+    auto db = Database::Open(dir_ + "/ellm.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(
+        (*db)->Exec("INSERT INTO jobs(id, pipeline, status) VALUES ('j1','p','queued')").ok());
+  }
+  auto db = Database::Open(dir_ + "/ellm.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->QueryInt("SELECT count(*) FROM jobs"), 1);
+}
+
+TEST_F(DatabaseTest, EnforcesForeignKeysAndStatusValues) {
+  auto db = Database::Open(dir_ + "/ellm.db");
+  ASSERT_TRUE(db.ok());
+  EXPECT_FALSE((*db)->Exec("INSERT INTO documents(job_id, ordinal) VALUES ('nope', 0)").ok());
+  EXPECT_FALSE((*db)->Exec("INSERT INTO jobs(id, pipeline, status) VALUES ('j','p','weird')").ok());
+}
+
+TEST_F(DatabaseTest, RefusesForeignAndNewerDatabases) {
+  {
+    auto db = Database::Open(dir_ + "/other.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA application_id=1234").ok());
+  }
+  auto other = Database::Open(dir_ + "/other.db");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("another application"), std::string::npos);
+  {
+    auto db = Database::Open(dir_ + "/newer.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version=999").ok());
+  }
+  auto newer = Database::Open(dir_ + "/newer.db");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.status().message().find("newer"), std::string::npos);
+}
+
+TEST_F(DatabaseTest, NotADatabaseIsAClearError) {
+  { std::ofstream(dir_ + "/junk.db") << std::string(4096, 'x'); }
+  auto db = Database::Open(dir_ + "/junk.db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("junk.db"), std::string::npos);
+  auto missing_dir = Database::Open(dir_ + "/no/such/dir/ellm.db");
+  EXPECT_FALSE(missing_dir.ok());
+}
+
+}  // namespace
+}  // namespace ellm::store
