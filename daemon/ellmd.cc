@@ -34,8 +34,10 @@ int Run(const std::string& config_path, bool check_only) {
 
   auto model = ellm::gguf::GgufFile::Open(config->model.path);
   if (!model.ok()) {
-    spdlog::critical("model: {} (set model.path in the config to a GGUF file; in a source tree scripts/fetch-model fetches Gemma 3 270M)",
-                     model.status().ToString());
+    spdlog::critical(
+        "model: {} (set model.path in the config to a GGUF file; in a source tree "
+        "scripts/fetch-model fetches Gemma 3 270M)",
+        model.status().ToString());
     return 1;
   }
   auto arch = model->GetString("general.architecture");
