@@ -1,0 +1,18 @@
+// One function per `ellm` subcommand; each takes the arguments after the
+// subcommand's name and returns the process exit code (0 ok, 1 failure,
+// 2 usage). Results go to stdout, logs and errors to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ellm::cli {
+
+using Args = std::vector<std::string>;
+
+int Info(const Args& args);        // info_command.cc
+int Tokenize(const Args& args);    // tokenize_command.cc
+int Generate(const Args& args);    // generate_command.cc
+int Perplexity(const Args& args);  // perplexity_command.cc
+
+}  // namespace ellm::cli
