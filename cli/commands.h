@@ -14,5 +14,6 @@ int Info(const Args& args);        // info_command.cc
 int Tokenize(const Args& args);    // tokenize_command.cc
 int Generate(const Args& args);    // generate_command.cc
 int Perplexity(const Args& args);  // perplexity_command.cc
+int Bench(const Args& args);       // bench_command.cc
 
 }  // namespace ellm::cli

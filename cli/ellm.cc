@@ -12,6 +12,12 @@ constexpr const char* kUsage =
     "usage: ellm <command> [options]\n"
     "commands:\n"
     "  info MODEL.gguf [--json] [--tensors]   validate a GGUF file and print its metadata\n"
+    "  tokenize --model M --file F [--no-bos] [--special]  token ids of F as a JSON array\n"
+    "  generate --model M --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--seed S]\n"
+    "           [--threads N] [--ctx N]       generate text (only the text goes to stdout)\n"
+    "  perplexity --model M --file F --ctx N  perplexity of a text file, as one JSON object\n"
+    "  bench --model M --depth D --gen N [--threads T] [--json]\n"
+    "                                         prefill/decode speed and peak RSS as JSON\n"
     "  cpu                                    CPU features and the kernel level in use\n"
     "  version                                print the version\n";
 
@@ -25,6 +31,10 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   ellm::cli::Args args(argv + 2, argv + argc);
   if (cmd == "info") return ellm::cli::Info(args);
+  if (cmd == "generate") return ellm::cli::Generate(args);
+  if (cmd == "perplexity") return ellm::cli::Perplexity(args);
+  if (cmd == "bench") return ellm::cli::Bench(args);
+  if (cmd == "tokenize") return ellm::cli::Tokenize(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;

@@ -2,7 +2,9 @@
 // encoded in ActivationTypeFor(weight type) — the inner loop of every matrix
 // product. Contract for a VecDotFn(n, w, a):
 //   n: elements in the row (a multiple of the weight type's block size);
-//   w: n elements in the weight type; a: n elements in the activation type;
+//   w: n elements in the weight type; a: n elements in the activation type,
+//      as quant::QuantizeRow writes it (Q8 quants in [-127, 127], Q8_K bsums
+//      consistent with its quants: the SIMD kernels rely on both);
 //   returns sum_i w[i] * a[i] computed the way ggml's ggml_vec_dot_<w>_<a>
 //   does (integer products within blocks, float accumulation across blocks).
 // Pure functions of their inputs, thread-safe, no allocation.

@@ -1,5 +1,7 @@
 #include "ellm/engine/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -20,7 +22,10 @@ CpuFeatures Detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-  f.avxvnni = __builtin_cpu_supports("avxvnni");
+  // AVX-VNNI (VEX-encoded, 256-bit) is CPUID leaf 7 sub-leaf 1, EAX bit 4;
+  // read directly because not every compiler's __builtin_cpu_supports knows it.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avxvnni = f.avx2 && (eax & (1u << 4)) != 0;
 #endif
   return f;
 }

@@ -17,6 +17,12 @@ bool InCi() {
 
 std::string SourceDir() { return ELLM_SOURCE_DIR; }
 
+std::string SharedDir() {
+  const char* env = std::getenv("ELLM_SHARED_DIR");
+  std::string path = env && *env ? env : SourceDir() + "/../shared";
+  return std::filesystem::is_directory(path) ? path : "";
+}
+
 std::string ModelPath() {
   const char* env = std::getenv("ELLM_TEST_MODEL");
   std::string path = env && *env ? env : SourceDir() + "/models/gemma-3-270m-q4_k_m.gguf";

@@ -19,6 +19,9 @@ std::string KafkaBrokers();
 // A fresh directory under $TMPDIR, removed by the caller (or left for debugging).
 std::string MakeTempDir(const std::string& prefix);
 std::string SourceDir();
+// The shared test data (tokenizer vectors, notes): $ELLM_SHARED_DIR, else the
+// `shared/` folder beside the repository; empty if absent.
+std::string SharedDir();
 
 }  // namespace ellm::testing
 
@@ -39,3 +42,8 @@ std::string SourceDir();
 #define ELLM_REQUIRE_KAFKA(var)                      \
   std::string var = ::ellm::testing::KafkaBrokers(); \
   ELLM_REQUIRE_OR_SKIP_(!var.empty(), "the Kafka broker (run scripts/kafka start)")
+
+// Declares `std::string var` with the shared test data folder, or fails/skips.
+#define ELLM_REQUIRE_SHARED(var)                  \
+  std::string var = ::ellm::testing::SharedDir(); \
+  ELLM_REQUIRE_OR_SKIP_(!var.empty(), "the shared test data folder (../shared)")

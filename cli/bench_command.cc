@@ -1,0 +1,90 @@
+// ellm bench: prefill `depth` tokens, then generate `gen` tokens greedily,
+// and print one JSON object with the speeds and the peak RSS. The prompt is
+// a fixed pseudo-random token sequence (speed does not depend on content).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "commands.h"
+#include "ellm/engine/engine.h"
+#include "ellm/engine/sampler.h"
+#include "flags.h"
+
+namespace ellm::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n";
+
+uint64_t PeakRssBytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+Status Run(const Flags& f) {
+  const std::string model_path = f.Get("model");
+  if (model_path.empty()) return InvalidArgumentError("--model is required");
+  ELLM_ASSIGN_OR_RETURN(int64_t depth, f.GetInt("depth", 512));
+  ELLM_ASSIGN_OR_RETURN(int64_t gen, f.GetInt("gen", 32));
+  ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
+  ELLM_ASSIGN_OR_RETURN(int64_t batch, f.GetInt("batch", 256));
+  if (depth < 1 || gen < 0) return InvalidArgumentError("--depth must be >= 1 and --gen >= 0");
+  ELLM_ASSIGN_OR_RETURN(auto engine,
+                        Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
+  const int64_t n_ctx = depth + gen + 1;
+  ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession({.n_ctx = n_ctx, .micro_batch = batch}));
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<TokenId> pick(1000, std::min(engine->info().n_vocab - 1, 200000));
+  std::vector<TokenId> prompt(static_cast<size_t>(depth));
+  prompt[0] = engine->tokenizer().bos();
+  for (size_t i = 1; i < prompt.size(); ++i) prompt[i] = pick(rng);
+  TokenId next = 0;
+  auto greedy = [&](int64_t, std::span<const float> logits) { next = ArgMax(logits); };
+  auto t0 = std::chrono::steady_clock::now();
+  ELLM_RETURN_IF_ERROR(session->Eval(prompt, LogitsFor::kLast, greedy));
+  auto t1 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < gen; ++i) {
+    TokenId cur = next;
+    ELLM_RETURN_IF_ERROR(
+        session->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, greedy));
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+  nlohmann::json out = {
+      {"model", model_path},
+      {"depth", depth},
+      {"gen", gen},
+      {"threads", engine->threads()},
+      {"micro_batch", batch},
+      {"prefill_tokens_per_s", static_cast<double>(depth) / prefill_s},
+      {"decode_tokens_per_s", gen > 0 ? static_cast<double>(gen) / decode_s : 0.0},
+      {"prefill_seconds", prefill_s},
+      {"decode_seconds", decode_s},
+      {"peak_rss_bytes", PeakRssBytes()},
+  };
+  std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());
+  return OkStatus();
+}
+
+}  // namespace
+
+int Bench(const Args& args) {
+  auto flags = Flags::Parse(args, {"model", "depth", "gen", "threads", "batch"}, {"json"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "ellm bench: %s\n%s", flags.status().message().c_str(), kUsage);
+    return 2;
+  }
+  Status s = Run(*flags);
+  if (!s.ok()) {
+    std::fprintf(stderr, "ellm bench: %s\n", s.ToString().c_str());
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace ellm::cli

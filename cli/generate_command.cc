@@ -1,0 +1,112 @@
+// ellm generate: run the model on a prompt and print only the generated
+// text on stdout (streamed); progress and speed go to stderr.
+#include <chrono>
+#include <cstdio>
+
+#include "commands.h"
+#include "ellm/engine/chat.h"
+#include "ellm/engine/engine.h"
+#include "ellm/engine/sampler.h"
+#include "flags.h"
+
+namespace ellm::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ellm generate --model M --prompt TEXT [--chat] [--system TEXT] [--max-tokens N]\n"
+    "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "                     [--repeat-penalty R] [--seed S] [--threads N] [--ctx N]\n";
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+Status Run(const Flags& f) {
+  const std::string model_path = f.Get("model");
+  if (model_path.empty() || !f.Has("prompt"))
+    return InvalidArgumentError("--model and --prompt are required");
+  ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
+  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", 4096));
+  ELLM_ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 256));
+  SamplingOptions so;
+  ELLM_ASSIGN_OR_RETURN(double temperature, f.GetDouble("temperature", 0.0));
+  ELLM_ASSIGN_OR_RETURN(int64_t top_k, f.GetInt("top-k", so.top_k));
+  ELLM_ASSIGN_OR_RETURN(double top_p, f.GetDouble("top-p", so.top_p));
+  ELLM_ASSIGN_OR_RETURN(double min_p, f.GetDouble("min-p", so.min_p));
+  ELLM_ASSIGN_OR_RETURN(double repeat_penalty, f.GetDouble("repeat-penalty", so.repeat_penalty));
+  ELLM_ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed", 0));
+  so.temperature = static_cast<float>(temperature);
+  so.top_k = static_cast<int>(top_k);
+  so.top_p = static_cast<float>(top_p);
+  so.min_p = static_cast<float>(min_p);
+  so.repeat_penalty = static_cast<float>(repeat_penalty);
+  so.seed = static_cast<uint64_t>(seed);
+
+  ELLM_ASSIGN_OR_RETURN(auto engine,
+                        Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
+  const Tokenizer& tok = engine->tokenizer();
+  std::string prompt = f.Get("prompt");
+  bool chat = f.Has("chat");
+  if (chat) {
+    ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(model_path));
+    ELLM_ASSIGN_OR_RETURN(ChatFormat format, DetectChatFormat(file));
+    std::vector<ChatMessage> messages;
+    if (f.Has("system")) messages.push_back({"system", f.Get("system")});
+    messages.push_back({"user", prompt});
+    prompt = RenderChat(format, messages, true);
+  }
+  std::vector<TokenId> ids = tok.Encode(prompt, true, chat);
+  ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession({.n_ctx = ctx}));
+  if (static_cast<int64_t>(ids.size()) >= ctx) {
+    return OutOfRangeError("the prompt has " + std::to_string(ids.size()) + " tokens; --ctx " +
+                           std::to_string(ctx) + " leaves no room to generate");
+  }
+  Sampler sampler(so);
+  for (TokenId id : ids) sampler.Accept(id);
+  TokenId next = -1;
+  auto pick = [&](int64_t, std::span<const float> logits) { next = sampler.Sample(logits); };
+  auto t0 = std::chrono::steady_clock::now();
+  ELLM_RETURN_IF_ERROR(session->Eval(ids, LogitsFor::kLast, pick));
+  auto t1 = std::chrono::steady_clock::now();
+  int64_t generated = 0;
+  while (generated < max_tokens && !tok.IsEndOfGeneration(next)) {
+    std::string piece = tok.TokenToPiece(next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    sampler.Accept(next);
+    ++generated;
+    if (session->position() >= ctx) break;
+    TokenId cur = next;
+    ELLM_RETURN_IF_ERROR(session->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  std::fputs("\n", stdout);
+  std::fprintf(
+      stderr,
+      "prefill: %zu tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s (%d threads)\n",
+      ids.size(), static_cast<double>(ids.size()) / Seconds(t0, t1),
+      static_cast<long long>(generated),
+      generated > 0 ? static_cast<double>(generated) / Seconds(t1, t2) : 0.0, engine->threads());
+  return OkStatus();
+}
+
+}  // namespace
+
+int Generate(const Args& args) {
+  auto flags = Flags::Parse(args,
+                            {"model", "prompt", "system", "max-tokens", "temperature", "top-k",
+                             "top-p", "min-p", "repeat-penalty", "seed", "threads", "ctx"},
+                            {"chat"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "ellm generate: %s\n%s", flags.status().message().c_str(), kUsage);
+    return 2;
+  }
+  Status s = Run(*flags);
+  if (!s.ok()) {
+    std::fprintf(stderr, "ellm generate: %s\n", s.ToString().c_str());
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace ellm::cli

@@ -1,0 +1,52 @@
+// Dispatch for vec_dot.h: a table indexed by (ISA level, weight type), filled
+// once, on first use, from the per-level files.
+#include "kernels/vec_dot.h"
+
+#include <array>
+
+#include "kernels/vec_dot_isa.h"
+
+namespace ellm::kernels {
+namespace {
+
+constexpr size_t kMaxTypeId = 40;  // > every TensorType value
+constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
+
+using Table = std::array<std::array<VecDotFn, kMaxTypeId>, kLevels>;
+
+Table BuildTable() {
+  Table t{};
+  for (uint32_t id = 0; id < kMaxTypeId; ++id) {
+    const auto traits = quant::TraitsOf(id);
+    if (!traits.has_value()) continue;
+    t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefVecDot(traits->type);
+    t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2VecDot(traits->type);
+    // kAvx512 / kAvx512Vnni: fill from internal::Avx512VecDot when it exists;
+    // until then GetVecDotAt falls back to the AVX2 row.
+  }
+  return t;
+}
+
+const Table& GetTable() {
+  static const Table table = BuildTable();
+  return table;
+}
+
+}  // namespace
+
+VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level) {
+  const uint32_t id = static_cast<uint32_t>(weight);
+  if (id >= kMaxTypeId) return nullptr;
+  const Table& table = GetTable();
+  for (int l = static_cast<int>(level); l >= 0; --l) {
+    if (table[l][id] != nullptr) return table[l][id];
+  }
+  return nullptr;
+}
+
+VecDotFn GetVecDot(quant::TensorType weight) {
+  static const IsaLevel level = HostCpu().Level();
+  return GetVecDotAt(weight, level);
+}
+
+}  // namespace ellm::kernels

@@ -1,0 +1,86 @@
+// An architecture is data: the GGUF architecture name, which metadata keys
+// give its hyperparameters, its tensor table (name pattern, shape in terms
+// of hyperparameters, required or optional) and recipe enums that the one
+// forward pass (model/forward.cc) branches on. One file per family under
+// model/archs/, one line in model/archs/registry.cc; no `if (arch == ...)`
+// anywhere else.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace ellm::model {
+
+// Where the block normalises: before each sublayer (Llama), or before and
+// after (Gemma 2/3's "sandwich" norms on attention and FFN outputs).
+enum class NormPlacement { kPre, kPreAndPost };
+enum class FfnActivation { kGeluTanh, kSilu };  // gated: act(gate(x)) * up(x)
+enum class RopeStyle { kNeox, kNormal };        // pairs (i, i+d/2) or (2i, 2i+1)
+// Which layers attend only to a sliding window.
+enum class WindowPattern {
+  kNone,            // every layer full attention
+  kEveryNthGlobal,  // layer il is global when il % n == n-1 (n from the file or default)
+};
+enum class EmbeddingScale { kNone, kSqrtEmbd };  // Gemma multiplies by sqrt(n_embd)
+
+// A dimension in a tensor's shape, resolved from the hyperparameters.
+enum class Dim {
+  kEmbd,      // n_embd
+  kFf,        // n_ff
+  kVocab,     // vocabulary size (from the tokenizer)
+  kQ,         // n_head * head_dim_k
+  kKv,        // n_head_kv * head_dim_k
+  kVKv,       // n_head_kv * head_dim_v
+  kHeadDimK,  // head_dim_k
+  kAttnOut,   // n_head * head_dim_v
+};
+
+// The roles a tensor can play; the forward pass looks weights up by role.
+enum class Role {
+  kTokenEmbd,
+  kOutputNorm,
+  kOutput,
+  kAttnNorm,
+  kAttnQ,
+  kAttnK,
+  kAttnV,
+  kAttnOutput,
+  kAttnQNorm,
+  kAttnKNorm,
+  kAttnPostNorm,
+  kFfnNorm,
+  kFfnGate,
+  kFfnUp,
+  kFfnDown,
+  kFfnPostNorm,
+  kCount,
+};
+
+struct TensorSpec {
+  Role role;
+  std::string_view name;  // per-layer names contain "%d" for the layer index
+  bool per_layer;
+  std::vector<Dim> shape;  // GGML order: shape[0] is the contiguous dimension
+  bool required;
+};
+
+struct ArchSpec {
+  std::string_view name;  // general.architecture
+  NormPlacement norms;
+  FfnActivation activation;
+  RopeStyle rope;
+  WindowPattern window;
+  int default_window_period;  // for kEveryNthGlobal when the file gives none
+  EmbeddingScale embedding_scale;
+  bool qk_norm;               // RMSNorm over each head of Q and K
+  bool tied_output_fallback;  // use token_embd when output.weight is absent
+  double default_rope_base_swa;
+  std::vector<TensorSpec> tensors;
+};
+
+// The spec for `arch`, or nullptr when no family declares it.
+const ArchSpec* FindArch(std::string_view arch);
+// Every registered family's name, for error messages.
+std::vector<std::string_view> KnownArchs();
+
+}  // namespace ellm::model

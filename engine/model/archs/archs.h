@@ -1,0 +1,10 @@
+// One accessor per registered family; defined in archs/<family>.cc.
+#pragma once
+
+#include "model/arch_spec.h"
+
+namespace ellm::model {
+
+const ArchSpec& Gemma3Spec();
+
+}  // namespace ellm::model

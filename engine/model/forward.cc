@@ -1,0 +1,207 @@
+// The forward pass, one micro-batch at a time, for every family: it reads
+// top to bottom and branches only on the spec's recipe enums.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ellm/engine/engine.h"
+#include "ellm/engine/thread_pool.h"
+#include "model/attention.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "quant/quant.h"
+
+namespace ellm {
+
+using model::HParams;
+using model::Layer;
+
+// Scratch buffers sized for one micro-batch, reused across calls.
+struct Session::State {
+  State(const model::Model& m, const SessionOptions& o)
+      : cache(m, o.n_ctx, o.micro_batch, o.kv_type) {
+    const HParams& hp = m.hparams();
+    const int64_t mb = o.micro_batch;
+    micro_batch = mb;
+    x.resize(mb * hp.n_embd);
+    h.resize(mb * hp.n_embd);
+    q.resize(mb * hp.n_head * hp.head_dim_k);
+    k.resize(mb * hp.n_head_kv * hp.head_dim_k);
+    v.resize(mb * hp.n_head_kv * hp.head_dim_v);
+    attn.resize(mb * hp.n_head * hp.head_dim_v);
+    gate.resize(mb * hp.n_ff);
+    up.resize(mb * hp.n_ff);
+  }
+  model::KvCache cache;
+  int64_t micro_batch;
+  std::vector<float> x, h, q, k, v, attn, gate, up, logits;
+  ops::MatMulScratch mm;
+};
+
+namespace {
+
+// Logit rows computed per pass over the output matrix: bounds the buffer
+// (rows x n_vocab floats) while reading the big matrix once per slice.
+constexpr int64_t kLogitRowsPerSlice = 32;
+
+void NormRows(const float* x, const std::vector<float>& w, float* y, int64_t rows, int64_t n,
+              float eps) {
+  for (int64_t r = 0; r < rows; ++r) ops::RmsNorm(x + r * n, w.data(), y + r * n, n, eps);
+}
+
+}  // namespace
+
+Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
+                     const LogitsCallback& on_logits) {
+  const model::Model& m = *engine_->model_;
+  const HParams& hp = m.hparams();
+  if (pos_ + static_cast<int64_t>(tokens.size()) > state_->cache.n_ctx()) {
+    return OutOfRangeError("context full: " + std::to_string(pos_) + " positions used, " +
+                           std::to_string(tokens.size()) + " more requested, n_ctx is " +
+                           std::to_string(state_->cache.n_ctx()));
+  }
+  for (TokenId id : tokens) {
+    if (id < 0 || id >= hp.n_vocab) {
+      return InvalidArgumentError("token id " + std::to_string(id) + " outside the vocabulary (" +
+                                  std::to_string(hp.n_vocab) + ")");
+    }
+  }
+  ThreadPool& pool = *engine_->pool_;
+  State& s = *state_;
+  const int64_t E = hp.n_embd;
+  const int64_t total = static_cast<int64_t>(tokens.size());
+  for (int64_t b0 = 0; b0 < total; b0 += s.micro_batch) {
+    const int64_t n = std::min(s.micro_batch, total - b0);
+    const int64_t pos0 = pos_;
+    // Embeddings.
+    for (int64_t t = 0; t < n; ++t) {
+      const model::Weight& emb = m.token_embd();
+      quant::DequantizeRow(emb.type, emb.Row(tokens[b0 + t]), s.x.data() + t * E, E);
+      ops::Scale(s.x.data() + t * E, hp.embedding_scale, E);
+    }
+    for (int il = 0; il < hp.n_layer; ++il) {
+      const Layer& l = m.layers()[il];
+      // Attention block.
+      NormRows(s.x.data(), l.attn_norm, s.h.data(), n, E, hp.rms_eps);
+      ops::MatMul(l.q, s.h.data(), n, s.q.data(), pool, s.mm);
+      ops::MatMul(l.k, s.h.data(), n, s.k.data(), pool, s.mm);
+      ops::MatMul(l.v, s.h.data(), n, s.v.data(), pool, s.mm);
+      const int64_t q_row = int64_t{hp.n_head} * hp.head_dim_k;
+      const int64_t k_row = int64_t{hp.n_head_kv} * hp.head_dim_k;
+      const int64_t v_row = int64_t{hp.n_head_kv} * hp.head_dim_v;
+      for (int64_t t = 0; t < n; ++t) {
+        float* qt = s.q.data() + t * q_row;
+        float* kt = s.k.data() + t * k_row;
+        if (m.spec().qk_norm) {
+          NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
+          NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
+        }
+        ops::RopeNeox(qt, hp.n_head, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
+        ops::RopeNeox(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
+        ops::Scale(qt, hp.query_scale, q_row);
+        s.cache.Store(il, pos0 + t, kt, s.v.data() + t * v_row);
+      }
+      model::AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
+                                  l.sliding ? hp.sliding_window : 0};
+      model::Attention(shape, s.cache, il, s.q.data(), n, pos0, s.attn.data(), pool);
+      ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
+      if (m.spec().norms == model::NormPlacement::kPreAndPost) {
+        NormRows(s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
+      }
+      ops::AddInPlace(s.x.data(), s.h.data(), n * E);
+      // Feed-forward block.
+      NormRows(s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
+      ops::MatMul(l.gate, s.h.data(), n, s.gate.data(), pool, s.mm);
+      ops::MatMul(l.up, s.h.data(), n, s.up.data(), pool, s.mm);
+      switch (m.spec().activation) {
+        case model::FfnActivation::kGeluTanh:
+          ops::GeGlu(s.gate.data(), s.up.data(), s.gate.data(), n * hp.n_ff);
+          break;
+        case model::FfnActivation::kSilu:
+          return UnimplementedError("SwiGLU feed-forward is not implemented yet");
+      }
+      ops::MatMul(l.down, s.gate.data(), n, s.h.data(), pool, s.mm);
+      if (m.spec().norms == model::NormPlacement::kPreAndPost) {
+        NormRows(s.h.data(), l.post_ffn_norm, s.h.data(), n, E, hp.rms_eps);
+      }
+      ops::AddInPlace(s.x.data(), s.h.data(), n * E);
+    }
+    pos_ += n;
+    // Logits, only where asked for.
+    int64_t first = n, last = n;  // [first, last) of this micro-batch
+    if (which == LogitsFor::kAll) {
+      first = 0;
+    } else if (which == LogitsFor::kLast && b0 + n == total) {
+      first = n - 1;
+    }
+    for (int64_t t0 = first; t0 < last; t0 += kLogitRowsPerSlice) {
+      const int64_t rows = std::min(kLogitRowsPerSlice, last - t0);
+      NormRows(s.x.data() + t0 * E, m.output_norm(), s.h.data(), rows, E, hp.rms_eps);
+      s.logits.resize(static_cast<size_t>(rows * hp.n_vocab));
+      ops::MatMul(m.output(), s.h.data(), rows, s.logits.data(), pool, s.mm);
+      if (hp.final_logit_softcap > 0) {
+        const float cap = hp.final_logit_softcap;
+        for (float& z : s.logits) z = std::tanh(z / cap) * cap;
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        on_logits(b0 + t0 + r, std::span<const float>(s.logits.data() + r * hp.n_vocab,
+                                                      static_cast<size_t>(hp.n_vocab)));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+int64_t Session::n_ctx() const { return state_->cache.n_ctx(); }
+Session::Session(Engine* engine, std::unique_ptr<State> state)
+    : engine_(engine), state_(std::move(state)) {}
+Session::~Session() = default;
+
+Engine::Engine() = default;
+Engine::~Engine() = default;
+int Engine::threads() const { return pool_->size(); }
+
+StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
+                                               const EngineOptions& options) {
+  ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
+  std::unique_ptr<Engine> e(new Engine());
+  ELLM_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(file));
+  ELLM_ASSIGN_OR_RETURN(e->model_, model::Model::Load(std::move(file)));
+  const HParams& hp = e->model_->hparams();
+  if (e->tokenizer_->vocab_size() > hp.n_vocab) {
+    return InvalidArgumentError(
+        "model '" + path + "': the tokenizer has " + std::to_string(e->tokenizer_->vocab_size()) +
+        " tokens but token_embd.weight only " + std::to_string(hp.n_vocab) + " rows");
+  }
+  ThreadPool::Options po;
+  po.threads = options.threads;
+  e->pool_ = std::make_unique<ThreadPool>(po);
+  e->info_.path = path;
+  e->info_.architecture = std::string(e->model_->spec().name);
+  auto name = e->model_->file().GetString("general.name");
+  e->info_.name = name.ok() ? std::string(*name) : e->info_.architecture;
+  e->info_.n_vocab = hp.n_vocab;
+  e->info_.n_ctx_train = hp.n_ctx_train;
+  e->info_.n_layer = hp.n_layer;
+  e->info_.n_embd = hp.n_embd;
+  return e;
+}
+
+StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& options) {
+  if (options.n_ctx < 1 || options.micro_batch < 1) {
+    return InvalidArgumentError("session needs n_ctx >= 1 and micro_batch >= 1");
+  }
+  if (options.n_ctx > info_.n_ctx_train) {
+    return InvalidArgumentError("context " + std::to_string(options.n_ctx) +
+                                " exceeds the model's training context " +
+                                std::to_string(info_.n_ctx_train));
+  }
+  SessionOptions o = options;
+  o.micro_batch = std::min(o.micro_batch, o.n_ctx);
+  auto state = std::make_unique<Session::State>(*model_, o);
+  return std::unique_ptr<Session>(new Session(this, std::move(state)));
+}
+
+}  // namespace ellm

@@ -1,0 +1,285 @@
+#include "model/model.h"
+
+#include <cmath>
+
+#include "quant/quant.h"
+
+namespace ellm::model {
+namespace {
+
+std::string Key(const ArchSpec& spec, const char* suffix) {
+  return std::string(spec.name) + "." + suffix;
+}
+
+std::string ShapeOf(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// The spec's name pattern with "%d" replaced by the layer index.
+std::string TensorName(std::string_view pattern, int il) {
+  std::string name(pattern);
+  if (size_t at = name.find("%d"); at != std::string::npos) name.replace(at, 2, std::to_string(il));
+  return name;
+}
+
+int64_t Resolve(Dim d, const HParams& hp) {
+  switch (d) {
+    case Dim::kEmbd:
+      return hp.n_embd;
+    case Dim::kFf:
+      return hp.n_ff;
+    case Dim::kVocab:
+      return hp.n_vocab;
+    case Dim::kQ:
+      return int64_t{hp.n_head} * hp.head_dim_k;
+    case Dim::kKv:
+      return int64_t{hp.n_head_kv} * hp.head_dim_k;
+    case Dim::kVKv:
+      return int64_t{hp.n_head_kv} * hp.head_dim_v;
+    case Dim::kHeadDimK:
+      return hp.head_dim_k;
+    case Dim::kAttnOut:
+      return int64_t{hp.n_head} * hp.head_dim_v;
+  }
+  return -1;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file) {
+  std::unique_ptr<Model> m(new Model(std::move(file)));
+  ELLM_ASSIGN_OR_RETURN(std::string_view arch, m->file_.GetString("general.architecture"));
+  m->spec_ = FindArch(arch);
+  if (m->spec_ == nullptr) {
+    std::string known;
+    for (auto n : KnownArchs()) known += (known.empty() ? "" : ", ") + std::string(n);
+    return UnimplementedError("model '" + m->file_.path() + "' has architecture '" +
+                              std::string(arch) + "'; this build runs: " + known);
+  }
+  ELLM_RETURN_IF_ERROR(m->ReadHParams());
+  ELLM_RETURN_IF_ERROR(m->BindTensors());
+  return m;
+}
+
+Status Model::ReadHParams() {
+  const ArchSpec& s = *spec_;
+  auto get_int = [&](const char* suffix, int& out, bool required) -> Status {
+    auto v = file_.GetUint(Key(s, suffix));
+    if (!v.ok()) {
+      if (!required && v.status().code() == StatusCode::kNotFound) return OkStatus();
+      return v.status();
+    }
+    if (*v == 0 || *v > (1u << 30)) {
+      return InvalidArgumentError("model '" + file_.path() + "': key '" + Key(s, suffix) + "' is " +
+                                  std::to_string(*v) + "; expected a positive size");
+    }
+    out = static_cast<int>(*v);
+    return OkStatus();
+  };
+  auto get_float = [&](const char* suffix, float& out) -> Status {
+    auto v = file_.GetFloat(Key(s, suffix));
+    if (!v.ok()) return v.status().code() == StatusCode::kNotFound ? OkStatus() : v.status();
+    out = static_cast<float>(*v);
+    return OkStatus();
+  };
+  ELLM_RETURN_IF_ERROR(get_int("block_count", hp_.n_layer, true));
+  ELLM_RETURN_IF_ERROR(get_int("embedding_length", hp_.n_embd, true));
+  ELLM_RETURN_IF_ERROR(get_int("feed_forward_length", hp_.n_ff, true));
+  ELLM_RETURN_IF_ERROR(get_int("attention.head_count", hp_.n_head, true));
+  hp_.n_head_kv = hp_.n_head;
+  ELLM_RETURN_IF_ERROR(get_int("attention.head_count_kv", hp_.n_head_kv, false));
+  hp_.head_dim_k = hp_.n_embd / hp_.n_head;
+  ELLM_RETURN_IF_ERROR(get_int("attention.key_length", hp_.head_dim_k, false));
+  hp_.head_dim_v = hp_.head_dim_k;
+  ELLM_RETURN_IF_ERROR(get_int("attention.value_length", hp_.head_dim_v, false));
+  ELLM_RETURN_IF_ERROR(get_int("context_length", hp_.n_ctx_train, true));
+  ELLM_RETURN_IF_ERROR(get_float("attention.layer_norm_rms_epsilon", hp_.rms_eps));
+  ELLM_RETURN_IF_ERROR(get_float("rope.freq_base", hp_.rope_base));
+  hp_.rope_base_swa = static_cast<float>(s.default_rope_base_swa);
+  ELLM_RETURN_IF_ERROR(get_float("rope.freq_base_swa", hp_.rope_base_swa));
+  ELLM_RETURN_IF_ERROR(get_float("final_logit_softcapping", hp_.final_logit_softcap));
+  float scaling_factor = 0.0f;
+  auto scaling_type = file_.GetString(Key(s, "rope.scaling.type"));
+  if (scaling_type.ok() && *scaling_type == "linear") {
+    ELLM_RETURN_IF_ERROR(get_float("rope.scaling.factor", scaling_factor));
+    if (scaling_factor > 0) hp_.rope_freq_scale = 1.0f / scaling_factor;
+  } else if (scaling_type.ok() && *scaling_type != "none") {
+    return UnimplementedError("model '" + file_.path() + "': RoPE scaling '" +
+                              std::string(*scaling_type) + "' is not supported for " +
+                              std::string(s.name));
+  }
+  if (hp_.n_head % hp_.n_head_kv != 0) {
+    return InvalidArgumentError(
+        "model '" + file_.path() + "': head_count " + std::to_string(hp_.n_head) +
+        " is not a multiple of head_count_kv " + std::to_string(hp_.n_head_kv));
+  }
+  if (hp_.head_dim_k % 2 != 0) {
+    return InvalidArgumentError("model '" + file_.path() + "': key_length must be even for RoPE");
+  }
+  // The vocabulary size is the embedding matrix's row count (the tokenizer
+  // checks its own array against it).
+  const gguf::TensorInfo* embd = file_.FindTensor("token_embd.weight");
+  if (embd == nullptr || embd->n_dims != 2) {
+    return NotFoundError("model '" + file_.path() + "' has no 2-D tensor 'token_embd.weight'");
+  }
+  hp_.n_vocab = static_cast<int>(embd->ne[1]);
+  if (s.embedding_scale == EmbeddingScale::kSqrtEmbd) {
+    hp_.embedding_scale = std::sqrt(static_cast<float>(hp_.n_embd));
+  }
+  hp_.query_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  if (s.window != WindowPattern::kNone) {
+    ELLM_RETURN_IF_ERROR(get_int("attention.sliding_window", hp_.sliding_window, false));
+  }
+  return OkStatus();
+}
+
+Status Model::BindTensors() {
+  const ArchSpec& s = *spec_;
+  layers_.resize(static_cast<size_t>(hp_.n_layer));
+  for (const TensorSpec& ts : s.tensors) {
+    int count = ts.per_layer ? hp_.n_layer : 1;
+    for (int il = 0; il < count; ++il) {
+      const std::string name = TensorName(ts.name, il);
+      const gguf::TensorInfo* t = file_.FindTensor(name);
+      if (t == nullptr) {
+        if (ts.required) {
+          return NotFoundError("model '" + file_.path() + "' (" + std::string(s.name) +
+                               ") has no tensor '" + name + "'");
+        }
+        continue;
+      }
+      std::vector<int64_t> want, got(t->ne, t->ne + t->n_dims);
+      for (Dim d : ts.shape) want.push_back(Resolve(d, hp_));
+      if (want != got) {
+        return InvalidArgumentError("model '" + file_.path() + "': tensor '" + name +
+                                    "' has shape " + ShapeOf(got) + "; the hyperparameters say " +
+                                    ShapeOf(want));
+      }
+      if (ts.shape.size() == 1) {
+        if (!quant::CanDequantize(t->type)) {
+          return UnimplementedError("model '" + file_.path() + "': tensor '" + name +
+                                    "' has type " + std::string(quant::TypeName(t->type)) +
+                                    ", which is not supported");
+        }
+        std::vector<float> v(static_cast<size_t>(t->ne[0]));
+        quant::DequantizeRow(t->type, t->data, v.data(), t->ne[0]);
+        Layer* l = ts.per_layer ? &layers_[static_cast<size_t>(il)] : nullptr;
+        switch (ts.role) {
+          case Role::kOutputNorm:
+            output_norm_ = std::move(v);
+            break;
+          case Role::kAttnNorm:
+            l->attn_norm = std::move(v);
+            break;
+          case Role::kAttnQNorm:
+            l->q_norm = std::move(v);
+            break;
+          case Role::kAttnKNorm:
+            l->k_norm = std::move(v);
+            break;
+          case Role::kAttnPostNorm:
+            l->post_attn_norm = std::move(v);
+            break;
+          case Role::kFfnNorm:
+            l->ffn_norm = std::move(v);
+            break;
+          case Role::kFfnPostNorm:
+            l->post_ffn_norm = std::move(v);
+            break;
+          default:
+            return InternalError("spec lists a 1-D tensor with a matrix role: " + name);
+        }
+        continue;
+      }
+      if (!quant::CanDequantize(t->type)) {
+        return UnimplementedError("model '" + file_.path() + "': tensor '" + name + "' has type " +
+                                  std::string(quant::TypeName(t->type)) +
+                                  ", which is not supported");
+      }
+      Weight w{
+          t,      t->type, t->ne[0], t->ne[1], quant::RowBytes(quant::Traits(t->type), t->ne[0]),
+          t->data};
+      Layer* l = ts.per_layer ? &layers_[static_cast<size_t>(il)] : nullptr;
+      switch (ts.role) {
+        case Role::kTokenEmbd:
+          token_embd_ = w;
+          break;
+        case Role::kOutput:
+          output_ = w;
+          break;
+        case Role::kAttnQ:
+          l->q = w;
+          break;
+        case Role::kAttnK:
+          l->k = w;
+          break;
+        case Role::kAttnV:
+          l->v = w;
+          break;
+        case Role::kAttnOutput:
+          l->o = w;
+          break;
+        case Role::kFfnGate:
+          l->gate = w;
+          break;
+        case Role::kFfnUp:
+          l->up = w;
+          break;
+        case Role::kFfnDown:
+          l->down = w;
+          break;
+        default:
+          return InternalError("spec lists a matrix tensor with a vector role: " + name);
+      }
+    }
+  }
+  if (output_.data == nullptr) {
+    if (!s.tied_output_fallback) {
+      return NotFoundError("model '" + file_.path() + "' has no tensor 'output.weight'");
+    }
+    output_ = token_embd_;
+  }
+  ELLM_ASSIGN_OR_RETURN(std::vector<bool> sliding, SlidingLayers());
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    Layer& l = layers_[static_cast<size_t>(il)];
+    l.sliding = sliding[static_cast<size_t>(il)];
+    l.rope_base = l.sliding ? hp_.rope_base_swa : hp_.rope_base;
+    l.rope_freq_scale = l.sliding ? 1.0f : hp_.rope_freq_scale;
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<bool>> Model::SlidingLayers() const {
+  const ArchSpec& s = *spec_;
+  std::vector<bool> sliding(static_cast<size_t>(hp_.n_layer), false);
+  if (s.window == WindowPattern::kNone || hp_.sliding_window == 0) return sliding;
+  // The file may spell the pattern out per layer (an array of bools) or give
+  // its period; otherwise the family's default period applies.
+  const std::string key = Key(s, "attention.sliding_window_pattern");
+  int period = s.default_window_period;
+  if (const gguf::Value* v = file_.Find(key)) {
+    if (v->type == gguf::ValueType::kArray) {
+      ELLM_ASSIGN_OR_RETURN(const gguf::Array* a, file_.GetArray(key, gguf::ValueType::kBool));
+      if (a->count != static_cast<uint64_t>(hp_.n_layer)) {
+        return InvalidArgumentError(
+            "model '" + file_.path() + "': key '" + key + "' has " + std::to_string(a->count) +
+            " entries; expected one per layer (" + std::to_string(hp_.n_layer) + ")");
+      }
+      for (size_t i = 0; i < sliding.size(); ++i) sliding[i] = a->raw[i] != 0;
+      return sliding;
+    }
+    ELLM_ASSIGN_OR_RETURN(uint64_t p, file_.GetUint(key));
+    if (p == 0 || p > 1024) {
+      return InvalidArgumentError("model '" + file_.path() + "': key '" + key + "' is " +
+                                  std::to_string(p) + "; expected a period of 1 to 1024 layers");
+    }
+    period = static_cast<int>(p);
+  }
+  for (int il = 0; il < hp_.n_layer; ++il)
+    sliding[static_cast<size_t>(il)] = il % period < period - 1;
+  return sliding;
+}
+
+}  // namespace ellm::model

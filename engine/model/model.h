@@ -1,0 +1,84 @@
+// Model: a GGUF file's weights resolved against its architecture spec —
+// hyperparameters read and checked, every tensor found and its shape
+// checked, per-layer recipe values (window, RoPE base) worked out. Weights
+// stay in the file mapping; only small norm vectors are decoded to f32.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/base/status.h"
+#include "ellm/engine/gguf.h"
+#include "model/arch_spec.h"
+
+namespace ellm::model {
+
+struct HParams {
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_ff = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim_k = 0;
+  int head_dim_v = 0;
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  float rms_eps = 1e-6f;
+  float rope_base = 10000.0f;        // global (full-attention) layers
+  float rope_base_swa = 10000.0f;    // sliding-window layers
+  float rope_freq_scale = 1.0f;      // global layers: 1 / linear scaling factor
+  int sliding_window = 0;            // 0 = none
+  float final_logit_softcap = 0.0f;  // 0 = off
+  float embedding_scale = 1.0f;
+  float query_scale = 1.0f;  // applied to Q before attention
+};
+
+// A weight matrix view: `rows` rows of `cols` elements each, row-major in
+// the file's format. For a GGML tensor of shape [ne0, ne1], cols = ne0.
+struct Weight {
+  const gguf::TensorInfo* info = nullptr;
+  quant::TensorType type = quant::TensorType::kF32;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  uint64_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+  const uint8_t* Row(int64_t r) const { return data + r * row_bytes; }
+};
+
+struct Layer {
+  Weight q, k, v, o, gate, up, down;
+  std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffn_norm;
+  bool sliding = false;  // attends to the last `sliding_window` positions only
+  float rope_base = 10000.0f;
+  float rope_freq_scale = 1.0f;
+};
+
+class Model {
+ public:
+  // Takes ownership of the file. Errors name the file and the key or tensor.
+  static StatusOr<std::unique_ptr<Model>> Load(gguf::GgufFile file);
+
+  const ArchSpec& spec() const { return *spec_; }
+  const HParams& hparams() const { return hp_; }
+  const gguf::GgufFile& file() const { return file_; }
+  const Weight& token_embd() const { return token_embd_; }
+  const Weight& output() const { return output_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+
+ private:
+  Model(gguf::GgufFile file) : file_(std::move(file)) {}
+  Status ReadHParams();
+  Status BindTensors();
+  StatusOr<std::vector<bool>> SlidingLayers() const;
+
+  gguf::GgufFile file_;
+  const ArchSpec* spec_ = nullptr;
+  HParams hp_;
+  Weight token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace ellm::model

@@ -1,0 +1,30 @@
+// Matrix products with stored (possibly quantized) weights.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ellm/engine/thread_pool.h"
+#include "model/model.h"
+
+namespace ellm::ops {
+
+// Reusable buffer for the quantized activations of one MatMul call.
+struct MatMulScratch {
+  std::vector<uint8_t> act;
+};
+
+// y[t * w.rows + r] = dot(w row r, x[t * w.cols ...]) for t < n_tokens, r < w.rows.
+// x: [n_tokens, w.cols] row-major f32; y: [n_tokens, w.rows]; no aliasing.
+// The activations are first encoded in quant::ActivationTypeFor(w.type), as
+// ggml does, then each weight row is dotted with every token's row.
+// Rows are split across the pool's threads.
+void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch);
+
+// As MatMul, but only for weight rows [row_begin, row_end); y is
+// [n_tokens, row_end - row_begin]. Used to compute logits in slices.
+void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
+                int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch);
+
+}  // namespace ellm::ops

@@ -1,0 +1,72 @@
+#include "ops/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace ellm::ops {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST(RmsNorm, MatchesDefinitionOnOddLength) {
+  auto x = Random(641, 1, 3.0f), w = Random(641, 2);
+  std::vector<float> y(641);
+  RmsNorm(x.data(), w.data(), y.data(), 641, 1e-6f);
+  double ss = 0;
+  for (float v : x) ss += double(v) * v;
+  double inv = 1.0 / std::sqrt(ss / 641 + 1e-6);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], x[i] * inv * w[i], 1e-5 * std::fabs(x[i] * inv * w[i]) + 1e-7);
+  // In place gives the same answer.
+  RmsNorm(x.data(), w.data(), x.data(), 641, 1e-6f);
+  EXPECT_EQ(x, y);
+}
+
+TEST(RopeNeox, RotatesHalvesAndKeepsNorm) {
+  const int hd = 256, heads = 2;
+  auto x = Random(hd * heads, 3);
+  auto orig = x;
+  RopeNeox(x.data(), heads, hd, 0, 10000.0f, 1.0f);
+  EXPECT_EQ(x, orig);  // position 0 is the identity
+  RopeNeox(x.data(), heads, hd, 1234, 10000.0f, 1.0f);
+  for (int h = 0; h < heads; ++h) {
+    for (int i = 0; i < hd / 2; ++i) {
+      float a0 = orig[h * hd + i], a1 = orig[h * hd + i + hd / 2];
+      float b0 = x[h * hd + i], b1 = x[h * hd + i + hd / 2];
+      EXPECT_NEAR(a0 * a0 + a1 * a1, b0 * b0 + b1 * b1, 1e-4);
+      // The angle for pair i: pos * base^(-2i/hd).
+      double theta = 1234.0 * std::pow(10000.0, -2.0 * i / hd);
+      double e0 = a0 * std::cos(theta) - a1 * std::sin(theta);
+      // Incremental float theta drifts a little from the exact angle at large pos.
+      EXPECT_NEAR(b0, e0, 2e-3 * (std::fabs(a0) + std::fabs(a1)) + 1e-5) << "pair " << i;
+    }
+  }
+}
+
+TEST(GeluTanh, FollowsTheTanhApproximationWithinF16Rounding) {
+  for (float x = -12.0f; x <= 12.0f; x += 0.01f) {
+    double exact = 0.5 * x * (1 + std::tanh(0.7978845608 * x * (1 + 0.044715 * x * x)));
+    EXPECT_NEAR(GeluTanh(x), exact, 2e-3 * std::fabs(exact) + 2e-3) << x;
+  }
+  EXPECT_EQ(GeluTanh(-11.0f), 0.0f);
+  EXPECT_EQ(GeluTanh(11.0f), 11.0f);
+}
+
+TEST(GeGlu, MultipliesGeluOfGateByUp) {
+  auto g = Random(100, 4, 3.0f), u = Random(100, 5);
+  std::vector<float> y(100);
+  GeGlu(g.data(), u.data(), y.data(), 100);
+  for (int i = 0; i < 100; ++i) EXPECT_FLOAT_EQ(y[i], GeluTanh(g[i]) * u[i]);
+}
+
+}  // namespace
+}  // namespace ellm::ops
