@@ -81,6 +81,7 @@ Status Run(const Flags& f) {
   }
   auto t2 = std::chrono::steady_clock::now();
   std::fputs("\n", stdout);
+  std::fflush(stdout);
   std::fprintf(
       stderr,
       "prefill: %zu tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s (%d threads)\n",

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/f16_vec.h"
 #include "quant/fp16.h"
 
 namespace ellm::model {
@@ -58,12 +59,12 @@ void AttendF16(const AttentionShape& shape, const KvCache& cache, int il, const 
   for (int i = 0; i < shape.head_dim_k; ++i) q16[i] = quant::Fp16ToFp32(quant::Fp32ToFp16(qv[i]));
   const int64_t n = p - lo + 1;
   if (static_cast<int64_t>(scores.size()) < n) scores.resize(static_cast<size_t>(n));
+  const kernels::F16VecKernels& f16 = kernels::GetF16Vec();
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n; ++j) {
     const uint16_t* k =
         static_cast<const uint16_t*>(cache.K(il, lo + j)) + int64_t{kvh} * shape.head_dim_k;
-    float s = 0.0f;
-    for (int i = 0; i < shape.head_dim_k; ++i) s += q16[i] * quant::Fp16ToFp32(k[i]);
+    const float s = f16.dot(shape.head_dim_k, k, q16);
     scores[static_cast<size_t>(j)] = s;
     max = std::max(max, s);
   }
@@ -79,7 +80,7 @@ void AttendF16(const AttentionShape& shape, const KvCache& cache, int il, const 
     const float w = quant::Fp16ToFp32(quant::Fp32ToFp16(scores[static_cast<size_t>(j)] * inv));
     const uint16_t* v =
         static_cast<const uint16_t*>(cache.V(il, lo + j)) + int64_t{kvh} * shape.head_dim_v;
-    for (int d = 0; d < shape.head_dim_v; ++d) acc[d] += w * quant::Fp16ToFp32(v[d]);
+    f16.axpy(shape.head_dim_v, w, v, acc);
   }
   std::copy(acc, acc + shape.head_dim_v, o);
 }

@@ -496,8 +496,10 @@ def step_speed(args):
         p, d = statistics.median(prefill), statistics.median(decode)
         runs.append({"prompt_tokens": prompt_n, "prefill_seconds": prefill,
                      "prefill_tokens_per_second": round(prompt_n / p, 1),
+                     "prefill_tokens_per_second_best": round(prompt_n / min(prefill), 1),
                      "decode_tokens": decode_n, "decode_seconds": decode,
                      "decode_tokens_per_second": round(decode_n / d, 1),
+                     "decode_tokens_per_second_best": round(decode_n / min(decode), 1),
                      "context": context_settings(llm)})
         log("speed:", runs[-1]["prompt_tokens"], runs[-1]["prefill_tokens_per_second"],
             runs[-1]["decode_tokens_per_second"])
@@ -507,7 +509,9 @@ def step_speed(args):
                  "llm.eval() of the prompt with logits for its last position only; "
                  "decode = 64 single-token llm.eval() calls each followed by a numpy "
                  "argmax over the logits (greedy), continuing from the prompt. "
-                 "Median of the repeats after one warm-up; wall-clock seconds."),
+                 "Median (and best) of the repeats after one warm-up; wall-clock "
+                 "seconds. Only meaningful on an otherwise idle machine: see the "
+                 "load averages."),
         "prompt_source": rel(DOCUMENT_TEXT),
         "repeats": args.speed_repeats, "cpu": _cpu_model(),
         # Another busy process on a 2-core machine halves these numbers.

@@ -145,5 +145,37 @@ TEST_F(Gemma3Golden, GreedyChatContinuationsMatchLlamaCpp) {
   std::printf("%d greedy steps checked, %d near-ties\n", steps, ties);
 }
 
+// Perplexity with llama.cpp's chunking on a public-domain text: the first
+// chunks at each context the reference covers (all of them would take too
+// long for CI on 2 cores), mean NLL within 0.01 nats, i.e. perplexity within 1%.
+TEST_F(Gemma3Golden, PerplexityMatchesLlamaCppWithinOnePercent) {
+  ELLM_REQUIRE_MODEL(path);
+  std::ifstream in(RefDir() + "/perplexity.json");
+  ASSERT_TRUE(in) << "missing perplexity.json";
+  json ref = json::parse(in);
+  std::ifstream text_in(ellm::testing::SourceDir() + "/" + ref["file"].get<std::string>(),
+                        std::ios::binary);
+  ASSERT_TRUE(text_in) << ref["file"];
+  std::string text((std::istreambuf_iterator<char>(text_in)), std::istreambuf_iterator<char>());
+  int checked = 0;
+  for (const json& r : ref["results"]) {
+    const int64_t ctx = r["ctx"];
+    const int64_t chunks = ctx <= 1024 ? 4 : 1;
+    PerplexityOptions o{.ctx = ctx, .micro_batch = 512, .max_chunks = chunks};
+    auto ours = ComputePerplexity(*engine_, text, o);
+    ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+    double want = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      want += r["chunk_nll"][static_cast<size_t>(c)].get<double>();
+    want /= static_cast<double>(chunks);
+    std::printf("ctx %lld, %lld chunk(s): nll ours %.5f llama.cpp %.5f (ppl %.4f vs %.4f)\n",
+                static_cast<long long>(ctx), static_cast<long long>(chunks), ours->nll, want,
+                std::exp(ours->nll), std::exp(want));
+    EXPECT_NEAR(ours->nll, want, 0.01) << "ctx " << ctx;
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
 }  // namespace
 }  // namespace ellm

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Side-by-side speed of ellm and llama.cpp on the same model, same machine,
+same threads, in one command. Prints a Markdown table with the ratios.
+
+    py=$(scripts/reference/setup --print-python)   # llama.cpp via llama-cpp-python
+    $py bench/vs_llama_cpp.py --model models/gemma-3-270m-q4_k_m.gguf \
+        --depths 512 2048 --gen 32 --threads 2
+
+For each depth D: ellm runs `ellm bench --depth D --gen N --json`; llama.cpp
+prefills D tokens of the same pseudo-random ids in one eval (logits for the
+last position only) and then decodes N tokens greedily one eval at a time,
+with flash attention off and on (the better is reported). Wall-clock; one
+warm-up run each is not counted. A benchmark, never a test: it prints numbers.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def llama_cpp_run(model, depth, gen, threads, flash_attn):
+    from llama_cpp import Llama
+    llm = Llama(model_path=model, n_ctx=depth + gen + 8, n_batch=512, n_ubatch=512,
+                n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
+                logits_all=False, verbose=False)
+    rng = np.random.default_rng(1234)
+    prompt = [llm.token_bos()] + [int(x) for x in rng.integers(1000, 200000, depth - 1)]
+    best = None
+    for rep in range(2):  # first is a warm-up
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(prompt)
+        t1 = time.perf_counter()
+        tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        t2 = time.perf_counter()
+        for _ in range(gen):
+            llm.eval([tok])
+            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        t3 = time.perf_counter()
+        if rep:
+            best = (depth / (t1 - t0), gen / (t3 - t2))
+    del llm
+    return best
+
+
+def ellm_run(ellm, model, depth, gen, threads):
+    best = None
+    for rep in range(2):
+        out = subprocess.run([ellm, "bench", "--model", model, "--depth", str(depth), "--gen",
+                              str(gen), "--threads", str(threads), "--json"],
+                             check=True, capture_output=True, text=True).stdout
+        r = json.loads(out)
+        if rep:
+            best = (r["prefill_tokens_per_s"], r["decode_tokens_per_s"], r["peak_rss_bytes"])
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--ellm", default="build/release/cli/ellm")
+    ap.add_argument("--depths", type=int, nargs="+", default=[512, 2048])
+    ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    rows = []
+    for d in args.depths:
+        e = ellm_run(args.ellm, args.model, d, args.gen, args.threads)
+        off = llama_cpp_run(args.model, d, args.gen, args.threads, False)
+        on = llama_cpp_run(args.model, d, args.gen, args.threads, True)
+        l_prefill, l_decode = max(off[0], on[0]), max(off[1], on[1])
+        rows.append((d, e, (l_prefill, l_decode), off, on))
+        print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp fa-off {off[0]:.1f}/{off[1]:.1f}"
+              f" fa-on {on[0]:.1f}/{on[1]:.1f} (prefill/decode tokens/s)", file=sys.stderr)
+    print(f"\nload average {os.getloadavg()[0]:.2f}, threads {args.threads}, gen {args.gen}\n")
+    print("| depth | ellm prefill t/s | llama.cpp prefill t/s | ratio | ellm decode t/s | "
+          "llama.cpp decode t/s | ratio | ellm peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d, e, l, _, _ in rows:
+        print(f"| {d} | {e[0]:.1f} | {l[0]:.1f} | {e[0] / l[0]:.2f}x | {e[1]:.1f} | {l[1]:.1f} | "
+              f"{e[1] / l[1]:.2f}x | {e[2] / 2**20:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
