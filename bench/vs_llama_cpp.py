@@ -23,6 +23,18 @@ import time
 import numpy as np
 
 
+def last_logits(llm):
+    import llama_cpp
+    ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),))
+
+
+def fresh(llm):
+    import llama_cpp
+    llm.reset()
+    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+
+
 def llama_cpp_run(model, depth, gen, threads, flash_attn):
     from llama_cpp import Llama
     llm = Llama(model_path=model, n_ctx=depth + gen + 8, n_batch=512, n_ubatch=512,
@@ -32,15 +44,15 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn):
     prompt = [llm.token_bos()] + [int(x) for x in rng.integers(1000, 200000, depth - 1)]
     best = None
     for rep in range(2):  # first is a warm-up
-        llm.reset()
+        fresh(llm)
         t0 = time.perf_counter()
         llm.eval(prompt)
         t1 = time.perf_counter()
-        tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        tok = int(np.argmax(last_logits(llm)))
         t2 = time.perf_counter()
         for _ in range(gen):
             llm.eval([tok])
-            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            tok = int(np.argmax(last_logits(llm)))
         t3 = time.perf_counter()
         if rep:
             best = (depth / (t1 - t0), gen / (t3 - t2))
