@@ -44,6 +44,11 @@ VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level) {
   return nullptr;
 }
 
+VecDot4Fn GetVecDot4(quant::TensorType weight) {
+  static const IsaLevel level = HostCpu().Level();
+  return level >= IsaLevel::kAvx2 ? internal::Avx2VecDot4(weight) : nullptr;
+}
+
 VecDotFn GetVecDot(quant::TensorType weight) {
   static const IsaLevel level = HostCpu().Level();
   return GetVecDotAt(weight, level);

@@ -26,4 +26,14 @@ VecDotFn GetVecDot(quant::TensorType weight);
 // kScalar); falls back to the next lower level that has one.
 VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level);
 
+// One weight row against four activation rows at once (prefill): the
+// weight block is unpacked once and serves four tokens. Contract:
+//   out[t] = VecDotFn(n, w, a + t * a_stride) for t < 4, bit for bit (same
+//   accumulation order as the single-row kernel of the same level).
+using VecDot4Fn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, float* out);
+
+// The 4-row kernel for `weight` at HostCpu().Level(), or nullptr when that
+// type/level has none (callers then loop over VecDotFn).
+VecDot4Fn GetVecDot4(quant::TensorType weight);
+
 }  // namespace ellm::kernels

@@ -250,6 +250,45 @@ float Dot32(int64_t n, const void* w, const void* a) {
   return DotBlocks32(n, Kernel{static_cast<const W*>(w), static_cast<const A*>(a)});
 }
 
+// Signed weight bytes of one block of the Q8_0-activation formats without an
+// offset, shared by the single- and four-row kernels below.
+inline __m256i WeightBytes(const BlockQ8_0& x) { return Load256(x.qs); }
+inline __m256i WeightBytes(const BlockQ4_0& x) {
+  return _mm256_sub_epi8(Nibbles32(x.qs), _mm256_set1_epi8(8));
+}
+inline __m256i WeightBytes(const BlockQ5_0& x) {
+  const __m256i high_clear = _mm256_andnot_si256(BytesFromBits32(x.qh), _mm256_set1_epi8(-16));
+  return _mm256_or_si256(Nibbles32(x.qs), high_clear);
+}
+
+// Four activation rows against one weight row. Per row it accumulates
+// exactly as DotBlocks32 does (even blocks in one accumulator, odd blocks in
+// another, then one horizontal sum), so results equal the single-row
+// kernel's bit for bit; the weight block is unpacked once per four rows.
+template <typename W>
+void Dot32x4(int64_t n, const void* wp, const void* ap, size_t a_stride, float* out) {
+  const W* x = static_cast<const W*>(wp);
+  const BlockQ8_0* y[4];
+  for (int t = 0; t < 4; ++t) {
+    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(ap) + t * a_stride);
+  }
+  const int64_t nb = n / 32;
+  __m256 acc[4][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i q = WeightBytes(x[b]);
+    const __m256i q_abs = _mm256_sign_epi8(q, q);
+    const float wd = Half(x[b].d);
+    const int slot = static_cast<int>(b & 1);
+    for (int t = 0; t < 4; ++t) {
+      const __m256i ints = DotU8I8(q_abs, _mm256_sign_epi8(Load256(y[t][b].qs), q));
+      acc[t][slot] = _mm256_fmadd_ps(_mm256_set1_ps(wd * Half(y[t][b].d)), _mm256_cvtepi32_ps(ints),
+                                     acc[t][slot]);
+    }
+  }
+  for (int t = 0; t < 4; ++t) out[t] = HsumF32(_mm256_add_ps(acc[t][0], acc[t][1]));
+}
+
 // ---- K-quants against Q8_K ----
 
 // Scale vector for a VPMADDUBSW result covering groups 2p (lanes 0..7) and
@@ -449,12 +488,27 @@ VecDotFn Avx2VecDot(quant::TensorType weight) {
   }
 }
 
+VecDot4Fn Avx2VecDot4(quant::TensorType weight) {
+  using T = quant::TensorType;
+  switch (weight) {
+    case T::kQ8_0:
+      return Dot32x4<BlockQ8_0>;
+    case T::kQ4_0:
+      return Dot32x4<BlockQ4_0>;
+    case T::kQ5_0:
+      return Dot32x4<BlockQ5_0>;
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace ellm::kernels::internal
 
 #else  // !defined(__x86_64__)
 
 namespace ellm::kernels::internal {
 VecDotFn Avx2VecDot(quant::TensorType) { return nullptr; }
+VecDot4Fn Avx2VecDot4(quant::TensorType) { return nullptr; }
 }  // namespace ellm::kernels::internal
 
 #endif  // defined(__x86_64__)
