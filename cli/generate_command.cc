@@ -48,8 +48,7 @@ Status Run(const Flags& f) {
   std::string prompt = f.Get("prompt");
   bool chat = f.Has("chat");
   if (chat) {
-    ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(model_path));
-    ELLM_ASSIGN_OR_RETURN(ChatFormat format, DetectChatFormat(file));
+    ELLM_ASSIGN_OR_RETURN(ChatFormat format, engine->chat_format());
     std::vector<ChatMessage> messages;
     if (f.Has("system")) messages.push_back({"system", f.Get("system")});
     messages.push_back({"user", prompt});

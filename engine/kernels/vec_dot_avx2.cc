@@ -190,36 +190,26 @@ float DotBlocks32(int64_t n, const Kernel& k) {
   return HsumF32(_mm256_add_ps(acc0, acc1)) + offset;
 }
 
-struct Q8_0Kernel {
-  static constexpr bool kHasOffset = false;
-  const BlockQ8_0* x;
-  const BlockQ8_0* y;
-  __m256i Ints(int64_t b) const { return DotI8I8(Load256(x[b].qs), Load256(y[b].qs)); }
-  float Scale(int64_t b) const { return Half(x[b].d) * Half(y[b].d); }
-};
+// Signed weight bytes of one block of the Q8_0-activation formats without an
+// offset, shared by the single- and four-row kernels.
+inline __m256i WeightBytes(const BlockQ8_0& x) { return Load256(x.qs); }
+inline __m256i WeightBytes(const BlockQ4_0& x) {
+  return _mm256_sub_epi8(Nibbles32(x.qs), _mm256_set1_epi8(8));
+}
+inline __m256i WeightBytes(const BlockQ5_0& x) {
+  // q - 16 is q itself when the fifth bit is set and q | 0xf0 (q - 16 in
+  // two's complement) when it is clear.
+  const __m256i high_clear = _mm256_andnot_si256(BytesFromBits32(x.qh), _mm256_set1_epi8(-16));
+  return _mm256_or_si256(Nibbles32(x.qs), high_clear);
+}
 
-struct Q4_0Kernel {
+// Q8_0, Q4_0, Q5_0 against Q8_0 activations.
+template <typename W>
+struct SignedWeightKernel {
   static constexpr bool kHasOffset = false;
-  const BlockQ4_0* x;
+  const W* x;
   const BlockQ8_0* y;
-  __m256i Ints(int64_t b) const {
-    const __m256i q = _mm256_sub_epi8(Nibbles32(x[b].qs), _mm256_set1_epi8(8));
-    return DotI8I8(q, Load256(y[b].qs));
-  }
-  float Scale(int64_t b) const { return Half(x[b].d) * Half(y[b].d); }
-};
-
-struct Q5_0Kernel {
-  static constexpr bool kHasOffset = false;
-  const BlockQ5_0* x;
-  const BlockQ8_0* y;
-  __m256i Ints(int64_t b) const {
-    // q - 16 is q itself when the fifth bit is set and q | 0xf0 (q - 16 in
-    // two's complement) when it is clear.
-    const __m256i high_clear = _mm256_andnot_si256(BytesFromBits32(x[b].qh), _mm256_set1_epi8(-16));
-    const __m256i q = _mm256_or_si256(Nibbles32(x[b].qs), high_clear);
-    return DotI8I8(q, Load256(y[b].qs));
-  }
+  __m256i Ints(int64_t b) const { return DotI8I8(WeightBytes(x[b]), Load256(y[b].qs)); }
   float Scale(int64_t b) const { return Half(x[b].d) * Half(y[b].d); }
 };
 
@@ -248,17 +238,6 @@ struct Q5_1Kernel {
 template <typename Kernel, typename W, typename A>
 float Dot32(int64_t n, const void* w, const void* a) {
   return DotBlocks32(n, Kernel{static_cast<const W*>(w), static_cast<const A*>(a)});
-}
-
-// Signed weight bytes of one block of the Q8_0-activation formats without an
-// offset, shared by the single- and four-row kernels below.
-inline __m256i WeightBytes(const BlockQ8_0& x) { return Load256(x.qs); }
-inline __m256i WeightBytes(const BlockQ4_0& x) {
-  return _mm256_sub_epi8(Nibbles32(x.qs), _mm256_set1_epi8(8));
-}
-inline __m256i WeightBytes(const BlockQ5_0& x) {
-  const __m256i high_clear = _mm256_andnot_si256(BytesFromBits32(x.qh), _mm256_set1_epi8(-16));
-  return _mm256_or_si256(Nibbles32(x.qs), high_clear);
 }
 
 // Four activation rows against one weight row. Per row it accumulates
@@ -464,11 +443,11 @@ VecDotFn Avx2VecDot(quant::TensorType weight) {
     case T::kBF16:
       return DotBF16;
     case T::kQ8_0:
-      return Dot32<Q8_0Kernel, BlockQ8_0, BlockQ8_0>;
+      return Dot32<SignedWeightKernel<BlockQ8_0>, BlockQ8_0, BlockQ8_0>;
     case T::kQ4_0:
-      return Dot32<Q4_0Kernel, BlockQ4_0, BlockQ8_0>;
+      return Dot32<SignedWeightKernel<BlockQ4_0>, BlockQ4_0, BlockQ8_0>;
     case T::kQ5_0:
-      return Dot32<Q5_0Kernel, BlockQ5_0, BlockQ8_0>;
+      return Dot32<SignedWeightKernel<BlockQ5_0>, BlockQ5_0, BlockQ8_0>;
     case T::kQ4_1:
       return Dot32<Q4_1Kernel, BlockQ4_1, BlockQ8_1>;
     case T::kQ5_1:

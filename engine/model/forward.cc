@@ -168,6 +168,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
   ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
   std::unique_ptr<Engine> e(new Engine());
   ELLM_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(file));
+  e->chat_format_ = DetectChatFormat(file);
   ELLM_ASSIGN_OR_RETURN(e->model_, model::Model::Load(std::move(file)));
   const HParams& hp = e->model_->hparams();
   if (e->tokenizer_->vocab_size() > hp.n_vocab) {

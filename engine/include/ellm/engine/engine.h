@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ellm/base/status.h"
+#include "ellm/engine/chat.h"
 #include "ellm/engine/tokenizer.h"
 
 namespace ellm {
@@ -61,6 +62,8 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelInfo& info() const { return info_; }
+  // The chat template recognised from the file at load, or why there is none.
+  StatusOr<ChatFormat> chat_format() const { return chat_format_; }
   int threads() const;
 
   // REQUIRES: options.n_ctx >= 1, micro_batch >= 1. n_ctx above the model's
@@ -74,6 +77,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   ModelInfo info_;
+  StatusOr<ChatFormat> chat_format_ = UnimplementedError("no model loaded");
 };
 
 enum class LogitsFor { kNone, kLast, kAll };
