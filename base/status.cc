@@ -50,7 +50,16 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  Status out(code_, std::move(m));
+  out.reason_ = reason_;
+  return out;
+}
+
+Status Status::WithReason(std::string reason) const {
+  assert(!ok());
+  Status out = *this;
+  out.reason_ = std::move(reason);
+  return out;
 }
 
 Status ErrnoError(int err, std::string_view what) {

@@ -15,5 +15,7 @@ int Tokenize(const Args& args);    // tokenize_command.cc
 int Generate(const Args& args);    // generate_command.cc
 int Perplexity(const Args& args);  // perplexity_command.cc
 int Bench(const Args& args);       // bench_command.cc
+int Extract(const Args& args);     // extract_command.cc
+int Jobs(const Args& args);        // jobs_command.cc
 
 }  // namespace ellm::cli

@@ -18,6 +18,9 @@ constexpr const char* kUsage =
     "  perplexity --model M --file F --ctx N  perplexity of a text file, as one JSON object\n"
     "  bench --model M --depth D --gen N [--threads T] [--json]\n"
     "                                         prefill/decode speed and peak RSS as JSON\n"
+    "  extract FILE [--json] [--max-pages N]  the text the model sees of a PDF/.txt/.md file\n"
+    "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
+    "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
     "  cpu                                    CPU features and the kernel level in use\n"
     "  version                                print the version\n";
 
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
   if (cmd == "perplexity") return ellm::cli::Perplexity(args);
   if (cmd == "bench") return ellm::cli::Bench(args);
   if (cmd == "tokenize") return ellm::cli::Tokenize(args);
+  if (cmd == "extract") return ellm::cli::Extract(args);
+  if (cmd == "jobs") return ellm::cli::Jobs(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;

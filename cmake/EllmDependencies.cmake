@@ -14,6 +14,8 @@ find_package(SQLite3 REQUIRED)
 # ingest
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
+pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 find_package(nlohmann_json 3.10 REQUIRED)
 
 # daemon, cli
@@ -24,6 +26,7 @@ pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 # tests, benchmarks
 if(ELLM_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  find_package(ZLIB REQUIRED)  # the PDF robustness test reads gzipped docs
 endif()
 if(ELLM_BUILD_BENCH)
   find_package(benchmark REQUIRED)

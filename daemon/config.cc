@@ -63,6 +63,30 @@ Status KafkaConfig::Validate() const {
   if (jobs_topic == dead_letter_topic) {
     return InvalidArgumentError("kafka.dead_letter_topic must differ from kafka.jobs_topic");
   }
+  if (session_timeout_ms < 1000) return InvalidArgumentError("kafka.session_timeout_ms < 1000");
+  if (max_poll_interval_ms < session_timeout_ms) {
+    return InvalidArgumentError("kafka.max_poll_interval_ms must be >= kafka.session_timeout_ms");
+  }
+  if (shutdown_grace_s < 0) return InvalidArgumentError("kafka.shutdown_grace_s must be >= 0");
+  for (const char* owned : {"bootstrap.servers", "group.id", "group.instance.id",
+                            "enable.auto.commit", "enable.auto.offset.store"}) {
+    if (properties.count(owned)) {
+      return InvalidArgumentError(std::string("kafka.properties may not set '") + owned +
+                                  "' (ellm manages it; use the kafka.* keys)");
+    }
+  }
+  return OkStatus();
+}
+
+Status JobsConfig::Validate() const {
+  for (const std::string& root : allowed_roots) {
+    if (root.empty() || root[0] != '/') {
+      return InvalidArgumentError("jobs.allowed_roots: '" + root + "' is not an absolute path");
+    }
+  }
+  if (max_inline_bytes < 0) return InvalidArgumentError("jobs.max_inline_bytes must be >= 0");
+  if (max_documents < 1) return InvalidArgumentError("jobs.max_documents must be >= 1");
+  if (max_attempts < 1) return InvalidArgumentError("jobs.max_attempts must be >= 1");
   return OkStatus();
 }
 
@@ -79,6 +103,7 @@ Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(model.Validate());
   ELLM_RETURN_IF_ERROR(store.Validate());
   ELLM_RETURN_IF_ERROR(kafka.Validate());
+  ELLM_RETURN_IF_ERROR(jobs.Validate());
   ELLM_RETURN_IF_ERROR(log.Validate());
   return OkStatus();
 }
@@ -88,7 +113,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
-    ELLM_RETURN_IF_ERROR(CheckKeys(src, root, "", {"model", "store", "kafka", "log"}));
+    ELLM_RETURN_IF_ERROR(CheckKeys(src, root, "", {"model", "store", "kafka", "jobs", "log"}));
     if (YAML::Node n = root["model"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "model", {"path", "threads"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
@@ -99,15 +124,39 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "store", "path", c.store.path));
     }
     if (YAML::Node n = root["kafka"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(
-          src, n, "kafka",
-          {"enabled", "brokers", "group_id", "jobs_topic", "results_topic", "dead_letter_topic"}));
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "kafka",
+                    {"enabled", "brokers", "group_id", "jobs_topic", "results_topic",
+                     "dead_letter_topic", "group_instance_id", "session_timeout_ms",
+                     "max_poll_interval_ms", "shutdown_grace_s", "properties"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "enabled", c.kafka.enabled));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "brokers", c.kafka.brokers));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_id", c.kafka.group_id));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "jobs_topic", c.kafka.jobs_topic));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "results_topic", c.kafka.results_topic));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "dead_letter_topic", c.kafka.dead_letter_topic));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_instance_id", c.kafka.group_instance_id));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "session_timeout_ms", c.kafka.session_timeout_ms));
+      ELLM_RETURN_IF_ERROR(
+          Get(src, n, "kafka", "max_poll_interval_ms", c.kafka.max_poll_interval_ms));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "shutdown_grace_s", c.kafka.shutdown_grace_s));
+      if (YAML::Node p = n["properties"]) {
+        if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
+        for (const auto& kv : p) {
+          if (!kv.second.IsScalar()) {
+            return At(src, kv.second, "kafka.properties values must be scalars");
+          }
+          c.kafka.properties[kv.first.as<std::string>()] = kv.second.as<std::string>();
+        }
+      }
+    }
+    if (YAML::Node n = root["jobs"]) {
+      ELLM_RETURN_IF_ERROR(CheckKeys(
+          src, n, "jobs", {"allowed_roots", "max_inline_bytes", "max_documents", "max_attempts"}));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "allowed_roots", c.jobs.allowed_roots));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_inline_bytes", c.jobs.max_inline_bytes));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_documents", c.jobs.max_documents));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_attempts", c.jobs.max_attempts));
     }
     if (YAML::Node n = root["log"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level"}));

@@ -2,7 +2,10 @@
 // once from YAML at start-up and validated before anything is touched.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "ellm/base/status.h"
 
@@ -26,6 +29,25 @@ struct KafkaConfig {
   std::string jobs_topic = "ellm.jobs";
   std::string results_topic = "ellm.results";
   std::string dead_letter_topic = "ellm.jobs.dlq";
+  // Static membership: a restart within session_timeout_ms gets the same
+  // partitions back without a rebalance. Empty: "ellmd-<hostname>".
+  std::string group_instance_id;
+  int session_timeout_ms = 45000;
+  int max_poll_interval_ms = 300000;
+  // Seconds a running job may take to finish after SIGTERM.
+  int shutdown_grace_s = 30;
+  // Passed to librdkafka unchanged: security.protocol, ssl.*, sasl.*, ...
+  std::map<std::string, std::string> properties;
+  Status Validate() const;
+};
+
+struct JobsConfig {
+  // Directories job documents may be read from (after resolving symlinks).
+  std::vector<std::string> allowed_roots = {"/srv/ellm/inbox"};
+  int64_t max_inline_bytes = 8 << 20;
+  int max_documents = 32;
+  // Starts of one job (crashes, lost partitions) before it is failed.
+  int max_attempts = 3;
   Status Validate() const;
 };
 
@@ -38,6 +60,7 @@ struct Config {
   ModelConfig model;
   StoreConfig store;
   KafkaConfig kafka;
+  JobsConfig jobs;
   LogConfig log;
   Status Validate() const;
 };

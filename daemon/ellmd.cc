@@ -2,19 +2,31 @@
 //
 // Lifecycle: Init (config, store, model) -> Ready (sd_notify READY=1) ->
 // Draining (on SIGTERM/SIGINT) -> Stopped; components stop in reverse order.
-// The Kafka job consumer and the pipelines attach at Ready as they land.
+// With kafka.enabled, Ready means consuming the jobs topic (JobConsumer +
+// JobRunner); SIGTERM drains the running job within kafka.shutdown_grace_s.
 #include <getopt.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "config.h"
 #include "ellm/engine/cpu_features.h"
 #include "ellm/engine/gguf.h"
-#include "ellm/store/database.h"
+#include "ellm/ingest/extract.h"
+#include "ellm/ingest/job_consumer.h"
+#include "ellm/pipelines/processor.h"
+#include "ellm/store/job_store.h"
+#include "job_runner.h"
 
 namespace {
 
@@ -22,6 +34,73 @@ constexpr const char* kUsage =
     "usage: ellmd [--config FILE] [--check]\n"
     "  --config FILE  configuration (default /etc/ellm/ellm.yaml)\n"
     "  --check        validate the configuration, model and store, then exit\n";
+
+std::string Hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+// Consumes jobs until `stop`; returns the process exit code.
+int RunKafka(const ellm::daemon::Config& config, ellm::store::JobStore& store,
+             ellm::pipelines::ProcessorRegistry& registry, const std::atomic<bool>& stop) {
+  const ellm::daemon::KafkaConfig& k = config.kafka;
+  ellm::ingest::KafkaOptions kafka;
+  kafka.brokers = k.brokers;
+  kafka.client_id = "ellmd-" + Hostname();
+  kafka.properties = k.properties;
+
+  auto producer = ellm::ingest::KafkaProducer::Create(kafka);
+  if (!producer.ok()) {
+    spdlog::critical("{}", producer.status().ToString());
+    return 1;
+  }
+  ellm::daemon::JobRunnerOptions runner_options;
+  runner_options.results_topic = k.results_topic;
+  runner_options.dead_letter_topic = k.dead_letter_topic;
+  runner_options.limits.allowed_roots = config.jobs.allowed_roots;
+  runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
+  runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
+  const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");
+  runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
+  runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
+                          std::to_string(getpid());
+  ellm::daemon::JobRunner runner(&store, producer->get(), &registry, runner_options);
+
+  ellm::ingest::JobConsumerOptions consumer_options;
+  consumer_options.kafka = kafka;
+  std::string instance = k.group_instance_id.empty() ? "ellmd-" + Hostname() : k.group_instance_id;
+  consumer_options.kafka.properties["group.instance.id"] = instance;
+  consumer_options.kafka.properties.emplace("session.timeout.ms",
+                                            std::to_string(k.session_timeout_ms));
+  consumer_options.kafka.properties.emplace("max.poll.interval.ms",
+                                            std::to_string(k.max_poll_interval_ms));
+  // After a job the partitions are resumed; the broker's long poll for the
+  // paused-time fetch then delays the next message by up to this much.
+  consumer_options.kafka.properties.emplace("fetch.wait.max.ms", "100");
+  consumer_options.kafka.properties.emplace("fetch.error.backoff.ms", "50");
+  // Heartbeats must come well within the session timeout (Kafka's rule of
+  // thumb: a third of it); librdkafka's default of 3 s breaks short sessions.
+  consumer_options.kafka.properties.emplace(
+      "heartbeat.interval.ms", std::to_string(std::min(3000, k.session_timeout_ms / 3)));
+  consumer_options.group_id = k.group_id;
+  consumer_options.jobs_topic = k.jobs_topic;
+  consumer_options.shutdown_grace = std::chrono::seconds(k.shutdown_grace_s);
+  auto consumer = ellm::ingest::JobConsumer::Create(consumer_options, &runner);
+  if (!consumer.ok()) {
+    spdlog::critical("{}", consumer.status().ToString());
+    return 1;
+  }
+  spdlog::info("stage=Ready brokers={} group={} instance={} topic={}", k.brokers, k.group_id,
+               instance, k.jobs_topic);
+  sd_notify(0, "READY=1\nSTATUS=consuming jobs");
+  ellm::Status st = (*consumer)->Run(stop);
+  if (!st.ok()) {
+    spdlog::critical("kafka: {}", st.ToString());
+    return 1;
+  }
+  return 0;
+}
 
 int Run(const std::string& config_path, bool check_only) {
   auto config = ellm::daemon::LoadConfig(config_path);
@@ -44,32 +123,74 @@ int Run(const std::string& config_path, bool check_only) {
   spdlog::info("model {} arch={} tensors={}", config->model.path,
                arch.ok() ? std::string(*arch) : "?", model->tensors().size());
 
-  auto db = ellm::store::Database::Open(config->store.path);
-  if (!db.ok()) {
-    spdlog::critical("store: {}", db.status().ToString());
+  ellm::store::JobStoreOptions store_options;
+  store_options.max_attempts = config->jobs.max_attempts;
+  auto store = ellm::store::JobStore::Open(config->store.path, store_options);
+  if (!store.ok()) {
+    spdlog::critical("store: {}", store.status().ToString());
     return 1;
   }
   spdlog::info("store {} schema v{}", config->store.path, ellm::store::Database::SchemaVersion());
+
+  ellm::ingest::ExtractOptions extract;
+  auto extractor = ellm::ingest::FindExtractor(extract);
+  if (!extractor.ok()) {
+    spdlog::critical("document extractor: {}", extractor.status().ToString());
+    return 1;
+  }
+  extract.extractor_path = *extractor;
+  ellm::pipelines::ProcessorRegistry registry;
+  (void)registry.Add(ellm::pipelines::MakeDocumentStatsProcessor(extract));
   if (check_only) {
     spdlog::info("check passed");
     return 0;
   }
 
+  auto requeued = (*store)->RecoverInterrupted();
+  if (!requeued.ok()) {
+    spdlog::critical("store: {}", requeued.status().ToString());
+    return 1;
+  }
+  if (*requeued > 0) {
+    spdlog::warn(
+        "{} job(s) were interrupted by the last shutdown; they run again when their "
+        "messages are delivered again",
+        *requeued);
+  }
+
+  // Signals are taken by one thread with sigtimedwait; every other thread
+  // (librdkafka's, the job worker) inherits the blocked mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::atomic<bool> stop{false}, finished{false};
+  std::thread signal_thread([&] {
+    timespec tick{0, 200 * 1000 * 1000};
+    while (!finished.load()) {
+      int sig = sigtimedwait(&signals, nullptr, &tick);
+      if (sig > 0) {
+        spdlog::info("stage=Draining signal={}", sig);
+        sd_notify(0, "STOPPING=1");
+        stop = true;
+      }
+    }
+  });
 
-  spdlog::info("stage=Ready");
-  sd_notify(0, "READY=1\nSTATUS=ready");
-  int sig = 0;
-  sigwait(&signals, &sig);
-  spdlog::info("stage=Draining signal={}", sig);
-  sd_notify(0, "STOPPING=1");
-  db->reset();
+  int rc = 0;
+  if (config->kafka.enabled) {
+    rc = RunKafka(*config, **store, registry, stop);
+  } else {
+    spdlog::info("stage=Ready (kafka disabled; nothing to consume)");
+    sd_notify(0, "READY=1\nSTATUS=ready");
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  finished = true;
+  signal_thread.join();
+  store->reset();
   spdlog::info("stage=Stopped");
-  return 0;
+  return rc;
 }
 
 }  // namespace

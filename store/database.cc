@@ -57,6 +57,15 @@ CREATE TABLE events (
   detail   TEXT
 );
 )sql",
+      // 2: what the job consumer and pipelines record: where to reply, when
+      // each attempt started and ended, and which strategy produced a result.
+      R"sql(
+ALTER TABLE jobs ADD COLUMN reply_to TEXT;
+ALTER TABLE jobs ADD COLUMN started_at TEXT;
+ALTER TABLE jobs ADD COLUMN finished_at TEXT;
+ALTER TABLE results ADD COLUMN strategy TEXT;
+CREATE INDEX events_by_job ON events(job_id, kind);
+)sql",
   };
   return kMigrations;
 }

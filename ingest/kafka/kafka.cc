@@ -80,12 +80,28 @@ StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOption
 
 Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
                               const std::string& payload, std::chrono::milliseconds timeout) {
+  return Produce(topic, key, payload, {}, timeout);
+}
+
+Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
+                              const std::string& payload,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              std::chrono::milliseconds timeout) {
   std::atomic<int> delivered{0};
-  RdKafka::ErrorCode rc = producer_->produce(
-      topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-      const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(), 0, &delivered);
-  if (rc != RdKafka::ERR_NO_ERROR)
+  RdKafka::Headers* hdrs = nullptr;
+  if (!headers.empty()) {
+    hdrs = RdKafka::Headers::create();
+    for (const auto& [name, value] : headers) hdrs->add(name, value);
+  }
+  // On success librdkafka owns `hdrs`; on failure they are ours to free.
+  RdKafka::ErrorCode rc =
+      producer_->produce(topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                         const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(),
+                         0, hdrs, &delivered);
+  if (rc != RdKafka::ERR_NO_ERROR) {
+    delete hdrs;
     return KafkaError(rc, "cannot queue message for '" + topic + "'");
+  }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (delivered.load() == 0) {
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -102,12 +118,63 @@ Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
   return OkStatus();
 }
 
-KafkaConsumer::KafkaConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c) : consumer_(std::move(c)) {}
+namespace {
+
+std::vector<TopicPartition> Convert(const std::vector<RdKafka::TopicPartition*>& parts) {
+  std::vector<TopicPartition> out;
+  for (const auto* p : parts) out.push_back({p->topic(), p->partition()});
+  return out;
+}
+
+// Owns the RdKafka handles for a list of partitions.
+class PartitionList {
+ public:
+  explicit PartitionList(const std::vector<TopicPartition>& parts) {
+    for (const auto& p : parts)
+      list_.push_back(RdKafka::TopicPartition::create(p.topic, p.partition));
+  }
+  ~PartitionList() { RdKafka::TopicPartition::destroy(list_); }
+  std::vector<RdKafka::TopicPartition*>& get() { return list_; }
+
+ private:
+  std::vector<RdKafka::TopicPartition*> list_;
+};
+
+}  // namespace
+
+// Applies eager assignments and tells the listener. Runs inside consume().
+class KafkaConsumer::Rebalancer : public RdKafka::RebalanceCb {
+ public:
+  explicit Rebalancer(RebalanceListener* listener) : listener_(listener) {}
+  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override {
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      consumer->assign(partitions);
+      // librdkafka keeps a partition's pause flag across unassign/assign
+      // (2.0.2), so state it either way.
+      if (listener_ && listener_->OnAssigned(Convert(partitions))) {
+        consumer->pause(partitions);
+      } else {
+        consumer->resume(partitions);
+      }
+      return;
+    }
+    if (listener_) listener_->OnRevoked(Convert(partitions), consumer->assignment_lost());
+    consumer->unassign();
+  }
+
+ private:
+  RebalanceListener* listener_;
+};
+
+KafkaConsumer::KafkaConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c,
+                             std::unique_ptr<Rebalancer> r)
+    : rebalancer_(std::move(r)), consumer_(std::move(c)) {}
 KafkaConsumer::~KafkaConsumer() { (void)Close(); }
 
 StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(
     const KafkaOptions& options, const std::string& group_id,
-    const std::vector<std::string>& topics) {
+    const std::vector<std::string>& topics, RebalanceListener* listener) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   auto props = BaseProps(options);
   props["group.id"] = group_id;
@@ -115,16 +182,24 @@ StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(
   props.emplace("enable.auto.offset.store", "false");
   props.emplace("auto.offset.reset", "earliest");
   props.emplace("enable.partition.eof", "false");
-  // A job may compute for many minutes between polls; the daemon polls from
-  // a loop that is never blocked by inference, but keep a generous bound.
-  props.emplace("max.poll.interval.ms", "600000");
+  // Eager and simple: cooperative-sticky in librdkafka 2.0.2 (Debian
+  // bookworm) still has open rebalance bugs (e.g. confluentinc/librdkafka
+  // #4312, a crash closing before the first rebalance, fixed in 2.2.1).
+  props.emplace("partition.assignment.strategy", "roundrobin");
+  // The job consumer calls Poll every ~100 ms even while a job runs, so
+  // this bound is about a stuck process, not a long job.
+  props.emplace("max.poll.interval.ms", "300000");
   ELLM_RETURN_IF_ERROR(SetAll(*conf, props));
   std::string err;
+  auto rebalancer = std::make_unique<Rebalancer>(listener);
+  if (conf->set("rebalance_cb", rebalancer.get(), err) != RdKafka::Conf::CONF_OK) {
+    return InternalError("Kafka: cannot install rebalance callback: " + err);
+  }
   std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c) return InvalidArgumentError("Kafka: cannot create consumer: " + err);
   RdKafka::ErrorCode rc = c->subscribe(topics);
   if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot subscribe");
-  return std::unique_ptr<KafkaConsumer>(new KafkaConsumer(std::move(c)));
+  return std::unique_ptr<KafkaConsumer>(new KafkaConsumer(std::move(c), std::move(rebalancer)));
 }
 
 StatusOr<std::optional<KafkaMessage>> KafkaConsumer::Poll(std::chrono::milliseconds timeout) {
@@ -137,6 +212,13 @@ StatusOr<std::optional<KafkaMessage>> KafkaConsumer::Poll(std::chrono::milliseco
       out.offset = m->offset();
       if (m->key()) out.key = *m->key();
       if (m->payload()) out.payload.assign(static_cast<const char*>(m->payload()), m->len());
+      if (RdKafka::Headers* h = m->headers()) {
+        for (const RdKafka::Headers::Header& hd : h->get_all()) {
+          out.headers.emplace_back(hd.key(), hd.value()
+                                                 ? std::string(hd.value_string(), hd.value_size())
+                                                 : std::string());
+        }
+      }
       return std::optional<KafkaMessage>(std::move(out));
     }
     case RdKafka::ERR__TIMED_OUT:
@@ -144,8 +226,11 @@ StatusOr<std::optional<KafkaMessage>> KafkaConsumer::Poll(std::chrono::milliseco
     // The topic may not exist yet; the broker creates it on first produce.
     case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
       return std::optional<KafkaMessage>();
+    case RdKafka::ERR__FATAL:
+      return InternalError("Kafka: fatal client error: " + m->errstr());
     default:
-      return KafkaError(m->err(), "consume failed");
+      // Broker down, transport errors, ...: librdkafka reconnects by itself.
+      return UnavailableError("Kafka: " + m->errstr());
   }
 }
 
@@ -159,6 +244,41 @@ Status KafkaConsumer::Commit(const KafkaMessage& message) {
                               "]@" + std::to_string(message.offset + 1) + " failed");
   }
   if (tp->err() != RdKafka::ERR_NO_ERROR) return KafkaError(tp->err(), "commit rejected");
+  return OkStatus();
+}
+
+StatusOr<std::vector<TopicPartition>> KafkaConsumer::Assignment() {
+  std::vector<RdKafka::TopicPartition*> parts;
+  RdKafka::ErrorCode rc = consumer_->assignment(parts);
+  std::vector<TopicPartition> out = Convert(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot read the assignment");
+  return out;
+}
+
+Status KafkaConsumer::Pause(const std::vector<TopicPartition>& partitions) {
+  PartitionList list(partitions);
+  RdKafka::ErrorCode rc = consumer_->pause(list.get());
+  if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot pause partitions");
+  return OkStatus();
+}
+
+Status KafkaConsumer::Resume(const std::vector<TopicPartition>& partitions) {
+  PartitionList list(partitions);
+  RdKafka::ErrorCode rc = consumer_->resume(list.get());
+  if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot resume partitions");
+  return OkStatus();
+}
+
+Status KafkaConsumer::Rewind(const KafkaMessage& message) {
+  std::unique_ptr<RdKafka::TopicPartition> tp(
+      RdKafka::TopicPartition::create(message.topic, message.partition, message.offset));
+  RdKafka::ErrorCode rc = consumer_->seek(*tp, 5000);
+  if (rc != RdKafka::ERR_NO_ERROR) {
+    return KafkaError(rc, "cannot rewind " + message.topic + "[" +
+                              std::to_string(message.partition) + "] to offset " +
+                              std::to_string(message.offset));
+  }
   return OkStatus();
 }
 

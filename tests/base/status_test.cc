@@ -27,6 +27,16 @@ TEST(Status, CarriesCodeMessageAndContext) {
   EXPECT_EQ(OkStatus().ToString(), "OK");
 }
 
+TEST(Status, ReasonSurvivesContextAndPropagation) {
+  Status s = DataLossError("x.pdf: damaged").WithReason("extract.damaged");
+  EXPECT_EQ(s.reason(), "extract.damaged");
+  EXPECT_EQ(s.WithContext("job 7").reason(), "extract.damaged");
+  EXPECT_EQ(s.ToString(), "DATA_LOSS: x.pdf: damaged");
+  EXPECT_TRUE(NotFoundError("y").reason().empty());
+  StatusOr<int> failed = s;
+  EXPECT_EQ(failed.status().reason(), "extract.damaged");
+}
+
 TEST(StatusOr, PropagatesThroughMacros) {
   EXPECT_EQ(*Quarter(12), 3);
   auto bad = Quarter(6);

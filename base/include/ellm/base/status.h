@@ -45,12 +45,21 @@ class [[nodiscard]] Status {
   // "NOT_FOUND: tensor 'blk.0.attn_q.weight' missing in model.gguf"
   std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>", code unchanged.
+  // Returns a copy whose message is "<context>: <message>", code and reason unchanged.
   Status WithContext(std::string_view context) const;
+
+  // An optional, stable machine-readable sub-category of the code, for
+  // callers that record or branch on the kind of failure (e.g.
+  // "extract.encrypted"): lower-case, dot-separated, never reworded once
+  // published. Empty unless set; not part of ToString().
+  const std::string& reason() const { return reason_; }
+  // Returns a copy carrying `reason`. REQUIRES: !ok().
+  Status WithReason(std::string reason) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string reason_;
 };
 
 inline Status OkStatus() { return Status(); }

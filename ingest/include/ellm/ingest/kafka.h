@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,6 +37,28 @@ struct KafkaMessage {
   int64_t offset = 0;
   std::string key;
   std::string payload;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  auto operator<=>(const TopicPartition&) const = default;
+  std::string ToString() const { return topic + "[" + std::to_string(partition) + "]"; }
+};
+
+// Told about partition assignment changes. Called on the thread that calls
+// KafkaConsumer::Poll, from inside Poll.
+class RebalanceListener {
+ public:
+  virtual ~RebalanceListener() = default;
+  // The partitions now assigned (the whole assignment: the eager protocol
+  // revokes everything before assigning). Return true to have them paused
+  // at once, before any message of theirs is fetched.
+  virtual bool OnAssigned(const std::vector<TopicPartition>& partitions) = 0;
+  // The partitions are being taken away; `lost` when that happened without a
+  // clean revoke (the session timed out), so another member may own them.
+  virtual void OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) = 0;
 };
 
 class KafkaProducer {
@@ -47,6 +70,10 @@ class KafkaProducer {
   // idempotent) or `timeout` passed.
   Status Produce(const std::string& topic, const std::string& key, const std::string& payload,
                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Same, with message headers (name, value) in order.
+  Status Produce(const std::string& topic, const std::string& key, const std::string& payload,
+                 const std::vector<std::pair<std::string, std::string>>& headers,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
   explicit KafkaProducer(std::unique_ptr<RdKafka::Producer> p);
@@ -56,23 +83,41 @@ class KafkaProducer {
 class KafkaConsumer {
  public:
   // Joins consumer group `group_id` and subscribes to `topics`. With no
-  // committed offset the group starts at the earliest message.
+  // committed offset the group starts at the earliest message. The eager
+  // `roundrobin` assignor is the default (see ingest/README.md for why not
+  // cooperative-sticky on librdkafka 2.0.2); `listener` may be null and must
+  // outlive the consumer.
   static StatusOr<std::unique_ptr<KafkaConsumer>> Create(const KafkaOptions& options,
                                                          const std::string& group_id,
-                                                         const std::vector<std::string>& topics);
+                                                         const std::vector<std::string>& topics,
+                                                         RebalanceListener* listener = nullptr);
   ~KafkaConsumer();
 
   // The next message, or nullopt when none arrived within `timeout`.
-  // Transient broker conditions (partition EOF, rebalances) are absorbed;
-  // fatal errors return a Status.
+  // Partition EOF and unknown topics are absorbed. A broker that is away
+  // gives kUnavailable (librdkafka keeps reconnecting: log it and poll on);
+  // a fatal client error gives kInternal.
   StatusOr<std::optional<KafkaMessage>> Poll(std::chrono::milliseconds timeout);
   // Commits `message.offset + 1` for its partition, synchronously.
   Status Commit(const KafkaMessage& message);
+
+  // The current assignment.
+  StatusOr<std::vector<TopicPartition>> Assignment();
+  // Stops / restarts fetching from these partitions. A paused partition
+  // delivers nothing; messages already fetched for it are dropped and
+  // fetched again from the consumed position on Resume.
+  Status Pause(const std::vector<TopicPartition>& partitions);
+  Status Resume(const std::vector<TopicPartition>& partitions);
+  // Makes `message` the next one fetched from its partition (to hand a job
+  // back to the queue without committing past it).
+  Status Rewind(const KafkaMessage& message);
   // Leaves the group cleanly (so a successor gets the partitions at once).
   Status Close();
 
  private:
-  explicit KafkaConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c);
+  class Rebalancer;
+  KafkaConsumer(std::unique_ptr<RdKafka::KafkaConsumer> c, std::unique_ptr<Rebalancer> r);
+  std::unique_ptr<Rebalancer> rebalancer_;  // outlives consumer_ (declared first)
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   bool closed_ = false;
 };

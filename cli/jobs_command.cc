@@ -1,0 +1,201 @@
+// ellm jobs: read the job store.
+//   ellm jobs list [--status S] [--limit N] [--json] [--db PATH | --config FILE]
+//   ellm jobs show ID [--json] [--db PATH | --config FILE]
+// The store is found from --db, else --config's store.path, else
+// /etc/ellm/ellm.yaml's store.path when that file exists, else the default
+// /var/lib/ellm/ellm.db. Opened read-only: safe while the daemon writes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "config.h"
+#include "ellm/store/job_store.h"
+#include "flags.h"
+
+namespace ellm::cli {
+namespace {
+
+using json = nlohmann::json;
+
+StatusOr<std::string> StorePath(const Flags& f) {
+  if (f.Has("db")) return f.Get("db");
+  std::string config = f.Get("config");
+  if (config.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) config = "/etc/ellm/ellm.yaml";
+  if (config.empty()) return daemon::StoreConfig().path;
+  ELLM_ASSIGN_OR_RETURN(auto c, daemon::LoadConfig(config));
+  return c.store.path;
+}
+
+json JobJson(const store::JobRecord& j) {
+  json out = {
+      {"id", j.id},
+      {"pipeline", j.pipeline},
+      {"status", std::string(store::JobStatusName(j.status))},
+      {"attempts", j.attempts},
+      {"params", json::parse(j.params_json, nullptr, false)},
+      {"source",
+       {{"topic", j.source.topic}, {"partition", j.source.partition}, {"offset", j.source.offset}}},
+      {"created_at", j.created_at},
+      {"updated_at", j.updated_at},
+      {"started_at", j.started_at},
+      {"finished_at", j.finished_at}};
+  if (out["params"].is_discarded()) out["params"] = j.params_json;
+  if (j.reply_to) out["reply_to"] = *j.reply_to;
+  if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
+  if (j.result) {
+    const store::ResultRecord& r = *j.result;
+    out["result"] = {{"text", r.output_text},
+                     {"model", r.model_fingerprint},
+                     {"pipeline_version", r.pipeline_version},
+                     {"strategy", r.strategy},
+                     {"prompt_tokens", r.prompt_tokens},
+                     {"generated_tokens", r.generated_tokens},
+                     {"prefill_ms", r.prefill_ms},
+                     {"decode_ms", r.decode_ms}};
+    if (r.output_json) {
+      json parsed = json::parse(*r.output_json, nullptr, false);
+      out["result"]["json"] = parsed.is_discarded() ? json(*r.output_json) : parsed;
+    }
+  }
+  json docs = json::array();
+  for (const auto& d : j.documents) {
+    docs.push_back({{"ordinal", d.ordinal},
+                    {"path", d.path},
+                    {"sha256", d.sha256},
+                    {"pages", d.page_count},
+                    {"tokens", d.token_count}});
+  }
+  out["documents"] = docs;
+  json events = json::array();
+  for (const auto& e : j.events) {
+    events.push_back({{"at", e.at}, {"kind", e.kind}, {"detail", e.detail}});
+  }
+  out["events"] = events;
+  return out;
+}
+
+void PrintJob(const store::JobRecord& j) {
+  std::printf("id:         %s\npipeline:   %s\nstatus:     %s\nattempts:   %lld\n", j.id.c_str(),
+              j.pipeline.c_str(), std::string(store::JobStatusName(j.status)).c_str(),
+              static_cast<long long>(j.attempts));
+  if (!j.source.topic.empty()) {
+    std::printf("source:     %s[%d]@%lld\n", j.source.topic.c_str(), j.source.partition,
+                static_cast<long long>(j.source.offset));
+  }
+  std::printf("created:    %s\nfinished:   %s\n", j.created_at.c_str(), j.finished_at.c_str());
+  if (!j.error_code.empty()) {
+    std::printf("error:      %s: %s\n", j.error_code.c_str(), j.error_message.c_str());
+  }
+  for (const auto& d : j.documents) {
+    std::printf("document %d: %s (%lld pages, %lld tokens, sha256 %s)\n", d.ordinal, d.path.c_str(),
+                static_cast<long long>(d.page_count), static_cast<long long>(d.token_count),
+                d.sha256.c_str());
+  }
+  if (j.result) {
+    const store::ResultRecord& r = *j.result;
+    std::printf(
+        "result:     %s %s, strategy %s, %lld prompt + %lld generated tokens, "
+        "prefill %lld ms, decode %lld ms\n",
+        r.pipeline_name.c_str(), r.pipeline_version.c_str(), r.strategy.c_str(),
+        static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens),
+        static_cast<long long>(r.prefill_ms), static_cast<long long>(r.decode_ms));
+    std::printf("\n%s\n", r.output_text.c_str());
+    if (r.output_json) std::printf("\n%s\n", r.output_json->c_str());
+  }
+  std::printf("\nevents:\n");
+  for (const auto& e : j.events) {
+    std::printf("  %s  %-13s %s\n", e.at.c_str(), e.kind.c_str(), e.detail.c_str());
+  }
+}
+
+StatusOr<std::unique_ptr<store::JobStore>> OpenStore(const Flags& f) {
+  ELLM_ASSIGN_OR_RETURN(std::string path, StorePath(f));
+  if (access(path.c_str(), R_OK) != 0) {
+    return NotFoundError("no job store at '" + path + "' (pass --db PATH or --config FILE)");
+  }
+  store::JobStoreOptions o;
+  o.database.read_only = true;
+  return store::JobStore::Open(path, o);
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "ellm jobs: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int List(const Flags& f) {
+  std::optional<store::JobStatus> status;
+  if (f.Has("status")) {
+    auto s = store::ParseJobStatus(f.Get("status"));
+    if (!s.ok()) return Fail(s.status());
+    status = *s;
+  }
+  auto limit = f.GetInt("limit", 100);
+  if (!limit.ok()) return Fail(limit.status());
+  auto st = OpenStore(f);
+  if (!st.ok()) return Fail(st.status());
+  auto jobs = (*st)->List(status, static_cast<int>(*limit));
+  if (!jobs.ok()) return Fail(jobs.status());
+  if (f.Has("json")) {
+    json out = json::array();
+    for (const auto& j : *jobs) out.push_back(JobJson(j));
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-28s %-10s %-20s %3s  %-24s %s\n", "ID", "STATUS", "PIPELINE", "TRY", "UPDATED",
+              "ERROR");
+  for (const auto& j : *jobs) {
+    std::printf("%-28s %-10s %-20s %3lld  %-24s %s\n", j.id.c_str(),
+                std::string(store::JobStatusName(j.status)).c_str(), j.pipeline.c_str(),
+                static_cast<long long>(j.attempts), j.updated_at.c_str(), j.error_code.c_str());
+  }
+  return 0;
+}
+
+int Show(const Flags& f) {
+  if (f.positional().size() != 1) {
+    std::fputs("usage: ellm jobs show ID [--json] [--db PATH | --config FILE]\n", stderr);
+    return 2;
+  }
+  auto st = OpenStore(f);
+  if (!st.ok()) return Fail(st.status());
+  auto job = (*st)->Get(f.positional()[0]);
+  if (!job.ok()) return Fail(job.status());
+  if (!job->has_value()) {
+    return Fail(NotFoundError("no job '" + f.positional()[0] + "' in the store"));
+  }
+  if (f.Has("json")) {
+    std::cout << JobJson(**job).dump(2) << "\n";
+  } else {
+    PrintJob(**job);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Jobs(const Args& args) {
+  constexpr const char* kUsage =
+      "usage: ellm jobs list [--status queued|running|succeeded|failed] [--limit N] [--json]\n"
+      "                      [--db PATH | --config FILE]\n"
+      "       ellm jobs show ID [--json] [--db PATH | --config FILE]\n";
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  auto f = Flags::Parse(Args(args.begin() + 1, args.end()), {"status", "limit", "db", "config"},
+                        {"json"});
+  if (!f.ok()) {
+    std::fprintf(stderr, "ellm jobs: %s\n%s", f.status().message().c_str(), kUsage);
+    return 2;
+  }
+  if (args[0] == "list") return List(*f);
+  if (args[0] == "show") return Show(*f);
+  std::fprintf(stderr, "ellm jobs: unknown subcommand '%s'\n%s", args[0].c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace ellm::cli

@@ -1,0 +1,121 @@
+// Document rendering and its JSON form (see document.h).
+#include "ellm/ingest/document.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ellm::ingest {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr std::string_view kFormat = "ellm.document";
+constexpr int kVersion = 1;
+
+// Reads obj[key] as T into *out; a missing key keeps *out (all fields but
+// "pages" have defaults), a wrong type is an error naming the field.
+template <typename T>
+Status ReadField(const json& obj, const char* key, const std::string& where, T* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return OkStatus();
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return InvalidArgumentError(where + "." + key + " is not a string");
+  } else {
+    if (!it->is_number_integer()) {
+      return InvalidArgumentError(where + "." + key + " is not an integer");
+    }
+  }
+  *out = it->get<T>();
+  return OkStatus();
+}
+
+Status ReadMetadata(const json& m, DocumentMetadata* meta) {
+  if (!m.is_object()) return InvalidArgumentError("document.metadata is not an object");
+  const std::string w = "document.metadata";
+  ELLM_RETURN_IF_ERROR(ReadField(m, "source", w, &meta->source));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "media_type", w, &meta->media_type));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "title", w, &meta->title));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "author", w, &meta->author));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "producer", w, &meta->producer));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "page_count", w, &meta->page_count));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "byte_size", w, &meta->byte_size));
+  ELLM_RETURN_IF_ERROR(ReadField(m, "sha256", w, &meta->sha256));
+  if (meta->page_count < 0 || meta->byte_size < 0) {
+    return InvalidArgumentError("document.metadata: negative page_count or byte_size");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string RenderForModel(const Document& doc) {
+  const bool paginated = doc.metadata.media_type == kMediaTypePdf;
+  std::string out;
+  for (const Page& page : doc.pages) {
+    if (paginated) {
+      if (!out.empty()) out += "\n";
+      out += "[page " + std::to_string(page.number) + "]\n";
+    }
+    out += page.text;
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  return out;
+}
+
+std::string ToJson(const Document& doc, int indent) {
+  const DocumentMetadata& m = doc.metadata;
+  ordered_json j = {{"format", kFormat},
+                    {"version", kVersion},
+                    {"metadata",
+                     {{"source", m.source},
+                      {"media_type", m.media_type},
+                      {"title", m.title},
+                      {"author", m.author},
+                      {"producer", m.producer},
+                      {"page_count", m.page_count},
+                      {"byte_size", m.byte_size},
+                      {"sha256", m.sha256}}}};
+  ordered_json pages = ordered_json::array();
+  for (const Page& p : doc.pages) pages.push_back({{"number", p.number}, {"text", p.text}});
+  j["pages"] = std::move(pages);
+  // Invalid UTF-8 cannot reach here from the extractor (text is normalised
+  // first); replacing rather than throwing keeps this total anyway.
+  return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+StatusOr<Document> DocumentFromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("document JSON does not parse");
+  if (!j.is_object()) return InvalidArgumentError("document JSON is not an object");
+  if (j.value("format", "") != kFormat) {
+    return InvalidArgumentError("document JSON: \"format\" is not \"ellm.document\"");
+  }
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || version->get<int>() != kVersion) {
+    return InvalidArgumentError("document JSON: unsupported \"version\" (expected 1)");
+  }
+  Document doc;
+  if (auto m = j.find("metadata"); m != j.end())
+    ELLM_RETURN_IF_ERROR(ReadMetadata(*m, &doc.metadata));
+  auto pages = j.find("pages");
+  if (pages == j.end() || !pages->is_array()) {
+    return InvalidArgumentError("document JSON: \"pages\" is missing or not an array");
+  }
+  int last = 0;
+  for (const json& p : *pages) {
+    const std::string w = "document.pages[" + std::to_string(doc.pages.size()) + "]";
+    if (!p.is_object()) return InvalidArgumentError(w + " is not an object");
+    Page page;
+    ELLM_RETURN_IF_ERROR(ReadField(p, "number", w, &page.number));
+    ELLM_RETURN_IF_ERROR(ReadField(p, "text", w, &page.text));
+    if (page.number <= last) {
+      return InvalidArgumentError(w + ".number " + std::to_string(page.number) +
+                                  " is not above the previous page's");
+    }
+    last = page.number;
+    doc.pages.push_back(std::move(page));
+  }
+  return doc;
+}
+
+}  // namespace ellm::ingest

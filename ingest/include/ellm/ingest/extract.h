@@ -1,0 +1,79 @@
+// ExtractDocument: one input file -> Document, the entry point pipelines use.
+//
+// The file's content decides how it is read: a file starting with "%PDF-"
+// is a PDF, parsed by poppler in a child process (the `ellm-extract` binary)
+// under limits on CPU time, address space, output size and wall-clock time,
+// so a crash, hang or memory blow-up on a hostile file becomes an error for
+// that file alone. A valid UTF-8 file named *.txt/*.text (plain text) or
+// *.md/*.markdown (Markdown) passes through. Anything else is rejected.
+//
+// The input is only ever opened read-only; nothing is written next to it.
+// Thread-safe: concurrent calls run independent children.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ellm/base/status.h"
+#include "ellm/ingest/document.h"
+
+namespace ellm::ingest {
+
+// Why an extraction failed. Every error ExtractDocument reports about the
+// input carries exactly one of these as its reason() ("extract.<name>", see
+// ExtractErrorName), so the job store can record the kind of failure.
+// Errors about our own setup (invalid options, the extractor binary missing,
+// fork or pipe failing) carry none: they are not the document's fault and a
+// retry after fixing the installation may succeed.
+// Serialized by name: append-only, never renamed.
+enum class ExtractError {
+  kNotFound,         // no such file                      (StatusCode::kNotFound)
+  kUnreadable,       // exists but cannot be read: permissions, a directory, I/O error
+  kNotPdf,           // named .pdf (or sniffed as binary) but not a PDF
+  kUnsupportedType,  // neither a PDF nor UTF-8 .txt/.md
+  kEncrypted,        // password-protected: needs a user password to open
+  kDamaged,          // a PDF poppler cannot repair
+  kNoTextLayer,      // no page has text: a scan without OCR
+  kTooManyPages,     // above ExtractOptions::max_pages
+  kTooLarge,         // above ExtractOptions::max_bytes
+  kTimeout,          // wall-clock or CPU-time limit hit
+  kResourceLimit,    // address-space or output-size limit hit
+  kCrashed,          // the extractor died (signal, bad exit, garbled output)
+};
+
+// "not_found", "unreadable", "not_pdf", ... (stable).
+std::string_view ExtractErrorName(ExtractError error);
+// The reason string an ExtractDocument error carries: "extract.<name>".
+std::string ExtractErrorReason(ExtractError error);
+// The ExtractError a Status carries, if its reason() is one of ours.
+std::optional<ExtractError> ExtractErrorOf(const Status& status);
+// A Status with the StatusCode that fits `error`, `message`, and the reason.
+Status MakeExtractError(ExtractError error, std::string message);
+
+struct ExtractOptions {
+  int max_pages = 2000;                    // more pages -> kTooManyPages
+  int64_t max_bytes = int64_t{256} << 20;  // larger files -> kTooLarge
+  // Limits on the extractor child (PDFs only).
+  int cpu_seconds = 120;                            // RLIMIT_CPU -> kTimeout
+  int64_t address_space_bytes = int64_t{2} << 30;   // RLIMIT_AS -> kResourceLimit
+  int64_t max_output_bytes = int64_t{256} << 20;    // JSON from the child -> kResourceLimit
+  std::chrono::milliseconds wall_timeout{180'000};  // then SIGKILL -> kTimeout
+  // The extractor binary. Empty: $ELLM_EXTRACTOR, else `ellm-extract` next to
+  // the running executable, else ../libexec/ellm/ellm-extract relative to it.
+  std::string extractor_path;
+
+  // OK, or InvalidArgument naming the first limit that is not positive.
+  Status Validate() const;
+};
+
+// Errors name the file; see ExtractError for which carry a reason.
+StatusOr<Document> ExtractDocument(const std::string& path, const ExtractOptions& options);
+
+// Where ExtractDocument looks for the extractor given `options` (see
+// ExtractOptions::extractor_path); NotFound listing the places tried.
+StatusOr<std::string> FindExtractor(const ExtractOptions& options);
+
+}  // namespace ellm::ingest

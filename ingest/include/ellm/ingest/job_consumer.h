@@ -1,0 +1,123 @@
+// JobConsumer: takes jobs from the jobs topic one at a time and hands each to
+// a JobHandler on a worker thread, committing a message's offset only after
+// the handler says its outcome is durably stored.
+//
+// Threads: the thread calling Run() owns the Kafka consumer. While a job
+// runs it keeps polling (every `poll_timeout`), so heartbeats, rebalances
+// and max.poll.interval.ms are served however long the job takes. Once a
+// job has run for `pause_after`, every assigned partition is paused until
+// the consumer is idle again; messages delivered before the pause took
+// effect are held, in order, and run next. (Pausing at once would cost every
+// short job a fetch restart: librdkafka 2.0.2 resumes fetching only on its
+// next broker wake-up, about a second later.)
+//
+// Rebalances (eager protocol): if the running job's partition is revoked and
+// not assigned back, or lost, the job is cancelled and its offset is never
+// committed here (the new owner runs it again; the store keeps one result).
+// An offset is only committed for a partition this member still owns.
+//
+// Shutdown: when `stop` becomes true, no new job starts; a running job gets
+// `shutdown_grace` to finish (then it is cancelled and left uncommitted);
+// the consumer is closed, leaving the group (with static membership,
+// `group.instance.id`, the broker keeps the member's partitions for
+// session.timeout.ms so that a quick restart gets them back).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ellm/base/status.h"
+#include "ellm/ingest/kafka.h"
+
+namespace ellm::ingest {
+
+enum class HandleOutcome {
+  kCommit,      // the job's result or failure is stored: commit the offset
+  kRetryLater,  // nothing durable happened (cancelled, store unavailable):
+                // deliver this message again, after a back-off
+};
+
+class JobHandler {
+ public:
+  virtual ~JobHandler() = default;
+  // Runs one message to a durable end. Called on the worker thread, one
+  // message at a time. `cancel` becomes true when the job should stop
+  // promptly (its partition moved, or shutdown ran out of grace); return
+  // kRetryLater then unless the outcome was already stored.
+  virtual HandleOutcome Handle(const KafkaMessage& message, const std::atomic<bool>& cancel) = 0;
+};
+
+struct JobConsumerOptions {
+  KafkaOptions kafka;  // brokers, client.id, and pass-through properties
+                       // (security.*, sasl.*, group.instance.id, timeouts)
+  std::string group_id = "ellmd";
+  std::string jobs_topic = "ellm.jobs";
+  std::chrono::milliseconds poll_timeout{100};
+  std::chrono::milliseconds pause_after{1000};
+  std::chrono::milliseconds shutdown_grace{30000};
+  // Back-off after kRetryLater and between failed commits: doubles from
+  // `retry_backoff_initial` up to `retry_backoff_max`.
+  std::chrono::milliseconds retry_backoff_initial{500};
+  std::chrono::milliseconds retry_backoff_max{30000};
+};
+
+struct JobConsumerStats {
+  int64_t committed = 0;  // messages whose offset was committed
+  int64_t retried = 0;    // kRetryLater outcomes
+  int64_t abandoned = 0;  // jobs cancelled because their partition moved
+};
+
+class JobConsumer : private RebalanceListener {
+ public:
+  // `handler` must outlive the consumer.
+  static StatusOr<std::unique_ptr<JobConsumer>> Create(const JobConsumerOptions& options,
+                                                       JobHandler* handler);
+  ~JobConsumer() override;
+
+  // Consumes until `stop` is true, then shuts down as described above.
+  // Returns OK after a clean shutdown, an error for a fatal client error.
+  Status Run(const std::atomic<bool>& stop);
+
+  const JobConsumerStats& stats() const { return stats_; }
+
+ private:
+  JobConsumer(const JobConsumerOptions& options, JobHandler* handler)
+      : options_(options), handler_(handler) {}
+  bool OnAssigned(const std::vector<TopicPartition>& partitions) override;
+  void OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) override;
+
+  Status RunOne(const KafkaMessage& message, const std::atomic<bool>& stop);
+  // Polls (serving the group) for `duration`, holding any message that
+  // arrives; pauses once a job has run for `pause_after`. Returns early
+  // when `until` is true.
+  Status Serve(std::chrono::milliseconds duration, const std::atomic<bool>* until = nullptr);
+  void DropHeld(const TopicPartition& tp);
+  bool Owns(const TopicPartition& tp);
+  Status CommitWithRetry(const KafkaMessage& message, const std::atomic<bool>& stop);
+  Status PauseAll();
+  Status ResumeAll();
+  std::chrono::milliseconds NextBackoff();
+
+  JobConsumerOptions options_;
+  JobHandler* handler_;
+  std::unique_ptr<KafkaConsumer> consumer_;
+  JobConsumerStats stats_;
+
+  // State of the running job; touched by the rebalance callbacks, which run
+  // inside Poll on the Run() thread. `cancel_` is also read by the worker.
+  bool job_active_ = false;
+  bool paused_ = false;
+  std::deque<KafkaMessage> held_;  // delivered, not yet run, in order
+  TopicPartition job_partition_;
+  bool revoke_pending_ = false;
+  std::atomic<bool> cancel_{false};
+  int consecutive_retries_ = 0;
+  std::chrono::steady_clock::time_point last_unavailable_log_{};
+  std::chrono::steady_clock::time_point job_started_{};
+};
+
+}  // namespace ellm::ingest

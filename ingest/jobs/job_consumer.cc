@@ -1,0 +1,258 @@
+#include "ellm/ingest/job_consumer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace ellm::ingest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string Where(const KafkaMessage& m) {
+  return m.topic + "[" + std::to_string(m.partition) + "]@" + std::to_string(m.offset);
+}
+
+bool Contains(const std::vector<TopicPartition>& v, const TopicPartition& tp) {
+  return std::find(v.begin(), v.end(), tp) != v.end();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JobConsumer>> JobConsumer::Create(const JobConsumerOptions& options,
+                                                           JobHandler* handler) {
+  if (!handler) return InvalidArgumentError("JobConsumer needs a handler");
+  std::unique_ptr<JobConsumer> jc(new JobConsumer(options, handler));
+  ELLM_ASSIGN_OR_RETURN(jc->consumer_, KafkaConsumer::Create(options.kafka, options.group_id,
+                                                             {options.jobs_topic}, jc.get()));
+  return jc;
+}
+
+JobConsumer::~JobConsumer() {
+  if (consumer_) (void)consumer_->Close();
+}
+
+bool JobConsumer::OnAssigned(const std::vector<TopicPartition>& partitions) {
+  std::string names;
+  for (const auto& p : partitions) names += (names.empty() ? "" : " ") + p.ToString();
+  spdlog::info("kafka: assigned {}", names.empty() ? "(nothing)" : names);
+  if (job_active_ && revoke_pending_) {
+    revoke_pending_ = false;
+    if (!Contains(partitions, job_partition_)) {
+      spdlog::warn("kafka: {} moved to another member while its job ran; abandoning the job",
+                   job_partition_.ToString());
+      cancel_ = true;
+      ++stats_.abandoned;
+    }
+  }
+  return paused_;  // a new assignment joins the pause until the consumer is idle
+}
+
+void JobConsumer::DropHeld(const TopicPartition& tp) {
+  std::erase_if(held_, [&](const KafkaMessage& m) {
+    return m.topic == tp.topic && m.partition == tp.partition;
+  });
+}
+
+void JobConsumer::OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) {
+  spdlog::info("kafka: {} {} partition(s)", lost ? "lost" : "revoked", partitions.size());
+  // Held messages of these partitions are not ours to run any more; the next
+  // owner fetches them from the committed offset.
+  for (const auto& tp : partitions) DropHeld(tp);
+  if (!job_active_ || !Contains(partitions, job_partition_)) return;
+  if (lost) {
+    spdlog::warn("kafka: lost {} while its job ran; abandoning the job", job_partition_.ToString());
+    cancel_ = true;
+    ++stats_.abandoned;
+  } else {
+    revoke_pending_ = true;  // decided when the new assignment arrives
+  }
+}
+
+bool JobConsumer::Owns(const TopicPartition& tp) {
+  auto a = consumer_->Assignment();
+  return a.ok() && Contains(*a, tp);
+}
+
+Status JobConsumer::PauseAll() {
+  ELLM_ASSIGN_OR_RETURN(auto parts, consumer_->Assignment());
+  return parts.empty() ? OkStatus() : consumer_->Pause(parts);
+}
+
+Status JobConsumer::ResumeAll() {
+  ELLM_ASSIGN_OR_RETURN(auto parts, consumer_->Assignment());
+  return parts.empty() ? OkStatus() : consumer_->Resume(parts);
+}
+
+milliseconds JobConsumer::NextBackoff() {
+  int shift = std::min(consecutive_retries_, 16);
+  auto b = options_.retry_backoff_initial * (int64_t{1} << shift);
+  return std::min<milliseconds>(b, options_.retry_backoff_max);
+}
+
+Status JobConsumer::Serve(milliseconds duration, const std::atomic<bool>* until) {
+  auto deadline = Clock::now() + duration;
+  do {
+    // Short polls early in a job, so that a quick job is noticed quickly.
+    bool early = job_active_ && Clock::now() - job_started_ < options_.pause_after;
+    auto m = consumer_->Poll(early ? std::min(options_.poll_timeout, milliseconds(10))
+                                   : options_.poll_timeout);
+    if (!m.ok()) {
+      if (m.status().code() != StatusCode::kUnavailable) return m.status();
+      if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
+        spdlog::warn("{} (retrying)", m.status().message());
+        last_unavailable_log_ = Clock::now();
+      }
+      continue;
+    }
+    if (m->has_value()) {
+      spdlog::debug("kafka: {} arrived while busy; held", Where(**m));
+      held_.push_back(std::move(**m));
+    }
+    if (job_active_ && !paused_ && Clock::now() - job_started_ >= options_.pause_after) {
+      ELLM_RETURN_IF_ERROR(PauseAll());
+      paused_ = true;
+      spdlog::debug("kafka: paused while a long job runs");
+    }
+  } while (Clock::now() < deadline && !(until && until->load()));
+  return OkStatus();
+}
+
+Status JobConsumer::CommitWithRetry(const KafkaMessage& message, const std::atomic<bool>& stop) {
+  int failures = 0;
+  auto give_up_at = Clock::time_point::max();
+  for (;;) {
+    TopicPartition tp{message.topic, message.partition};
+    if (!Owns(tp)) {
+      spdlog::info("kafka: {} is no longer ours; its new owner will see the job done",
+                   Where(message));
+      return OkStatus();
+    }
+    Status st = consumer_->Commit(message);
+    if (st.ok()) {
+      ++stats_.committed;
+      return OkStatus();
+    }
+    if (stop.load() && give_up_at == Clock::time_point::max()) {
+      give_up_at = Clock::now() + options_.shutdown_grace;
+    }
+    if (Clock::now() > give_up_at) {
+      spdlog::warn(
+          "kafka: shutting down with {} uncommitted (the job is stored; a redelivery "
+          "will be recognised as done): {}",
+          Where(message), st.message());
+      return OkStatus();
+    }
+    auto wait = std::min<milliseconds>(
+        options_.retry_backoff_initial * (1 << std::min(failures, 6)), options_.retry_backoff_max);
+    ++failures;
+    spdlog::warn("kafka: commit of {} failed, retrying in {} ms: {}", Where(message), wait.count(),
+                 st.message());
+    ELLM_RETURN_IF_ERROR(Serve(wait));
+  }
+}
+
+Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>& stop) {
+  job_active_ = true;
+  job_partition_ = {message.topic, message.partition};
+  revoke_pending_ = false;
+  cancel_ = false;
+  job_started_ = Clock::now();
+
+  auto started = Clock::now();
+  std::atomic<bool> done{false};
+  HandleOutcome outcome = HandleOutcome::kRetryLater;
+  std::thread worker([&] {
+    outcome = handler_->Handle(message, cancel_);
+    done = true;
+  });
+  auto grace_end = Clock::time_point::max();
+  Status served;
+  while (!done.load()) {
+    served = Serve(options_.poll_timeout * 5, &done);
+    if (!served.ok()) break;
+    if (stop.load() && grace_end == Clock::time_point::max()) {
+      grace_end = Clock::now() + options_.shutdown_grace;
+      spdlog::info("kafka: stopping; giving the running job {} ms to finish",
+                   options_.shutdown_grace.count());
+    }
+    if (Clock::now() > grace_end && !cancel_.load()) {
+      spdlog::warn(
+          "kafka: the job from {} did not finish within the grace period; cancelling "
+          "it (it stays uncommitted and runs again later)",
+          Where(message));
+      cancel_ = true;
+    }
+  }
+  if (!served.ok()) cancel_ = true;  // fatal client error: stop the job too
+  worker.join();
+  job_active_ = false;
+  ELLM_RETURN_IF_ERROR(served);
+
+  TopicPartition tp{message.topic, message.partition};
+  auto handled = Clock::now();
+  spdlog::debug("kafka: {} handled in {} ms", Where(message),
+                std::chrono::duration_cast<milliseconds>(handled - started).count());
+  if (outcome == HandleOutcome::kCommit) {
+    consecutive_retries_ = 0;
+    ELLM_RETURN_IF_ERROR(CommitWithRetry(message, stop));
+    spdlog::debug("kafka: {} committed in {} ms", Where(message),
+                  std::chrono::duration_cast<milliseconds>(Clock::now() - handled).count());
+  } else {
+    ++stats_.retried;
+    // Everything after this message in its partition comes again after it.
+    DropHeld(tp);
+    if (Owns(tp)) ELLM_RETURN_IF_ERROR(consumer_->Rewind(message));
+    if (!stop.load()) {
+      auto wait = NextBackoff();
+      ++consecutive_retries_;
+      spdlog::info("kafka: {} will be delivered again in {} ms", Where(message), wait.count());
+      ELLM_RETURN_IF_ERROR(Serve(wait, &stop));
+    }
+  }
+  return OkStatus();
+}
+
+Status JobConsumer::Run(const std::atomic<bool>& stop) {
+  spdlog::info("kafka: consuming {} as group {}", options_.jobs_topic, options_.group_id);
+  Status result;
+  while (!stop.load()) {
+    if (!held_.empty()) {
+      KafkaMessage next = std::move(held_.front());
+      held_.pop_front();
+      result = RunOne(next, stop);
+      if (!result.ok()) break;
+      continue;
+    }
+    if (paused_) {
+      result = ResumeAll();
+      if (!result.ok()) break;
+      paused_ = false;
+    }
+    auto m = consumer_->Poll(options_.poll_timeout);
+    if (!m.ok()) {
+      if (m.status().code() != StatusCode::kUnavailable) {
+        result = m.status();
+        break;
+      }
+      if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
+        spdlog::warn("{} (retrying)", m.status().message());
+        last_unavailable_log_ = Clock::now();
+      }
+      std::this_thread::sleep_for(options_.poll_timeout);
+      continue;
+    }
+    if (!m->has_value()) continue;
+    result = RunOne(**m, stop);
+    if (!result.ok()) break;
+  }
+  Status closed = consumer_->Close();
+  if (!closed.ok()) spdlog::warn("kafka: {}", closed.message());
+  spdlog::info("kafka: consumer closed ({} committed, {} retried, {} abandoned)", stats_.committed,
+               stats_.retried, stats_.abandoned);
+  return result;
+}
+
+}  // namespace ellm::ingest

@@ -1,0 +1,262 @@
+#include "ellm/ingest/job_message.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace ellm::ingest {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxIdLength = 200;
+constexpr size_t kMaxNameLength = 255;
+
+struct Fail {
+  std::string code;
+  std::string message;
+};
+
+bool ValidId(const std::string& id) {
+  if (id.empty() || id.size() > kMaxIdLength) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (!realpath(path.c_str(), buf)) return std::nullopt;
+  return std::string(buf);
+}
+
+// True when canonical `path` is `root` or lies below it.
+bool Under(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+std::optional<Fail> ParseDocument(const json& d, size_t i, const JobMessageLimits& limits,
+                                  JobDocument& out) {
+  std::string where = "documents[" + std::to_string(i) + "]";
+  if (!d.is_object()) return Fail{"invalid_message", where + " must be an object"};
+  for (const auto& [k, v] : d.items()) {
+    if (k != "path" && k != "name" && k != "content_base64") {
+      return Fail{"invalid_message", where + " has unknown key '" + k +
+                                         "' (expected 'path', or 'name' and 'content_base64')"};
+    }
+  }
+  bool has_path = d.contains("path"), has_inline = d.contains("content_base64");
+  if (has_path == has_inline) {
+    return Fail{"invalid_message",
+                where + " needs exactly one of 'path' or 'content_base64' (with 'name')"};
+  }
+  if (has_inline) {
+    if (!d.contains("name") || !d["name"].is_string() || !d["content_base64"].is_string()) {
+      return Fail{"invalid_message", where +
+                                         ": inline documents need string 'name' and "
+                                         "'content_base64'"};
+    }
+    out.is_inline = true;
+    out.name = d["name"].get<std::string>();
+    if (out.name.empty() || out.name.size() > kMaxNameLength ||
+        out.name.find('/') != std::string::npos) {
+      return Fail{"invalid_message", where + ".name must be a file name (1-255 chars, no '/')"};
+    }
+    const std::string& b64 = d["content_base64"].get_ref<const std::string&>();
+    if (b64.size() / 4 * 3 > limits.max_inline_bytes + 2) {
+      return Fail{"inline_too_large",
+                  where + " ('" + out.name + "') is about " + std::to_string(b64.size() / 4 * 3) +
+                      " bytes; inline documents are limited to " +
+                      std::to_string(limits.max_inline_bytes) + " bytes (send a path instead)"};
+    }
+    auto bytes = DecodeBase64(b64);
+    if (!bytes) return Fail{"invalid_message", where + ".content_base64 is not valid base64"};
+    if (bytes->size() > limits.max_inline_bytes) {
+      return Fail{"inline_too_large", where + " ('" + out.name + "') is " +
+                                          std::to_string(bytes->size()) +
+                                          " bytes; inline documents are limited to " +
+                                          std::to_string(limits.max_inline_bytes) + " bytes"};
+    }
+    out.inline_bytes = std::move(*bytes);
+    return std::nullopt;
+  }
+  if (d.contains("name")) return Fail{"invalid_message", where + ": 'name' is only for inline"};
+  if (!d["path"].is_string()) return Fail{"invalid_message", where + ".path must be a string"};
+  out.path = d["path"].get<std::string>();
+  if (out.path.empty() || out.path[0] != '/') {
+    return Fail{"invalid_message", where + ".path must be absolute, got '" + out.path + "'"};
+  }
+  auto resolved = RealPath(out.path);
+  if (!resolved) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return Fail{"document_not_found", where + ": no such file '" + out.path + "'"};
+    }
+    return Fail{"document_unreadable",
+                where + ": cannot resolve '" + out.path + "': " + std::strerror(err)};
+  }
+  bool allowed = false;
+  for (const std::string& root : limits.allowed_roots) {
+    auto r = RealPath(root);
+    if (r && Under(*resolved, *r)) allowed = true;
+  }
+  if (!allowed) {
+    std::string roots;
+    for (const auto& r : limits.allowed_roots) roots += (roots.empty() ? "" : ", ") + r;
+    return Fail{"path_not_allowed", where + ": '" + out.path + "' resolves to '" + *resolved +
+                                        "', outside the allowed input directories (" +
+                                        (roots.empty() ? "none configured" : roots) + ")"};
+  }
+  struct stat st;
+  if (stat(resolved->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Fail{"document_unreadable", where + ": '" + out.path + "' is not a regular file"};
+  }
+  if (access(resolved->c_str(), R_OK) != 0) {
+    return Fail{"document_unreadable",
+                where + ": '" + out.path + "' is not readable: " + std::strerror(errno)};
+  }
+  out.resolved_path = *resolved;
+  return std::nullopt;
+}
+
+std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageLimits& limits,
+                          JobMessage& m) {
+  if (!j.is_object()) return Fail{"invalid_message", "the message must be a JSON object"};
+  // The id first, so that every later error can be stored under it.
+  if (j.contains("id") && j["id"].is_string() && ValidId(j["id"].get<std::string>())) {
+    m.id = j["id"].get<std::string>();
+  }
+  if (j.contains("pipeline") && j["pipeline"].is_string()) {
+    m.pipeline = j["pipeline"].get<std::string>();
+  }
+  static const std::array<std::string_view, 6> kKeys = {"version",   "id",     "pipeline",
+                                                        "documents", "params", "reply_to"};
+  for (const auto& [k, v] : j.items()) {
+    bool known = false;
+    for (auto name : kKeys) known = known || name == k;
+    if (!known) {
+      return Fail{
+          "invalid_message",
+          "unknown key '" + k + "' (expected version, id, pipeline, documents, params, reply_to)"};
+    }
+  }
+  if (j.contains("version") && !(j["version"].is_number_integer() && j["version"] == 1)) {
+    return Fail{"unsupported_version",
+                "'version' is " + j["version"].dump() + "; this ellm reads version 1"};
+  }
+  if (!j.contains("id")) return Fail{"invalid_message", "missing 'id'"};
+  if (m.id.empty()) {
+    return Fail{"invalid_message",
+                "'id' must be a string of 1-200 characters from [A-Za-z0-9._:-]"};
+  }
+  if (!key.empty() && key != m.id) {
+    return Fail{"key_mismatch", "the Kafka key '" + std::string(key) + "' differs from the id '" +
+                                    m.id + "' (produce jobs keyed by their id)"};
+  }
+  if (!j.contains("pipeline")) return Fail{"invalid_message", "missing 'pipeline'"};
+  if (!j["pipeline"].is_string()) return Fail{"invalid_message", "'pipeline' must be a string"};
+  if (!limits.pipelines.count(m.pipeline)) {
+    std::string names;
+    for (const auto& p : limits.pipelines) names += (names.empty() ? "" : ", ") + p;
+    return Fail{"unknown_pipeline",
+                "unknown pipeline '" + m.pipeline + "' (this daemon serves: " + names + ")"};
+  }
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) return Fail{"invalid_message", "'params' must be an object"};
+    m.params_json = j["params"].dump();
+  }
+  if (j.contains("reply_to")) {
+    if (!j["reply_to"].is_string() || j["reply_to"].get<std::string>().empty()) {
+      return Fail{"invalid_message", "'reply_to' must be a non-empty topic name"};
+    }
+    m.reply_to = j["reply_to"].get<std::string>();
+  }
+  if (!j.contains("documents")) return Fail{"invalid_message", "missing 'documents'"};
+  const json& docs = j["documents"];
+  if (!docs.is_array() || docs.empty()) {
+    return Fail{"invalid_message", "'documents' must be a non-empty array"};
+  }
+  if (docs.size() > limits.max_documents) {
+    return Fail{"invalid_message", "'documents' has " + std::to_string(docs.size()) +
+                                       " entries; at most " + std::to_string(limits.max_documents) +
+                                       " are allowed"};
+  }
+  for (size_t i = 0; i < docs.size(); ++i) {
+    JobDocument d;
+    if (auto f = ParseDocument(docs[i], i, limits, d)) return f;
+    m.documents.push_back(std::move(d));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ParsedJob ParseJobMessage(std::string_view payload, std::string_view key,
+                          const JobMessageLimits& limits) {
+  ParsedJob out;
+  if (payload.size() > limits.max_message_bytes) {
+    out.error_code = "invalid_message";
+    out.error = "the message is " + std::to_string(payload.size()) + " bytes; the limit is " +
+                std::to_string(limits.max_message_bytes);
+    return out;
+  }
+  json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    out.error_code = "invalid_json";
+    out.error = "the message is not valid JSON";
+    return out;
+  }
+  if (auto f = Parse(j, key, limits, out.message)) {
+    out.error_code = f->code;
+    out.error = f->message;
+  }
+  return out;
+}
+
+std::optional<std::string> DecodeBase64(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = text[i + k];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad) return std::nullopt;  // data after padding
+      v[k] = value(c);
+      if (v[k] < 0) return std::nullopt;
+    }
+    uint32_t n =
+        (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
+  }
+  return out;
+}
+
+}  // namespace ellm::ingest

@@ -1,0 +1,134 @@
+// Reading order from synthetic word boxes (no PDF, no poppler).
+#include "pdf/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace ellm::ingest::pdf {
+namespace {
+
+using text::LineBreak;
+using text::TextLine;
+
+// Lays out `line` as words starting at (x, y) in a font of height `h`,
+// 0.55h per character and 0.3h between words.
+void AddLine(std::vector<Word>* words, const std::string& line, double x, double y, double h = 10) {
+  std::istringstream in(line);
+  std::string w;
+  while (in >> w) {
+    const double width = 0.55 * h * static_cast<double>(w.size());
+    words->push_back({w, x, y, x + width, y + h, true, true});
+    x += width + 0.3 * h;
+  }
+}
+
+std::string Joined(const std::vector<TextLine>& lines) {
+  std::string out;
+  for (const TextLine& l : lines) out += l.text + "\n";
+  return out;
+}
+
+TEST(LayoutPage, ReadsColumnsOneAfterTheOther) {
+  std::vector<Word> words;
+  AddLine(&words, "A Title Across The Whole Page Width Here", 50, 40, 16);
+  for (int i = 0; i < 6; ++i) {
+    AddLine(&words, "left line " + std::to_string(i), 50, 80 + 13 * i);
+    AddLine(&words, "right line " + std::to_string(i), 320, 80 + 13 * i);
+  }
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 13u) << Joined(lines);
+  EXPECT_EQ(lines[0].text, "A Title Across The Whole Page Width Here");
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(lines[1 + i].text, "left line " + std::to_string(i));
+    EXPECT_EQ(lines[7 + i].text, "right line " + std::to_string(i));
+  }
+  EXPECT_EQ(lines[7].break_before, LineBreak::kBlock);  // jump to the next column
+  EXPECT_EQ(lines[2].break_before, LineBreak::kNone);
+}
+
+TEST(LayoutPage, MovesAnInteriorFootnoteAfterTheBody) {
+  std::vector<Word> words;
+  for (int i = 0; i < 5; ++i)
+    AddLine(&words, "left body line " + std::to_string(i), 50, 80 + 13 * i);
+  AddLine(&words, "1 A footnote under the left column.", 50, 160, 6);
+  for (int i = 0; i < 5; ++i) {
+    AddLine(&words, "right body line " + std::to_string(i), 320, 80 + 13 * i);
+  }
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 11u) << Joined(lines);
+  EXPECT_EQ(lines[4].text, "left body line 4");
+  EXPECT_EQ(lines[5].text, "right body line 0");
+  EXPECT_EQ(lines[10].text, "1 A footnote under the left column.");
+  EXPECT_EQ(lines[10].break_before, LineBreak::kBlock);
+}
+
+TEST(LayoutPage, KeepsTableRowsWithDelimitedCells) {
+  std::vector<Word> words;
+  AddLine(&words, "Some text above the table that is long.", 50, 40);
+  const char* rows[][3] = {
+      {"Item", "2022", "2023"}, {"Revenue", "1,204", "1,388"}, {"Net income", "148", "213"}};
+  for (int r = 0; r < 3; ++r) {
+    AddLine(&words, rows[r][0], 50, 70 + 14 * r);
+    AddLine(&words, rows[r][1], 250, 70 + 14 * r);
+    AddLine(&words, rows[r][2], 350, 70 + 14 * r);
+  }
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 4u) << Joined(lines);
+  EXPECT_FALSE(lines[0].table_row);
+  EXPECT_EQ(lines[1].text, "Item | 2022 | 2023");
+  EXPECT_EQ(lines[2].text, "Revenue | 1,204 | 1,388");
+  EXPECT_EQ(lines[3].text, "Net income | 148 | 213");
+  EXPECT_TRUE(lines[3].table_row);
+}
+
+TEST(LayoutPage, MarksParagraphGapsAndIgnoresBadBoxes) {
+  std::vector<Word> words;
+  AddLine(&words, "first paragraph line one", 50, 40);
+  AddLine(&words, "first paragraph line two", 50, 53);
+  AddLine(&words, "second paragraph", 50, 80);
+  words.push_back({"nan", std::nan(""), 0, 1, 1, true, true});
+  words.push_back({"", 0, 0, 1, 1, true, true});
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 3u) << Joined(lines);
+  EXPECT_EQ(lines[1].break_before, LineBreak::kNone);
+  EXPECT_EQ(lines[2].break_before, LineBreak::kParagraph);
+  EXPECT_TRUE(LayoutPage({}).empty());
+}
+
+TEST(LayoutPage, KeepsListItemsWithTheirHangingIndent) {
+  std::vector<Word> words;
+  AddLine(&words, "\xE2\x80\xA2 First item that wraps onto", 50, 40);
+  AddLine(&words, "a second line.", 62, 53);
+  AddLine(&words, "\xE2\x80\xA2 Second item.", 50, 66);
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 3u) << Joined(lines);
+  EXPECT_EQ(lines[1].break_before, LineBreak::kNone);
+  EXPECT_EQ(lines[2].break_before, LineBreak::kParagraph);
+}
+
+TEST(LayoutPage, ReadsNumberedRowsRowByRow) {
+  std::vector<Word> words;
+  for (int i = 1; i <= 4; ++i) {
+    AddLine(&words, "2." + std::to_string(i), 50, 40 + 14 * i);
+    AddLine(&words, "Section title number " + std::to_string(i), 90, 40 + 14 * i);
+  }
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 4u) << Joined(lines);
+  EXPECT_EQ(lines[0].text, "2.1 Section title number 1");
+  EXPECT_EQ(lines[3].text, "2.4 Section title number 4");
+}
+
+TEST(LayoutPage, DropsWordsDrawnTwiceForBoldface) {
+  std::vector<Word> words;
+  AddLine(&words, "Bold", 50, 40);
+  AddLine(&words, "Bold", 50.3, 40.2);
+  AddLine(&words, "heading", 78.5, 40);
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "Bold heading");
+}
+
+}  // namespace
+}  // namespace ellm::ingest::pdf

@@ -1,0 +1,74 @@
+// A harness for tests that run real `ellmd` processes against the real
+// broker: writes a config, starts and signals daemons, creates topics,
+// produces jobs and reads the store and topics back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/ingest/kafka.h"
+#include "ellm/store/job_store.h"
+
+namespace ellm::testing {
+
+struct DaemonConfig {
+  std::string model_path;
+  std::string brokers;
+  std::string topic;
+  std::string results_topic;
+  std::string dead_letter_topic;
+  std::string group;
+  std::string instance;  // group.instance.id
+  std::string store_path;
+  std::string inbox;  // the one allowed root
+  int session_timeout_ms = 6000;
+  int max_poll_interval_ms = 300000;
+  int shutdown_grace_s = 30;
+  int max_attempts = 3;
+};
+
+class Daemon {
+ public:
+  // Starts `ellmd --config <dir>/<instance>.yaml`, logging to <dir>/<instance>.log.
+  // `env` adds variables to the child's environment.
+  static std::unique_ptr<Daemon> Start(const DaemonConfig& config, const std::string& dir,
+                                       const std::map<std::string, std::string>& env = {});
+  ~Daemon();  // SIGKILLs a daemon still running
+
+  void Signal(int sig);
+  // Waits for the process to exit; its exit code, 128+signal, or -1 on timeout.
+  int Wait(std::chrono::milliseconds timeout);
+  bool Running();
+  std::string Log() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+  std::string log_path_;
+};
+
+// Creates `topic` with `partitions` partitions (librdkafka admin API).
+bool CreateTopic(const std::string& brokers, const std::string& topic, int partitions);
+
+// Polls `condition` every 100 ms until it is true or `timeout` passed.
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// Reads every message of `topic` from the start (a fresh group), stopping
+// after `quiet` without new messages.
+std::vector<ingest::KafkaMessage> ReadTopic(const std::string& brokers, const std::string& topic,
+                                            std::chrono::milliseconds quiet);
+
+// A count from the store, through its own read-only connection.
+int64_t CountIn(const std::string& store_path, const std::string& sql);
+
+std::string UniqueName(const std::string& prefix);
+
+}  // namespace ellm::testing

@@ -1,0 +1,360 @@
+// The job queue end to end: real `ellmd` processes consume a real broker's
+// topic and store into a real SQLite file, with the `document-stats`
+// pipeline. What is checked is the queue's promise: every job ends as
+// exactly one result or one failure, whatever happens in between.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "daemon_harness.h"
+#include "ellm/ingest/kafka.h"
+#include "test_env.h"
+
+namespace ellm::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class JobQueue : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("ellm-jobqueue");
+    inbox_ = dir_ + "/inbox";
+    std::filesystem::create_directories(inbox_);
+    std::ofstream(inbox_ + "/report.txt") << "Revenue grew by four percent.\n\nCosts fell.\n";
+    std::ofstream(inbox_ + "/blob.txt.gz", std::ios::binary) << std::string("\x1f\x8b\x08\x00", 4);
+  }
+  void TearDown() override {
+    daemons_.clear();
+    if (!HasFailure() && !std::getenv("ELLM_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_);
+  }
+
+  DaemonConfig Config(const std::string& brokers, const std::string& model,
+                      const std::string& instance = "a") {
+    DaemonConfig c;
+    c.model_path = model;
+    c.brokers = brokers;
+    c.topic = topic_;
+    c.results_topic = topic_ + ".results";
+    c.dead_letter_topic = topic_ + ".dlq";
+    c.group = topic_ + "-group";
+    c.instance = instance;
+    c.store_path = dir_ + "/ellm.db";
+    c.inbox = inbox_;
+    return c;
+  }
+  Daemon* Start(const DaemonConfig& c, const std::map<std::string, std::string>& env = {}) {
+    daemons_.push_back(Daemon::Start(c, dir_, env));
+    return daemons_.back().get();
+  }
+  std::string Job(const std::string& id, const std::string& params = "{}",
+                  const std::string& doc = "") {
+    std::string path = doc.empty() ? inbox_ + "/report.txt" : doc;
+    return R"({"id":")" + id + R"(","pipeline":"document-stats","documents":[{"path":")" + path +
+           R"("}],"params":)" + params + "}";
+  }
+  void Produce(const std::string& brokers, const std::string& key, const std::string& payload) {
+    if (!producer_) {
+      ingest::KafkaOptions o;
+      o.brokers = brokers;
+      auto p = ingest::KafkaProducer::Create(o);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      producer_ = std::move(p).value();
+    }
+    Status s = producer_->Produce(topic_, key, payload);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  int64_t Count(const std::string& sql) { return CountIn(dir_ + "/ellm.db", sql); }
+  int64_t Succeeded() { return Count("SELECT count(*) FROM jobs WHERE status='succeeded'"); }
+  std::string StatusOf(const std::string& id) {
+    return std::to_string(
+        Count("SELECT CASE status WHEN 'queued' THEN 0 WHEN 'running' THEN 1 "
+              "WHEN 'succeeded' THEN 2 ELSE 3 END FROM jobs WHERE id='" +
+              id + "'"));
+  }
+  bool IsRunning(const std::string& id) {
+    return Count("SELECT count(*) FROM jobs WHERE status='running' AND id='" + id + "'") == 1;
+  }
+  // Every job has exactly one result row, one 'published' event, and the
+  // results topic carries its event.
+  void ExpectExactlyOnce(int jobs) {
+    EXPECT_EQ(Count("SELECT count(*) FROM jobs"), jobs);
+    EXPECT_EQ(Succeeded(), jobs);
+    EXPECT_EQ(Count("SELECT count(*) FROM results"), jobs);
+    EXPECT_EQ(Count("SELECT count(*) FROM (SELECT job_id FROM events WHERE kind='published' "
+                    "GROUP BY job_id HAVING count(*) = 1)"),
+              jobs);
+  }
+
+  std::string dir_, inbox_;
+  std::string topic_ = UniqueName("ellm-jobs");
+  std::vector<std::unique_ptr<Daemon>> daemons_;
+  std::unique_ptr<ingest::KafkaProducer> producer_;
+};
+
+TEST_F(JobQueue, TwoHundredJobsGiveTwoHundredResultsExactlyOnce) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 2));
+  const int kJobs = std::getenv("ELLM_TEST_JOBS") ? std::atoi(std::getenv("ELLM_TEST_JOBS")) : 200;
+  for (int i = 0; i < kJobs; ++i)
+    Produce(brokers, "j" + std::to_string(i), Job("j" + std::to_string(i)));
+  Daemon* d = Start(Config(brokers, model));
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == kJobs; }, seconds(180))) << d->Log();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(60)), 0) << d->Log();
+  ExpectExactlyOnce(kJobs);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE attempts = 1"), kJobs);
+  auto events = ReadTopic(brokers, topic_ + ".results", seconds(3));
+  std::set<std::string> ids;
+  for (const auto& e : events) ids.insert(e.key);
+  EXPECT_EQ(events.size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events[0].payload.find(R"("status":"succeeded")"), std::string::npos)
+      << events[0].payload;
+}
+
+TEST_F(JobQueue, KilledMidJobRunsItAgainAndStoresOneResult) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "slow", Job("slow", R"({"hold_ms":4000})"));
+  Produce(brokers, "next", Job("next"));
+  DaemonConfig c = Config(brokers, model);
+  Daemon* first = Start(c);
+  ASSERT_TRUE(WaitFor([&] { return IsRunning("slow"); }, seconds(60))) << first->Log();
+  std::this_thread::sleep_for(milliseconds(500));
+  first->Signal(SIGKILL);
+  EXPECT_EQ(first->Wait(seconds(10)), 128 + SIGKILL);
+  EXPECT_EQ(Succeeded(), 0);
+
+  Daemon* second = Start(c);  // same group.instance.id: gets the partition back at once
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == 2; }, seconds(60))) << second->Log();
+  second->Signal(SIGTERM);
+  EXPECT_EQ(second->Wait(seconds(30)), 0);
+  ExpectExactlyOnce(2);
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='slow'"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='slow' AND kind='started'"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='slow' AND kind='interrupted'"), 1);
+}
+
+TEST_F(JobQueue, TwoConsumersShareFourPartitionsAndSurviveAKill) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 4));
+  constexpr int kJobs = 40;
+  for (int i = 0; i < kJobs; ++i) {
+    Produce(brokers, "t" + std::to_string(i), Job("t" + std::to_string(i), R"({"hold_ms":250})"));
+  }
+  DaemonConfig ca = Config(brokers, model, "a"), cb = Config(brokers, model, "b");
+  ca.session_timeout_ms = cb.session_timeout_ms = 3000;
+  Daemon* a = Start(ca);
+  Daemon* b = Start(cb);
+  auto started_by = [&](const std::string& who) {
+    return Count("SELECT count(*) FROM events WHERE kind='started' AND detail LIKE '% by " + who +
+                 "/%'");
+  };
+  ASSERT_TRUE(WaitFor([&] { return started_by("a") >= 2 && started_by("b") >= 2; }, seconds(60)))
+      << a->Log() << b->Log();
+  b->Signal(SIGKILL);
+  EXPECT_EQ(b->Wait(seconds(10)), 128 + SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == kJobs; }, seconds(180))) << a->Log();
+  a->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(seconds(30)), 0);
+  ExpectExactlyOnce(kJobs);
+  EXPECT_GT(started_by("a"), 2);
+}
+
+TEST_F(JobQueue, PoisonMessagesFailAndAreDeadLetteredWhileGoodJobsComplete) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  struct Poison {
+    std::string key, payload, id, code;
+  };
+  std::vector<Poison> poison = {
+      {"", "this is not JSON {", "invalid:" + topic_ + ":0:1", "invalid_json"},
+      {"no-docs", R"({"id":"no-docs","pipeline":"document-stats"})", "no-docs", "invalid_message"},
+      {"outside", Job("outside", "{}", "/etc/hostname"), "outside", "path_not_allowed"},
+      {"missing", Job("missing", "{}", inbox_ + "/nope.pdf"), "missing", "document_not_found"},
+      {"unknown", R"({"id":"unknown","pipeline":"translate","documents":[{"path":"/x"}]})",
+       "unknown", "unknown_pipeline"},
+      {"binary", Job("binary", "{}", inbox_ + "/blob.txt.gz"), "binary",
+       "document.unsupported_type"},
+  };
+  Produce(brokers, "good1", Job("good1"));
+  for (const Poison& p : poison) Produce(brokers, p.key, p.payload);
+  Produce(brokers, "good2", Job("good2"));
+  Daemon* d = Start(Config(brokers, model));
+  const int total = static_cast<int>(poison.size()) + 2;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Count("SELECT count(*) FROM jobs WHERE status IN ('succeeded','failed')") == total;
+      },
+      seconds(60)))
+      << d->Log();
+  EXPECT_EQ(StatusOf("good1"), "2");
+  EXPECT_EQ(StatusOf("good2"), "2");
+  for (const Poison& p : poison) {
+    EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE status='failed' AND id='" + p.id +
+                    "' AND error_code='" + p.code + "'"),
+              1)
+        << p.id << " should fail with " << p.code;
+  }
+  auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(3));
+  ASSERT_EQ(dead.size(), poison.size());
+  for (size_t i = 0; i < dead.size(); ++i) {
+    EXPECT_EQ(dead[i].payload, poison[i].payload) << "the dead-letter copy keeps the bytes";
+    std::map<std::string, std::string> h(dead[i].headers.begin(), dead[i].headers.end());
+    EXPECT_EQ(h["ellm.error.code"], poison[i].code);
+    EXPECT_FALSE(h["ellm.error.message"].empty());
+    EXPECT_EQ(h["ellm.job_id"], poison[i].id);
+  }
+  auto results = ReadTopic(brokers, topic_ + ".results", seconds(3));
+  EXPECT_EQ(results.size(), size_t(total)) << "every job, failed or not, has a result event";
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
+}
+
+TEST_F(JobQueue, JobLongerThanMaxPollIntervalCausesNoRebalance) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "long", Job("long", R"({"hold_ms":7000})"));
+  DaemonConfig c = Config(brokers, model);
+  c.session_timeout_ms = 2000;
+  c.max_poll_interval_ms = 2000;
+  Daemon* d = Start(c);
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == 1; }, seconds(60))) << d->Log();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
+  // Closing the consumer revokes its partitions; before that, nothing may.
+  std::string log = d->Log();
+  std::string running = log.substr(0, log.find("stage=Draining"));
+  EXPECT_EQ(running.find("revoked"), std::string::npos) << log;
+  EXPECT_EQ(running.find("lost"), std::string::npos) << log;
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='long'"), 1);
+  ExpectExactlyOnce(1);
+}
+
+TEST_F(JobQueue, CrashBetweenStoreCommitAndOffsetCommitGivesNoDuplicate) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "c1", Job("c1"));
+  DaemonConfig c = Config(brokers, model);
+  Daemon* crashing = Start(c, {{"ELLM_TEST_CRASH_AFTER_STORE", "1"}});
+  EXPECT_EQ(crashing->Wait(seconds(60)), 128 + SIGKILL) << crashing->Log();
+  EXPECT_EQ(Succeeded(), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind='published'"), 0);
+
+  Daemon* d = Start(c);
+  EXPECT_TRUE(
+      WaitFor([&] { return Count("SELECT count(*) FROM events WHERE kind='published'") == 1; },
+              seconds(60)))
+      << d->Log();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
+  ExpectExactlyOnce(1);
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='c1'"), 1) << "not run again";
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='c1' AND kind='duplicate'"), 1);
+  EXPECT_EQ(ReadTopic(brokers, topic_ + ".results", seconds(3)).size(), 1u);
+}
+
+TEST_F(JobQueue, SigtermLetsTheRunningJobFinishAndCommits) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "g1", Job("g1", R"({"hold_ms":2500})"));
+  DaemonConfig c = Config(brokers, model);
+  Daemon* d = Start(c);
+  ASSERT_TRUE(WaitFor([&] { return IsRunning("g1"); }, seconds(60))) << d->Log();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0) << d->Log();
+  EXPECT_EQ(StatusOf("g1"), "2");
+
+  // The offset was committed before exit: a new run does not see g1 again.
+  Produce(brokers, "g2", Job("g2"));
+  Daemon* again = Start(c);
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == 2; }, seconds(60))) << again->Log();
+  again->Signal(SIGTERM);
+  EXPECT_EQ(again->Wait(seconds(30)), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind='duplicate'"), 0);
+  ExpectExactlyOnce(2);
+}
+
+TEST_F(JobQueue, SigtermAbandonsAJobThatOutlivesTheGracePeriod) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "stuck", Job("stuck", R"({"hold_ms":600000})"));
+  DaemonConfig c = Config(brokers, model);
+  c.shutdown_grace_s = 1;
+  Daemon* d = Start(c);
+  ASSERT_TRUE(WaitFor([&] { return IsRunning("stuck"); }, seconds(60))) << d->Log();
+  auto t0 = std::chrono::steady_clock::now();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0) << d->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15));
+  EXPECT_EQ(Count("SELECT count(*) FROM results"), 0);
+  EXPECT_TRUE(IsRunning("stuck")) << "left for the next start to recover and retry";
+}
+
+// A broker of this test's own (scripts/kafka on another port), so that
+// stopping it does not disturb the tests sharing the main one.
+class PrivateBroker {
+ public:
+  PrivateBroker(const std::string& run_dir, int port) : run_dir_(run_dir), port_(port) {}
+  ~PrivateBroker() { (void)Kafka("stop"); }
+  // Runs `scripts/kafka <verb>` for this broker; true on success.
+  bool Kafka(const std::string& verb) {
+    std::string cmd = "ELLM_KAFKA_PORT=" + std::to_string(port_) + " ELLM_KAFKA_RUN='" + run_dir_ +
+                      "' '" + SourceDir() + "/scripts/kafka' " + verb + " >>'" + run_dir_ +
+                      ".out' 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  }
+  std::string brokers() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string run_dir_;
+  int port_;
+};
+
+TEST_F(JobQueue, BrokerStoppedAndRestartedMidRunLosesAndDuplicatesNothing) {
+  // The shared broker being up shows that Java and the broker's jars are here.
+  ELLM_REQUIRE_KAFKA(shared_brokers);
+  ELLM_REQUIRE_MODEL(model);
+  PrivateBroker broker(dir_ + "/kafka", 19192);
+  ASSERT_TRUE(broker.Kafka("start"));
+  const std::string brokers = broker.brokers();
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  constexpr int kJobs = 30;
+  for (int i = 0; i < kJobs; ++i) {
+    Produce(brokers, "b" + std::to_string(i), Job("b" + std::to_string(i), R"({"hold_ms":150})"));
+  }
+  producer_.reset();
+  Daemon* d = Start(Config(brokers, model));
+  ASSERT_TRUE(WaitFor([&] { return Succeeded() >= 5; }, seconds(60))) << d->Log();
+  ASSERT_TRUE(broker.Kafka("halt"));
+  EXPECT_LT(Succeeded(), kJobs) << "the outage starts mid-run";
+  std::this_thread::sleep_for(seconds(8));  // longer than the session timeout
+  EXPECT_TRUE(d->Running()) << "the daemon rides out the outage";
+  ASSERT_TRUE(broker.Kafka("resume"));
+  EXPECT_TRUE(
+      WaitFor([&] { return Count("SELECT count(*) FROM events WHERE kind='published'") == kJobs; },
+              seconds(240)))
+      << d->Log();
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(60)), 0) << d->Log();
+  ExpectExactlyOnce(kJobs);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE attempts = 1"), kJobs);
+}
+
+}  // namespace
+}  // namespace ellm::testing

@@ -1,0 +1,195 @@
+#include "ellm/store/job_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "test_env.h"
+
+namespace ellm::store {
+namespace {
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = ellm::testing::MakeTempDir("ellm-jobstore"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<JobStore> Open(int max_attempts = 3, bool read_only = false) {
+    JobStoreOptions o;
+    o.max_attempts = max_attempts;
+    o.database.read_only = read_only;
+    auto s = JobStore::Open(dir_ + "/ellm.db", o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  static NewJob Job(const std::string& id) {
+    NewJob j;
+    j.id = id;
+    j.pipeline = "document-stats";
+    j.params_json = R"({"k":1})";
+    j.reply_to = "replies";
+    j.source = {"ellm.jobs", 2, 41};
+    return j;
+  }
+  static ResultRecord Result(const std::string& text) {
+    ResultRecord r;
+    r.output_text = text;
+    r.output_json = R"({"words":3})";
+    r.model_fingerprint = "sha256:abc";
+    r.pipeline_name = "document-stats";
+    r.pipeline_version = "1";
+    r.strategy = "single-pass";
+    r.prompt_tokens = 10;
+    r.generated_tokens = 5;
+    return r;
+  }
+  std::string dir_;
+};
+
+TEST_F(JobStoreTest, RunsANewJobOnceAndRefusesItAfterwards) {
+  auto store = Open();
+  auto b = store->Begin(Job("j1"));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->decision, BeginDecision::kRun);
+  EXPECT_EQ(b->attempt, 1);
+  auto stored = store->Succeed("j1", {{0, "/srv/a.pdf", "ff", 3, 100}}, Result("summary"));
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_TRUE(*stored);
+
+  auto again = store->Begin(Job("j1"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->decision, BeginDecision::kAlreadyDone);
+  EXPECT_EQ(again->status, JobStatus::kSucceeded);
+  auto twice = store->Succeed("j1", {}, Result("other"));
+  ASSERT_TRUE(twice.ok());
+  EXPECT_FALSE(*twice);
+
+  auto job = store->Get("j1");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  const JobRecord& j = **job;
+  EXPECT_EQ(j.status, JobStatus::kSucceeded);
+  EXPECT_EQ(j.attempts, 1);
+  ASSERT_TRUE(j.result.has_value());
+  EXPECT_EQ(j.result->output_text, "summary");
+  EXPECT_EQ(*j.result->output_json, R"({"words":3})");
+  EXPECT_EQ(j.result->strategy, "single-pass");
+  ASSERT_EQ(j.documents.size(), 1u);
+  EXPECT_EQ(j.documents[0].page_count, 3);
+  EXPECT_EQ(j.source.partition, 2);
+  EXPECT_EQ(j.source.offset, 41);
+  EXPECT_EQ(*j.reply_to, "replies");
+  EXPECT_FALSE(j.finished_at.empty());
+  EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM results"), 1);
+  ASSERT_GE(j.events.size(), 3u);
+  EXPECT_EQ(j.events.back().kind, "duplicate");
+}
+
+TEST_F(JobStoreTest, RetriesAnInterruptedJobThenGivesUp) {
+  {
+    auto store = Open(2);
+    ASSERT_EQ(store->Begin(Job("j")).value().attempt, 1);
+  }  // "crash": the job stays running
+  auto store = Open(2);
+  EXPECT_EQ(store->RecoverInterrupted().value(), 1);
+  EXPECT_EQ(store->Get("j").value()->status, JobStatus::kQueued);
+  auto second = store->Begin(Job("j"));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->decision, BeginDecision::kRun);
+  EXPECT_EQ(second->attempt, 2);
+  auto third = store->Begin(Job("j"));  // delivered again without finishing
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->decision, BeginDecision::kGaveUp);
+  auto j = store->Get("j").value();
+  EXPECT_EQ(j->status, JobStatus::kFailed);
+  EXPECT_EQ(j->error_code, "attempts_exhausted");
+  EXPECT_FALSE(j->result.has_value());
+}
+
+TEST_F(JobStoreTest, RecoveryFailsJobsOutOfAttempts) {
+  auto store = Open(1);
+  ASSERT_TRUE(store->Begin(Job("a")).ok());
+  EXPECT_EQ(store->RecoverInterrupted().value(), 0);
+  EXPECT_EQ(store->Get("a").value()->status, JobStatus::kFailed);
+}
+
+TEST_F(JobStoreTest, FailInsertsUnknownJobsAndFirstOutcomeWins) {
+  auto store = Open();
+  NewJob bad = Job("invalid:ellm.jobs:0:7");
+  bad.pipeline = "";
+  auto f = store->Fail(bad, "invalid_message", "not JSON");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(*f);
+  auto j = store->Get(bad.id).value();
+  EXPECT_EQ(j->status, JobStatus::kFailed);
+  EXPECT_EQ(j->error_code, "invalid_message");
+
+  ASSERT_TRUE(store->Begin(Job("ok")).ok());
+  ASSERT_TRUE(store->Succeed("ok", {}, Result("done")).value());
+  EXPECT_FALSE(store->Fail(Job("ok"), "late", "too late").value());
+  EXPECT_EQ(store->Get("ok").value()->status, JobStatus::kSucceeded);
+}
+
+TEST_F(JobStoreTest, SucceedWithoutBeginIsAnError) {
+  auto store = Open();
+  auto s = store->Succeed("ghost", {}, Result("x"));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("ghost"), std::string::npos);
+}
+
+TEST_F(JobStoreTest, ListFiltersByStatus) {
+  auto store = Open();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->Begin(Job("j" + std::to_string(i))).ok());
+  ASSERT_TRUE(store->Succeed("j1", {}, Result("x")).value());
+  ASSERT_TRUE(store->Fail(Job("j2"), "e", "m").value());
+  EXPECT_EQ(store->List(std::nullopt).value().size(), 5u);
+  EXPECT_EQ(store->List(JobStatus::kRunning).value().size(), 3u);
+  auto done = store->List(JobStatus::kSucceeded).value();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].id, "j1");
+  EXPECT_FALSE(ParseJobStatus("nonsense").ok());
+}
+
+// Readers on their own connections see consistent, growing counts while one
+// writer commits; neither side gets SQLITE_BUSY errors.
+TEST_F(JobStoreTest, ConcurrentReadersWhileWriting) {
+  auto writer = Open();
+  constexpr int kJobs = 200;
+  std::atomic<bool> done{false};
+  std::atomic<int> reader_errors{0}, inconsistent{0}, reads{0};
+  auto read_loop = [&] {
+    auto reader = Open(3, /*read_only=*/true);
+    if (!reader) {
+      ++reader_errors;
+      return;
+    }
+    int64_t last = 0;
+    while (!done.load()) {
+      auto n = reader->database().QueryInt("SELECT count(*) FROM results");
+      auto m = reader->database().QueryInt("SELECT count(*) FROM jobs WHERE status='succeeded'");
+      if (!n.ok() || !m.ok()) {
+        ++reader_errors;
+        continue;
+      }
+      if (*n < last) ++inconsistent;
+      last = *n;
+      ++reads;
+    }
+  };
+  std::thread r1(read_loop), r2(read_loop);
+  for (int i = 0; i < kJobs; ++i) {
+    std::string id = "c" + std::to_string(i);
+    ASSERT_TRUE(writer->Begin(Job(id)).ok());
+    ASSERT_TRUE(writer->Succeed(id, {{0, "p", "h", 1, 1}}, Result("r")).value());
+  }
+  done = true;
+  r1.join();
+  r2.join();
+  EXPECT_EQ(reader_errors.load(), 0);
+  EXPECT_EQ(inconsistent.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(*writer->database().QueryInt("SELECT count(*) FROM results"), kJobs);
+}
+
+}  // namespace
+}  // namespace ellm::store
