@@ -19,6 +19,9 @@ constexpr const char* kUsage =
     "  bench --model M --depth D --gen N [--threads T] [--json]\n"
     "                                         prefill/decode speed and peak RSS as JSON\n"
     "  extract FILE [--json] [--max-pages N]  the text the model sees of a PDF/.txt/.md file\n"
+    "  summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]\n"
+    "                                         run a pipeline on local files; store the result\n"
+    "  compare A B [--pipeline compare-contracts] [same options]  compare contracts\n"
     "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
     "  cpu                                    CPU features and the kernel level in use\n"
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
   if (cmd == "tokenize") return ellm::cli::Tokenize(args);
   if (cmd == "extract") return ellm::cli::Extract(args);
   if (cmd == "jobs") return ellm::cli::Jobs(args);
+  if (cmd == "summarize") return ellm::cli::Summarize(args);
+  if (cmd == "compare") return ellm::cli::Compare(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;

@@ -45,6 +45,11 @@ Status Get(const std::string& src, const YAML::Node& map, const std::string& sec
 Status ModelConfig::Validate() const {
   if (path.empty()) return InvalidArgumentError("model.path is empty");
   if (threads < 0) return InvalidArgumentError("model.threads must be >= 0");
+  if (context < 256) return InvalidArgumentError("model.context must be >= 256");
+  if (micro_batch < 1) return InvalidArgumentError("model.micro_batch must be >= 1");
+  if (kv_type != "f16" && kv_type != "f32") {
+    return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16 or f32");
+  }
   return OkStatus();
 }
 
@@ -113,11 +118,20 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
-    ELLM_RETURN_IF_ERROR(CheckKeys(src, root, "", {"model", "store", "kafka", "jobs", "log"}));
+    ELLM_RETURN_IF_ERROR(
+        CheckKeys(src, root, "", {"model", "pipelines", "store", "kafka", "jobs", "log"}));
     if (YAML::Node n = root["model"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "model", {"path", "threads"}));
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "model", {"path", "threads", "context", "micro_batch", "kv_type"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
+    }
+    if (YAML::Node n = root["pipelines"]) {
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "pipelines", {"dir"}));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "pipelines", "dir", c.pipelines.dir));
     }
     if (YAML::Node n = root["store"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "store", {"path"}));

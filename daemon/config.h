@@ -14,7 +14,18 @@ namespace ellm::daemon {
 struct ModelConfig {
   std::string path = "/var/lib/ellm/models/gemma-3-270m-q4_k_m.gguf";
   int threads = 0;  // 0 = one per core
+  // Tokens of context per job (capped at the model's training context).
+  int context = 32768;
+  int micro_batch = 256;
+  std::string kv_type = "f16";  // f16 or f32
   Status Validate() const;
+};
+
+struct PipelinesConfig {
+  // Directory of pipeline YAML files; empty: the shipped ones
+  // (/usr/share/ellm/pipelines when installed).
+  std::string dir;
+  Status Validate() const { return OkStatus(); }
 };
 
 struct StoreConfig {
@@ -58,6 +69,7 @@ struct LogConfig {
 
 struct Config {
   ModelConfig model;
+  PipelinesConfig pipelines;
   StoreConfig store;
   KafkaConfig kafka;
   JobsConfig jobs;

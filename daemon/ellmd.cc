@@ -24,6 +24,7 @@
 #include "ellm/engine/gguf.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_consumer.h"
+#include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/pipelines/processor.h"
 #include "ellm/store/job_store.h"
 #include "job_runner.h"
@@ -31,9 +32,21 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellmd [--config FILE] [--check]\n"
+    "usage: ellmd [--config FILE] [--check | --check-config]\n"
     "  --config FILE  configuration (default /etc/ellm/ellm.yaml)\n"
-    "  --check        validate the configuration, model and store, then exit\n";
+    "  --check, --check-config\n"
+    "                 validate the configuration, pipelines, model and store, then exit\n";
+
+// SIGTERM and SIGINT are taken by one thread with sigtimedwait. They are
+// blocked first thing in main, before any thread starts (the engine's pool,
+// librdkafka's, the job worker), so every thread inherits the blocked mask.
+sigset_t BlockedSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -139,8 +152,34 @@ int Run(const std::string& config_path, bool check_only) {
     return 1;
   }
   extract.extractor_path = *extractor;
+  std::string pipelines_dir = config->pipelines.dir.empty() ? ellm::pipelines::DefaultPipelinesDir()
+                                                            : config->pipelines.dir;
+  auto specs = ellm::pipelines::LoadPipelineDirectory(pipelines_dir);
+  if (!specs.ok()) {
+    spdlog::critical("pipelines: {}", specs.status().ToString());
+    return 78;
+  }
+  ellm::pipelines::GeneratorOptions gen_options;
+  gen_options.engine.threads = config->model.threads;
+  gen_options.context = config->model.context;
+  gen_options.micro_batch = config->model.micro_batch;
+  gen_options.kv_type = config->model.kv_type == "f32" ? ellm::KvType::kF32 : ellm::KvType::kF16;
+  auto generator = ellm::pipelines::Generator::Load(config->model.path, gen_options);
+  if (!generator.ok()) {
+    spdlog::critical("model: {}", generator.status().ToString());
+    return 1;
+  }
   ellm::pipelines::ProcessorRegistry registry;
-  (void)registry.Add(ellm::pipelines::MakeDocumentStatsProcessor(extract));
+  ellm::Status registered =
+      ellm::pipelines::RegisterPipelines(*specs, generator->get(), extract, &registry);
+  if (!registered.ok()) {
+    spdlog::critical("pipelines: {}", registered.ToString());
+    return 78;
+  }
+  std::string names;
+  for (const auto& n : registry.Names()) names += (names.empty() ? "" : ", ") + n;
+  spdlog::info("pipelines from {}: {}; context {} tokens", pipelines_dir, names,
+               (*generator)->context());
   if (check_only) {
     spdlog::info("check passed");
     return 0;
@@ -158,13 +197,7 @@ int Run(const std::string& config_path, bool check_only) {
         *requeued);
   }
 
-  // Signals are taken by one thread with sigtimedwait; every other thread
-  // (librdkafka's, the job worker) inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t signals = BlockedSignals();
   std::atomic<bool> stop{false}, finished{false};
   std::thread signal_thread([&] {
     timespec tick{0, 200 * 1000 * 1000};
@@ -196,10 +229,13 @@ int Run(const std::string& config_path, bool check_only) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sigset_t signals = BlockedSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::string config_path = "/etc/ellm/ellm.yaml";
   bool check_only = false;
   static const option kOptions[] = {{"config", required_argument, nullptr, 'c'},
                                     {"check", no_argument, nullptr, 'k'},
+                                    {"check-config", no_argument, nullptr, 'k'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
   int opt;

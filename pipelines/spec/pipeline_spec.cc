@@ -36,9 +36,10 @@ Status ReadScalar(const std::string& src, const YAML::Node& parent, const char* 
 
 Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
   if (!root.IsMap()) return At(src, root, "expected a mapping at the top level");
-  static const std::set<std::string> kKeys = {"name",   "version",   "system",
-                                              "prompt", "documents", "generation",
-                                              "output", "overflow",  "description"};
+  static const std::set<std::string> kKeys = {
+      "name",          "version",    "system",         "prompt",      "documents",
+      "generation",    "output",     "overflow",       "format",      "schema",
+      "output_prefix", "map_prompt", "map_max_tokens", "description", "sections"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!kKeys.count(k)) return At(src, kv.first, "unknown key '" + k + "'");
@@ -64,12 +65,62 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
     ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "temperature", gs.temperature, false));
     ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "top_p", gs.top_p, false));
     ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "top_k", gs.top_k, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "repeat_penalty", gs.repeat_penalty, false));
+    ELLM_RETURN_IF_ERROR(
+        ReadScalar(src, g, "stop_on_repeated_line", gs.stop_on_repeated_line, false));
     ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "stop", gs.stop, false));
     if (gs.max_tokens <= 0)
       return At(src, g["max_tokens"], "generation.max_tokens must be positive");
     if (gs.temperature < 0) return At(src, g["temperature"], "generation.temperature must be >= 0");
     if (gs.top_p <= 0 || gs.top_p > 1)
       return At(src, g["top_p"], "generation.top_p must be in (0, 1]");
+  }
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "output_prefix", spec.output_prefix, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_prompt", spec.map_prompt, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_max_tokens", spec.map_max_tokens, false));
+  if (spec.map_max_tokens <= 0) return At(src, root["map_max_tokens"], "must be positive");
+  if (YAML::Node secs = root["sections"]) {
+    if (!secs.IsSequence()) return At(src, secs, "sections must be a list");
+    for (const auto& n : secs) {
+      if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
+      for (const auto& kv : n) {
+        std::string k = kv.first.as<std::string>();
+        if (k != "heading" && k != "lead" && k != "max_tokens") {
+          return At(src, kv.first, "unknown section key '" + k + "'");
+        }
+      }
+      PipelineSpec::Section sec;
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "heading", sec.heading, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "lead", sec.lead, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
+      if (sec.max_tokens <= 0) return At(src, n["max_tokens"], "max_tokens must be positive");
+      spec.sections.push_back(sec);
+    }
+  }
+  std::string format = "plain";
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "format", format, false));
+  if (format == "plain")
+    spec.format = PromptFormat::kPlain;
+  else if (format == "chat")
+    spec.format = PromptFormat::kChat;
+  else
+    return At(src, root["format"], "format '" + format + "': expected plain or chat");
+  if (YAML::Node schema = root["schema"]) {
+    if (!schema.IsMap()) return At(src, schema, "schema must map keys to types");
+    static const std::map<std::string, JsonType> kTypes = {{"string", JsonType::kString},
+                                                           {"number", JsonType::kNumber},
+                                                           {"boolean", JsonType::kBoolean},
+                                                           {"array", JsonType::kArray},
+                                                           {"object", JsonType::kObject}};
+    for (const auto& kv : schema) {
+      std::string type = kv.second.IsScalar() ? kv.second.as<std::string>() : "";
+      auto it = kTypes.find(type);
+      if (it == kTypes.end()) {
+        return At(src, kv.second,
+                  "schema type '" + type + "': expected string, number, boolean, array or object");
+      }
+      spec.schema.emplace_back(kv.first.as<std::string>(), it->second);
+    }
   }
   std::string output = "markdown", overflow = "map-reduce";
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "output", output, false));
@@ -89,6 +140,15 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   else
     return At(src, root["overflow"],
               "overflow '" + overflow + "': expected map-reduce, truncate or fail");
+  if (spec.output == OutputForm::kJson && spec.schema.empty()) {
+    return At(src, root["output"], "output: json needs a schema (keys and their types)");
+  }
+  if (spec.output == OutputForm::kJson && !spec.sections.empty()) {
+    return At(src, root["sections"], "sections are for output: markdown");
+  }
+  if (spec.output != OutputForm::kJson && !spec.schema.empty()) {
+    return At(src, root["schema"], "schema is only for output: json");
+  }
   return OkStatus();
 }
 

@@ -36,5 +36,38 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndBadValues) {
   EXPECT_FALSE(LoadConfig("/nonexistent.yaml").ok());
 }
 
+TEST(Config, ReadsKafkaTuningPassThroughPropertiesAndJobLimits) {
+  auto c = ParseConfig(R"(
+model: {context: 4096, kv_type: f32}
+pipelines: {dir: /opt/pipelines}
+kafka:
+  group_instance_id: node-1
+  session_timeout_ms: 6000
+  max_poll_interval_ms: 60000
+  shutdown_grace_s: 5
+  properties: {security.protocol: SASL_SSL, sasl.mechanisms: PLAIN}
+jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
+)",
+                       "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model.context, 4096);
+  EXPECT_EQ(c->model.kv_type, "f32");
+  EXPECT_EQ(c->pipelines.dir, "/opt/pipelines");
+  EXPECT_EQ(c->kafka.group_instance_id, "node-1");
+  EXPECT_EQ(c->kafka.properties.at("security.protocol"), "SASL_SSL");
+  EXPECT_EQ(c->jobs.allowed_roots.size(), 2u);
+  EXPECT_EQ(c->jobs.max_attempts, 2);
+
+  // Keys ellm manages itself cannot be overridden through properties.
+  auto owned = ParseConfig("kafka:\n  properties: {group.id: x}\n", "c.yaml");
+  ASSERT_FALSE(owned.ok());
+  EXPECT_NE(owned.status().message().find("group.id"), std::string::npos);
+  EXPECT_FALSE(ParseConfig("jobs: {allowed_roots: [relative/dir]}\n", "c").ok());
+  EXPECT_FALSE(ParseConfig("jobs: {max_attempts: 0}\n", "c").ok());
+  EXPECT_FALSE(
+      ParseConfig("kafka: {session_timeout_ms: 9000, max_poll_interval_ms: 8000}\n", "c").ok());
+  EXPECT_FALSE(ParseConfig("model: {kv_type: q4}\n", "c").ok());
+}
+
 }  // namespace
 }  // namespace ellm::daemon

@@ -31,6 +31,7 @@ struct DaemonConfig {
   int max_poll_interval_ms = 300000;
   int shutdown_grace_s = 30;
   int max_attempts = 3;
+  int context = 0;  // model.context; 0 = the default
 };
 
 class Daemon {

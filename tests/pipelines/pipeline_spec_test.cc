@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "ellm/pipelines/pipeline_processor.h"
+
 namespace ellm::pipelines {
 namespace {
 
@@ -51,6 +55,106 @@ TEST(RenderTemplate, SubstitutesAndRejectsUnknownNames) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("nope"), std::string::npos);
   EXPECT_FALSE(RenderTemplate("{{open", {}).ok());
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
+
+namespace ellm::pipelines {
+namespace {
+
+TEST(PipelineSpec, ParsesSectionsSchemaAndFormat) {
+  auto s = ParsePipeline(R"(
+name: terms
+version: "2"
+format: chat
+prompt: "{{document}}"
+output: json
+output_prefix: "{"
+schema: {parties: array, law: string}
+)",
+                         "terms.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->format, PromptFormat::kChat);
+  ASSERT_EQ(s->schema.size(), 2u);
+  EXPECT_EQ(s->schema[0].first, "parties");
+  EXPECT_EQ(s->schema[0].second, JsonType::kArray);
+  EXPECT_FALSE(ParsePipeline("name: x\nversion: 1\nprompt: p\noutput: json\n", "p").ok())
+      << "json output needs a schema";
+  EXPECT_FALSE(
+      ParsePipeline("name: x\nversion: 1\nprompt: p\nschema: {a: date}\noutput: json\n", "p").ok());
+  auto secs = ParsePipeline(
+      "name: x\nversion: 1\nprompt: p\nsections:\n  - {heading: A, lead: '-', max_tokens: 9}\n"
+      "  - {lead: '+'}\n",
+      "p");
+  ASSERT_TRUE(secs.ok()) << secs.status().ToString();
+  ASSERT_EQ(secs->sections.size(), 2u);
+  EXPECT_EQ(secs->sections[0].max_tokens, 9);
+  EXPECT_EQ(secs->sections[1].heading, "");
+  auto bad =
+      ParsePipeline("name: x\nversion: 1\nprompt: p\nsections:\n  - {colour: red}\n", "s.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("s.yaml:5"), std::string::npos) << bad.status().message();
+}
+
+TEST(PipelineTemplates, UnknownPlaceholdersAreRejectedAtLoad) {
+  auto spec = ParsePipeline("name: x\nversion: 1\nprompt: '{{document}} {{param.lang}}'\n", "x");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_TRUE(CheckPipelineTemplates(*spec).ok());
+  spec->prompt_template = "{{documnet}}";
+  Status st = CheckPipelineTemplates(*spec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("documnet"), std::string::npos);
+  spec->prompt_template = "{{document_2}}";  // max_documents is 1
+  EXPECT_FALSE(CheckPipelineTemplates(*spec).ok());
+}
+
+TEST(PipelineTemplates, ShippedPipelinesLoad) {
+  auto specs = LoadPipelineDirectory(std::string(ELLM_SOURCE_DIR) + "/pipelines/defs");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  std::set<std::string> names;
+  for (const auto& s : *specs) names.insert(s.name);
+  EXPECT_TRUE(names.count("summarize-report"));
+  EXPECT_TRUE(names.count("compare-contracts"));
+  EXPECT_TRUE(names.count("extract-key-terms"));
+}
+
+// Counts words as tokens: enough to test where the splits fall.
+int64_t Words(const std::string& s) {
+  int64_t n = 0;
+  bool in = false;
+  for (char c : s) {
+    bool sp = c == ' ' || c == '\n';
+    if (!sp && !in) ++n;
+    in = !sp;
+  }
+  return n;
+}
+
+TEST(SplitForBudget, SplitsAtParagraphsAndRepeatsPageMarkers) {
+  std::string text =
+      "[page 1]\none two three\n\nfour five six\n\n[page 2]\nseven eight nine ten\n\neleven";
+  auto chunks = SplitForBudget(text, 8, Words);
+  ASSERT_GE(chunks.size(), 2u);
+  for (const auto& c : chunks) {
+    EXPECT_LE(Words(c), 8) << c;
+    EXPECT_EQ(c.rfind("[page ", 0), 0u) << "every chunk starts with its page: " << c;
+  }
+  std::string joined;
+  for (const auto& c : chunks) joined += c + " ";
+  for (const char* w : {"one", "six", "seven", "ten", "eleven"}) {
+    EXPECT_NE(joined.find(w), std::string::npos) << w;
+  }
+  EXPECT_NE(chunks.back().find("[page 2]"), std::string::npos);
+}
+
+TEST(SplitForBudget, CutsAnOverlongParagraphAtWords) {
+  std::string para;
+  for (int i = 0; i < 50; ++i) para += "w" + std::to_string(i) + " ";
+  auto chunks = SplitForBudget(para, 10, Words);
+  EXPECT_GE(chunks.size(), 5u);
+  for (const auto& c : chunks) EXPECT_LE(Words(c), 10);
+  EXPECT_NE(chunks.back().find("w49"), std::string::npos);
 }
 
 }  // namespace

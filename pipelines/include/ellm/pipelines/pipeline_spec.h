@@ -13,12 +13,22 @@ namespace ellm::pipelines {
 
 enum class OutputForm { kMarkdown, kJson };
 enum class OverflowStrategy { kMapReduce, kTruncate, kFail };
+// kPlain: the rendered prompt is the model's input as is (a completion
+// prompt; works with base and instruction-tuned models alike). kChat: the
+// system prompt and prompt become one user turn in the model's chat template.
+enum class PromptFormat { kPlain, kChat };
+// The JSON types an output field may be declared with.
+enum class JsonType { kString, kNumber, kBoolean, kArray, kObject };
 
 struct GenerationSettings {
   int max_tokens = 1024;
   double temperature = 0.0;  // 0 = greedy
   double top_p = 1.0;
-  int top_k = 0;  // 0 = off
+  int top_k = 0;                // 0 = off
+  double repeat_penalty = 1.0;  // 1 = off
+  // Stop when the model repeats a whole line it already wrote (small
+  // models loop); the repeat is not kept.
+  bool stop_on_repeated_line = true;
   std::vector<std::string> stop;
 };
 
@@ -33,6 +43,29 @@ struct PipelineSpec {
   GenerationSettings generation;
   OutputForm output = OutputForm::kMarkdown;
   OverflowStrategy overflow = OverflowStrategy::kMapReduce;
+  PromptFormat format = PromptFormat::kPlain;
+  // Appended to the rendered prompt and put back in front of the generated
+  // text: steers the answer's start (e.g. "{\"parties\": [" for JSON).
+  std::string output_prefix;
+  // output: json — the keys the object must have and their types.
+  std::vector<std::pair<std::string, JsonType>> schema;
+  // Map step of map-reduce: summarises one chunk. Placeholders: {{chunk}}
+  // (page-marked text), {{part}}, {{parts}}, {{title}}. The reduce step is
+  // the main prompt with the partial summaries as its documents.
+  std::string map_prompt =
+      "{{chunk}}\n\nNotes on part {{part}} of {{parts}} of \"{{title}}\": the key facts and "
+      "figures, each with its page.\n-";
+  int map_max_tokens = 256;
+  // Markdown output in sections, generated in one sequence after one
+  // prefill: each section's heading and lead are written, then the model
+  // continues until a stop string or the section's max_tokens. Empty: one
+  // answer after output_prefix.
+  struct Section {
+    std::string heading;  // "Key figures" -> "## Key figures\n"
+    std::string lead;     // text the answer starts with, e.g. "-"
+    int max_tokens = 128;
+  };
+  std::vector<Section> sections;
 };
 
 // Loads and validates one pipeline file. Errors name the file and, where

@@ -1,0 +1,90 @@
+// Generator: the engine as pipelines use it: count tokens exactly, and turn
+// one prompt into text (prefill in slices with progress and cancellation,
+// then sampling until an end token, a stop string or max_tokens).
+//
+// One Generator per model; Generate calls are serialised by the engine.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/base/status.h"
+#include "ellm/engine/engine.h"
+#include "ellm/pipelines/pipeline_spec.h"
+
+namespace ellm::pipelines {
+
+struct GeneratorOptions {
+  EngineOptions engine;
+  // The context each generation may use; capped at the model's training
+  // context (a 128K model runs at what is configured here).
+  int64_t context = 32768;
+  int64_t micro_batch = 256;
+  KvType kv_type = KvType::kF16;
+};
+
+// What the caller is told while a generation runs. `stage` is "prefill" or
+// "generate"; `done`/`total` count tokens (total = max_tokens for generate).
+struct Progress {
+  std::string stage;
+  int64_t done = 0;
+  int64_t total = 0;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct Generation {
+  std::string text;  // without the prompt, stop string excluded
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t prefill_ms = 0;
+  int64_t decode_ms = 0;
+  bool cancelled = false;
+};
+
+class Generator {
+ public:
+  static StatusOr<std::unique_ptr<Generator>> Load(const std::string& model_path,
+                                                   const GeneratorOptions& options);
+
+  // Tokens of `text` as a prompt would hold them (no BOS).
+  int64_t CountTokens(const std::string& text) const;
+  // The usable context: min(options.context, the model's training context).
+  int64_t context() const { return context_; }
+  // "<file name>:<general.name>:<file size>": recorded with every result.
+  const std::string& fingerprint() const { return fingerprint_; }
+  const ModelInfo& info() const { return engine_->info(); }
+
+  // Runs `prompt` (already rendered; with `format` kChat it is wrapped in
+  // the model's chat template with `system`). OutOfRange when the prompt
+  // leaves no room for `settings.max_tokens` in the context.
+  StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
+                                PromptFormat format, const GenerationSettings& settings,
+                                const std::atomic<bool>& cancel, const ProgressFn& progress);
+
+  // One prefill of `prompt`, then for each section: feed its `lead` text
+  // and generate until a stop string, an end token or its max_tokens, in the
+  // same sequence (later sections see earlier answers). Generation::text is
+  // lead + answer of every section, concatenated.
+  struct Section {
+    std::string lead;
+    int max_tokens = 128;
+  };
+  StatusOr<Generation> GenerateSections(const std::string& system, const std::string& prompt,
+                                        PromptFormat format, const GenerationSettings& settings,
+                                        const std::vector<Section>& sections,
+                                        const std::atomic<bool>& cancel,
+                                        const ProgressFn& progress);
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Session> session_;
+  GeneratorOptions options_;
+  int64_t context_ = 0;
+  std::string fingerprint_;
+};
+
+}  // namespace ellm::pipelines

@@ -1,0 +1,78 @@
+// PipelineProcessor: runs a YAML pipeline (PipelineSpec) on the engine.
+//
+//   1. Extract every document (sandboxed, see ingest/extract.h).
+//   2. Budget: count tokens exactly; if system + prompt + documents + room
+//      for the answer fit the context, one pass ("single-pass").
+//   3. Otherwise (overflow: map-reduce) split each document at page and
+//      paragraph boundaries into chunks that fit the map prompt, summarise
+//      each chunk keeping its page markers, and run the main prompt on the
+//      notes instead of the text; notes that still do not fit are reduced
+//      again, up to kMaxLevels ("map-reduce"). overflow: truncate keeps the
+//      start of each document; overflow: fail is an error.
+//   4. Output: Markdown text, or a JSON object checked against the
+//      pipeline's schema before it is stored.
+//
+// Template placeholders: {{document}} (the first document's page-marked
+// text), {{documents}} (all, each under a "=== Document i: title ===" line),
+// {{document_1}}..{{document_N}}, {{title}}, {{titles}}, {{document_count}},
+// {{params}} (the job's params as JSON) and {{param.KEY}} for each string or
+// number in params.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/ingest/document.h"
+#include "ellm/pipelines/generator.h"
+#include "ellm/pipelines/pipeline_spec.h"
+#include "ellm/pipelines/processor.h"
+
+namespace ellm::pipelines {
+
+constexpr int kMaxLevels = 3;
+
+// Validates `spec`'s templates (every placeholder known) before use.
+Status CheckPipelineTemplates(const PipelineSpec& spec);
+
+// Loads every *.yaml / *.yml file in `dir` (sorted by name); the first
+// error names the file and line. Duplicate names are an error.
+StatusOr<std::vector<PipelineSpec>> LoadPipelineDirectory(const std::string& dir);
+
+// Splits page-marked text into pieces of at most `max_tokens` tokens (by
+// `count`), at paragraph boundaries where possible. A piece that starts
+// inside a page begins with that page's "[page N]" marker again.
+std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tokens,
+                                        const std::function<int64_t(const std::string&)>& count);
+
+// Registers a PipelineProcessor for each spec, plus the built-in
+// document-stats. `generator` must outlive `registry`.
+Status RegisterPipelines(const std::vector<PipelineSpec>& specs, Generator* generator,
+                         const ingest::ExtractOptions& extract, ProcessorRegistry* registry);
+
+// Where the shipped pipelines are: $ELLM_PIPELINES_DIR, else
+// <executable>/../share/ellm/pipelines when it exists (installed), else the
+// source tree's pipelines/defs (a build tree).
+std::string DefaultPipelinesDir();
+
+class PipelineProcessor : public Processor {
+ public:
+  // `generator` is shared by every pipeline of a daemon; it must outlive
+  // the processor.
+  PipelineProcessor(PipelineSpec spec, Generator* generator, ingest::ExtractOptions extract);
+
+  const std::string& name() const override { return spec_.name; }
+  const std::string& version() const override { return spec_.version; }
+  ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override;
+
+  // Told about extraction, map steps, prefill and generation.
+  void set_progress(ProgressFn progress) { progress_ = std::move(progress); }
+
+ private:
+  PipelineSpec spec_;
+  Generator* generator_;
+  ingest::ExtractOptions extract_;
+  ProgressFn progress_;
+};
+
+}  // namespace ellm::pipelines

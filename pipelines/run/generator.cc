@@ -1,0 +1,200 @@
+#include "ellm/pipelines/generator.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "ellm/engine/chat.h"
+#include "ellm/engine/sampler.h"
+
+namespace ellm::pipelines {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+// Prefill slice: small enough that progress and cancellation are prompt,
+// large enough that the engine's micro-batches stay full.
+constexpr int64_t kPrefillSlice = 1024;
+
+// Small models fall into loops that repeat a line verbatim. When the last
+// complete line of `text` repeats an earlier one, returns where it starts
+// (the cut point); npos otherwise.
+size_t RepeatedLine(const std::string& text) {
+  if (text.empty() || text.back() != '\n') return std::string::npos;
+  size_t end = text.size() - 1;
+  size_t start = text.rfind('\n', end - (end > 0 ? 1 : 0));
+  start = start == std::string::npos ? 0 : start + 1;
+  if (start >= end) return std::string::npos;
+  std::string_view last(text.data() + start, end - start);
+  size_t pos = 0;
+  while (pos < start) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos || nl > start) break;
+    if (std::string_view(text.data() + pos, nl - pos) == last) return start;
+    pos = nl + 1;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_path,
+                                                     const GeneratorOptions& options) {
+  auto g = std::unique_ptr<Generator>(new Generator());
+  g->options_ = options;
+  ELLM_ASSIGN_OR_RETURN(g->engine_, Engine::Load(model_path, options.engine));
+  const ModelInfo& info = g->engine_->info();
+  g->context_ = std::min<int64_t>(options.context, info.n_ctx_train);
+  if (g->context_ < 256) {
+    return InvalidArgumentError("context " + std::to_string(options.context) +
+                                " is too small for a pipeline (at least 256 tokens)");
+  }
+  ELLM_ASSIGN_OR_RETURN(g->session_, g->engine_->NewSession({.n_ctx = g->context_,
+                                                             .micro_batch = options.micro_batch,
+                                                             .kv_type = options.kv_type}));
+  struct stat st {};
+  stat(model_path.c_str(), &st);
+  std::string file = model_path.substr(model_path.find_last_of('/') + 1);
+  g->fingerprint_ = file + ":" + info.name + ":" + std::to_string(st.st_size);
+  return g;
+}
+
+int64_t Generator::CountTokens(const std::string& text) const {
+  return static_cast<int64_t>(engine_->tokenizer().Encode(text, false, false).size());
+}
+
+StatusOr<Generation> Generator::Generate(const std::string& system, const std::string& prompt,
+                                         PromptFormat format, const GenerationSettings& settings,
+                                         const std::atomic<bool>& cancel,
+                                         const ProgressFn& progress) {
+  return GenerateSections(system, prompt, format, settings, {{"", settings.max_tokens}}, cancel,
+                          progress);
+}
+
+StatusOr<Generation> Generator::GenerateSections(const std::string& system,
+                                                 const std::string& prompt, PromptFormat format,
+                                                 const GenerationSettings& settings,
+                                                 const std::vector<Section>& sections,
+                                                 const std::atomic<bool>& cancel,
+                                                 const ProgressFn& progress) {
+  const Tokenizer& tok = engine_->tokenizer();
+  std::string text = prompt;
+  bool chat = format == PromptFormat::kChat;
+  if (chat) {
+    ELLM_ASSIGN_OR_RETURN(ChatFormat cf, engine_->chat_format());
+    std::vector<ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    text = RenderChat(cf, messages, true);
+  } else if (!system.empty()) {
+    text = system + "\n\n" + prompt;
+  }
+  std::vector<TokenId> ids = tok.Encode(text, true, chat);
+  int64_t budget = 0;
+  for (const Section& s : sections) budget += s.max_tokens + CountTokens(s.lead);
+  Generation out;
+  out.prompt_tokens = static_cast<int64_t>(ids.size());
+  if (out.prompt_tokens + budget > context_) {
+    return OutOfRangeError("the prompt has " + std::to_string(out.prompt_tokens) +
+                           " tokens; with room for " + std::to_string(budget) +
+                           " answer tokens it does not fit the context of " +
+                           std::to_string(context_));
+  }
+  SamplingOptions so;
+  so.temperature = static_cast<float>(settings.temperature);
+  so.top_k = settings.top_k;
+  so.top_p = static_cast<float>(settings.top_p);
+  so.repeat_penalty = static_cast<float>(settings.repeat_penalty);
+  Sampler sampler(so);
+  TokenId next = -1;
+  auto pick = [&](int64_t, std::span<const float> logits) { next = sampler.Sample(logits); };
+  // Feeds `tokens` in slices (progress, cancellation); false when cancelled.
+  auto feed = [&](const std::vector<TokenId>& tokens, bool report) -> StatusOr<bool> {
+    for (TokenId id : tokens) sampler.Accept(id);
+    const int64_t total = static_cast<int64_t>(tokens.size());
+    for (int64_t at = 0; at < total; at += kPrefillSlice) {
+      if (cancel.load()) return false;
+      int64_t n = std::min(kPrefillSlice, total - at);
+      bool last = at + n == total;
+      ELLM_RETURN_IF_ERROR(session_->Eval(std::span<const TokenId>(tokens.data() + at, n),
+                                          last ? LogitsFor::kLast : LogitsFor::kNone, pick));
+      if (progress && report) progress({"prefill", at + n, total});
+    }
+    return true;
+  };
+
+  session_->Reset();
+  auto t0 = Clock::now();
+  ELLM_ASSIGN_OR_RETURN(bool fed, feed(ids, true));
+  if (!fed) {
+    out.cancelled = true;
+    return out;
+  }
+  out.prefill_ms = Ms(t0, Clock::now());
+  int64_t total_max = 0;
+  for (const Section& s : sections) total_max += s.max_tokens;
+  for (size_t si = 0; si < sections.size(); ++si) {
+    const Section& sec = sections[si];
+    if (!sec.lead.empty()) {
+      auto lead_t0 = Clock::now();
+      ELLM_ASSIGN_OR_RETURN(bool ok, feed(tok.Encode(sec.lead, false, false), false));
+      out.prefill_ms += Ms(lead_t0, Clock::now());
+      if (!ok) {
+        out.cancelled = true;
+        return out;
+      }
+      out.text += sec.lead;
+    }
+    auto d0 = Clock::now();
+    std::string generated;
+    size_t stop_at = std::string::npos;
+    int64_t produced = 0;
+    while (produced < sec.max_tokens && !tok.IsEndOfGeneration(next)) {
+      if (cancel.load()) {
+        out.cancelled = true;
+        return out;
+      }
+      generated += tok.TokenToPiece(next);
+      sampler.Accept(next);
+      ++produced;
+      ++out.generated_tokens;
+      if (progress && out.generated_tokens % 8 == 0) {
+        progress({"generate", out.generated_tokens, total_max});
+      }
+      for (const std::string& s : settings.stop) {
+        size_t f = generated.find(s);
+        if (f != std::string::npos) stop_at = std::min(stop_at, f);
+      }
+      if (settings.stop_on_repeated_line && stop_at == std::string::npos) {
+        stop_at = RepeatedLine(generated);
+      }
+      if (stop_at != std::string::npos || session_->position() >= context_) break;
+      TokenId cur = next;
+      ELLM_RETURN_IF_ERROR(
+          session_->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
+    }
+    out.decode_ms += Ms(d0, Clock::now());
+    if (stop_at == std::string::npos && produced == sec.max_tokens) {
+      // Cut off mid-line by max_tokens: keep whole lines only.
+      size_t nl = generated.rfind('\n');
+      if (nl != std::string::npos) stop_at = nl;
+    }
+    if (stop_at != std::string::npos) generated.resize(stop_at);
+    while (!generated.empty() && (generated.back() == '\n' || generated.back() == ' ')) {
+      generated.pop_back();
+    }
+    out.text += generated;
+    // The next lead continues the sequence as evaluated: the token that
+    // completed a stop string was sampled but not fed, so at most the start
+    // of a stop string (e.g. one "\n" of "\n\n") precedes the lead.
+  }
+  if (progress) progress({"generate", out.generated_tokens, out.generated_tokens});
+  return out;
+}
+
+}  // namespace ellm::pipelines

@@ -1,0 +1,439 @@
+#include "ellm/pipelines/pipeline_processor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+namespace ellm::pipelines {
+namespace {
+
+using json = nlohmann::json;
+
+// Tokens kept free besides the answer: BOS, chat markers, rounding.
+constexpr int64_t kMargin = 32;
+
+struct Doc {
+  std::string title;
+  std::string text;  // page-marked, what the model reads
+};
+
+std::vector<std::string> Placeholders(const std::string& text) {
+  std::vector<std::string> names;
+  static const std::regex kRe(R"(\{\{\s*([^{}]*?)\s*\}\})");
+  std::string clean = std::regex_replace(text, std::regex(R"(\{\{\{\{)"), "");
+  for (auto it = std::sregex_iterator(clean.begin(), clean.end(), kRe);
+       it != std::sregex_iterator(); ++it) {
+    names.push_back((*it)[1].str());
+  }
+  return names;
+}
+
+std::map<std::string, std::string> Vars(const std::vector<Doc>& docs,
+                                        const std::string& params_json) {
+  std::map<std::string, std::string> v;
+  std::string all, titles;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    std::string n = std::to_string(i + 1);
+    v["document_" + n] = docs[i].text;
+    all += (i ? "\n\n" : "") + std::string("=== Document ") + n + ": " + docs[i].title + " ===\n" +
+           docs[i].text;
+    titles += (i ? "; " : "") + docs[i].title;
+  }
+  v["document"] = docs.empty() ? "" : docs[0].text;
+  v["title"] = docs.empty() ? "" : docs[0].title;
+  v["documents"] = all;
+  v["titles"] = titles;
+  v["document_count"] = std::to_string(docs.size());
+  v["params"] = params_json;
+  json params = json::parse(params_json, nullptr, false);
+  if (params.is_object()) {
+    for (const auto& [k, val] : params.items()) {
+      if (val.is_string()) v["param." + k] = val.get<std::string>();
+      if (val.is_number()) v["param." + k] = val.dump();
+    }
+  }
+  return v;
+}
+
+std::string Trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// "pages 3-5" from the [page N] markers in `chunk`, or "" if it has none.
+std::string PageRange(const std::string& chunk) {
+  static const std::regex kMarker(R"(\[page (\d+)\])");
+  std::string first, last;
+  for (auto it = std::sregex_iterator(chunk.begin(), chunk.end(), kMarker);
+       it != std::sregex_iterator(); ++it) {
+    if (first.empty()) first = (*it)[1].str();
+    last = (*it)[1].str();
+  }
+  if (first.empty()) return "";
+  return first == last ? "page " + first : "pages " + first + "-" + last;
+}
+
+const char* TypeName(JsonType t) {
+  switch (t) {
+    case JsonType::kString:
+      return "string";
+    case JsonType::kNumber:
+      return "number";
+    case JsonType::kBoolean:
+      return "boolean";
+    case JsonType::kArray:
+      return "array";
+    case JsonType::kObject:
+      return "object";
+  }
+  return "?";
+}
+
+bool HasType(const json& v, JsonType t) {
+  switch (t) {
+    case JsonType::kString:
+      return v.is_string();
+    case JsonType::kNumber:
+      return v.is_number();
+    case JsonType::kBoolean:
+      return v.is_boolean();
+    case JsonType::kArray:
+      return v.is_array();
+    case JsonType::kObject:
+      return v.is_object();
+  }
+  return false;
+}
+
+// The first JSON object in `text` (the longest prefix from the first '{'
+// that parses), checked against `schema`.
+StatusOr<json> ParseOutputObject(const std::string& text,
+                                 const std::vector<std::pair<std::string, JsonType>>& schema) {
+  size_t open = text.find('{');
+  if (open == std::string::npos) return InvalidArgumentError("the answer holds no JSON object");
+  json obj;
+  bool parsed = false;
+  for (size_t close = text.rfind('}'); close != std::string::npos && close > open;
+       close = text.rfind('}', close - 1)) {
+    obj = json::parse(text.substr(open, close - open + 1), nullptr, false);
+    if (!obj.is_discarded() && obj.is_object()) {
+      parsed = true;
+      break;
+    }
+    if (close == 0) break;
+  }
+  if (!parsed) return InvalidArgumentError("the answer's JSON object does not parse");
+  for (const auto& [key, type] : schema) {
+    if (!obj.contains(key)) return InvalidArgumentError("the answer lacks key '" + key + "'");
+    if (!HasType(obj[key], type)) {
+      return InvalidArgumentError("key '" + key + "' should be a " + TypeName(type) + ", got " +
+                                  obj[key].dump().substr(0, 80));
+    }
+  }
+  return obj;
+}
+
+}  // namespace
+
+Status CheckPipelineTemplates(const PipelineSpec& spec) {
+  std::set<std::string> known = {"document", "documents",      "title",
+                                 "titles",   "document_count", "params"};
+  for (int i = 1; i <= std::max(spec.max_documents, 1); ++i) {
+    known.insert("document_" + std::to_string(i));
+  }
+  auto check = [&](const std::string& text, const std::set<std::string>& names,
+                   const char* what) -> Status {
+    for (const std::string& p : Placeholders(text)) {
+      if (!names.count(p) && p.rfind("param.", 0) != 0) {
+        return InvalidArgumentError("pipeline " + spec.source + ": " + what +
+                                    " uses unknown placeholder '{{" + p + "}}'");
+      }
+    }
+    return OkStatus();
+  };
+  ELLM_RETURN_IF_ERROR(check(spec.prompt_template, known, "prompt"));
+  ELLM_RETURN_IF_ERROR(check(spec.system_prompt, known, "system"));
+  return check(spec.map_prompt, {"chunk", "part", "parts", "title"}, "map_prompt");
+}
+
+StatusOr<std::vector<PipelineSpec>> LoadPipelineDirectory(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) {
+      files.push_back(e.path().string());
+    }
+  }
+  if (ec) return NotFoundError("pipelines directory '" + dir + "': " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<PipelineSpec> out;
+  std::set<std::string> names;
+  for (const std::string& f : files) {
+    ELLM_ASSIGN_OR_RETURN(PipelineSpec spec, LoadPipelineFile(f));
+    ELLM_RETURN_IF_ERROR(CheckPipelineTemplates(spec));
+    if (!names.insert(spec.name).second) {
+      return InvalidArgumentError("pipeline " + f + ": the name '" + spec.name +
+                                  "' is already used by another file in " + dir);
+    }
+    out.push_back(std::move(spec));
+  }
+  if (out.empty()) return NotFoundError("no pipeline files (*.yaml) in '" + dir + "'");
+  return out;
+}
+
+std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tokens,
+                                        const std::function<int64_t(const std::string&)>& count) {
+  static const std::regex kMarker(R"(^\[page (\d+)\]$)");
+  // Paragraphs, each remembering the page it is on.
+  std::vector<std::pair<std::string, std::string>> paras;  // (page marker, text)
+  std::string marker;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find("\n\n", at);
+    std::string p = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() + 1 : end + 2;
+    if (Trim(p).empty()) continue;
+    size_t nl = p.find('\n');
+    std::string first = p.substr(0, nl);
+    if (std::regex_match(first, kMarker)) {
+      marker = first;
+      p = nl == std::string::npos ? "" : p.substr(nl + 1);
+      if (Trim(p).empty()) continue;
+    }
+    // A paragraph too long on its own is cut at line ends, then words.
+    if (count(p) > max_tokens) {
+      std::string piece;
+      size_t i = 0;
+      while (i < p.size()) {
+        size_t j = p.find_first_of("\n ", i);
+        j = j == std::string::npos ? p.size() : j + 1;
+        std::string next = piece + p.substr(i, j - i);
+        if (!piece.empty() && count(next) > max_tokens) {
+          paras.emplace_back(marker, piece);
+          piece = p.substr(i, j - i);
+        } else {
+          piece = std::move(next);
+        }
+        i = j;
+      }
+      if (!piece.empty()) paras.emplace_back(marker, piece);
+      continue;
+    }
+    paras.emplace_back(marker, p);
+  }
+  std::vector<std::string> chunks;
+  std::string cur, cur_marker;
+  for (const auto& [m, p] : paras) {
+    std::string head = m.empty() || m == cur_marker ? "" : m + "\n";
+    std::string next = cur.empty() ? (m.empty() ? "" : m + "\n") + p : cur + "\n\n" + head + p;
+    if (!cur.empty() && count(next) > max_tokens) {
+      chunks.push_back(cur);
+      cur = (m.empty() ? "" : m + "\n") + p;
+    } else {
+      cur = std::move(next);
+    }
+    cur_marker = m;
+  }
+  if (!cur.empty()) chunks.push_back(cur);
+  return chunks;
+}
+
+Status RegisterPipelines(const std::vector<PipelineSpec>& specs, Generator* generator,
+                         const ingest::ExtractOptions& extract, ProcessorRegistry* registry) {
+  for (const PipelineSpec& spec : specs) {
+    ELLM_RETURN_IF_ERROR(
+        registry->Add(std::make_unique<PipelineProcessor>(spec, generator, extract)));
+  }
+  return registry->Add(MakeDocumentStatsProcessor(extract));
+}
+
+std::string DefaultPipelinesDir() {
+  if (const char* env = std::getenv("ELLM_PIPELINES_DIR")) return env;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share" / "ellm" / "pipelines";
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return ELLM_SOURCE_PIPELINES_DIR;
+}
+
+PipelineProcessor::PipelineProcessor(PipelineSpec spec, Generator* generator,
+                                     ingest::ExtractOptions extract)
+    : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {}
+
+ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
+                                       const std::atomic<bool>& cancel) {
+  const int n = static_cast<int>(job.documents.size());
+  if (n < spec_.min_documents || n > spec_.max_documents) {
+    return ProcessorResult::Failed(
+        "invalid_documents",
+        "pipeline '" + spec_.name + "' takes " + std::to_string(spec_.min_documents) + " to " +
+            std::to_string(spec_.max_documents) + " documents, got " + std::to_string(n));
+  }
+  ProcessorOutput out;
+  std::vector<Doc> docs;
+  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
+  for (int i = 0; i < n; ++i) {
+    if (cancel.load()) return ProcessorResult::Cancelled();
+    if (progress_) progress_({"extract", i, n});
+    const ingest::JobDocument& jd = job.documents[i];
+    auto doc = LoadJobDocument(jd, extract_);
+    if (!doc.ok()) {
+      return ProcessorResult::Failed(DocumentErrorCode(doc.status()),
+                                     "document " + std::to_string(i + 1) + " ('" + jd.Label() +
+                                         "'): " + doc.status().message());
+    }
+    std::string title = doc->metadata.title;
+    if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
+    Doc d{title, ingest::RenderForModel(*doc)};
+    out.documents.push_back(
+        {i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count, count(d.text)});
+    docs.push_back(std::move(d));
+  }
+  if (progress_) progress_({"extract", n, n});
+
+  store::ResultRecord& r = out.result;
+  auto add = [&](const Generation& g) {
+    r.prompt_tokens += g.prompt_tokens;
+    r.generated_tokens += g.generated_tokens;
+    r.prefill_ms += g.prefill_ms;
+    r.decode_ms += g.decode_ms;
+  };
+  const int64_t context = generator_->context();
+  auto render = [&](const std::vector<Doc>& ds) {
+    return RenderTemplate(spec_.prompt_template, Vars(ds, job.params_json));
+  };
+  std::vector<Doc> empty_docs = docs;
+  for (Doc& d : empty_docs) d.text.clear();
+  auto overhead = render(empty_docs);
+  if (!overhead.ok()) return ProcessorResult::Failed("pipeline_error", overhead.status().message());
+  int64_t answer_room = spec_.generation.max_tokens;
+  if (!spec_.sections.empty()) {
+    answer_room = 0;
+    for (const auto& s : spec_.sections)
+      answer_room += s.max_tokens + count(s.heading + s.lead) + 4;
+  }
+  const int64_t available = context - answer_room - count(*overhead) - count(spec_.system_prompt) -
+                            count(spec_.output_prefix) - kMargin;
+  auto total = [&] {
+    int64_t t = 0;
+    for (const Doc& d : docs) t += count(d.text);
+    return t;
+  };
+  r.strategy = "single-pass";
+  if (total() > available) {
+    if (spec_.overflow == OverflowStrategy::kFail || available <= 0) {
+      return ProcessorResult::Failed("context_overflow",
+                                     "the documents have " + std::to_string(total()) +
+                                         " tokens; the context leaves room for " +
+                                         std::to_string(std::max<int64_t>(available, 0)));
+    }
+    const int64_t per_doc = available / n;
+    if (spec_.overflow == OverflowStrategy::kTruncate) {
+      for (Doc& d : docs) {
+        if (count(d.text) > per_doc) d.text = SplitForBudget(d.text, per_doc, count).front();
+      }
+      r.strategy = "truncate";
+    } else {
+      GenerationSettings map_settings = spec_.generation;
+      map_settings.max_tokens = spec_.map_max_tokens;
+      map_settings.stop.push_back("\n\n");
+      const int64_t map_overhead =
+          count(spec_.map_prompt) + spec_.map_max_tokens + count(spec_.system_prompt) + kMargin;
+      const int64_t chunk_budget = context - map_overhead;
+      if (chunk_budget < 64) {
+        return ProcessorResult::Failed("context_overflow",
+                                       "the context is too small for the map step");
+      }
+      int levels = 0, chunks_total = 0;
+      bool prefix_bullet = Trim(spec_.map_prompt).ends_with("-");
+      while (total() > available) {
+        if (++levels > kMaxLevels) {
+          return ProcessorResult::Failed("context_overflow", "the notes still do not fit after " +
+                                                                 std::to_string(kMaxLevels) +
+                                                                 " levels of map-reduce");
+        }
+        for (Doc& d : docs) {
+          if (count(d.text) <= per_doc) continue;
+          std::vector<std::string> chunks = SplitForBudget(d.text, chunk_budget, count);
+          std::string notes;
+          for (size_t k = 0; k < chunks.size(); ++k) {
+            if (cancel.load()) return ProcessorResult::Cancelled();
+            if (progress_) {
+              progress_({"map " + std::to_string(k + 1) + "/" + std::to_string(chunks.size()),
+                         static_cast<int64_t>(k), static_cast<int64_t>(chunks.size())});
+            }
+            auto prompt =
+                RenderTemplate(spec_.map_prompt, {{"chunk", chunks[k]},
+                                                  {"part", std::to_string(k + 1)},
+                                                  {"parts", std::to_string(chunks.size())},
+                                                  {"title", d.title}});
+            if (!prompt.ok()) {
+              return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+            }
+            auto g = generator_->Generate(spec_.system_prompt, *prompt, spec_.format, map_settings,
+                                          cancel, nullptr);
+            if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+            if (g->cancelled) return ProcessorResult::Cancelled();
+            add(*g);
+            std::string range = PageRange(chunks[k]);
+            notes += (notes.empty() ? "" : "\n\n") + std::string("Part ") + std::to_string(k + 1) +
+                     (range.empty() ? "" : " (" + range + ")") + ":\n" +
+                     (prefix_bullet ? "-" : "") + Trim(g->text);
+          }
+          chunks_total += static_cast<int>(chunks.size());
+          d.text = notes;
+        }
+      }
+      r.strategy = "map-reduce (" + std::to_string(chunks_total) + " chunks, " +
+                   std::to_string(levels) + (levels == 1 ? " level)" : " levels)");
+    }
+  }
+
+  auto prompt = render(docs);
+  if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+  std::vector<Generator::Section> sections;
+  if (spec_.sections.empty()) {
+    sections.push_back({spec_.output_prefix, spec_.generation.max_tokens});
+  } else {
+    for (size_t i = 0; i < spec_.sections.size(); ++i) {
+      const auto& s = spec_.sections[i];
+      // A section without a heading continues the previous one on a new line.
+      std::string before = i == 0 ? spec_.output_prefix : (s.heading.empty() ? "\n" : "\n\n");
+      std::string head = s.heading.empty() ? "" : "## " + s.heading + "\n";
+      sections.push_back({before + head + s.lead, s.max_tokens});
+    }
+  }
+  auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
+                                        spec_.generation, sections, cancel, progress_);
+  if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+  if (g->cancelled) return ProcessorResult::Cancelled();
+  add(*g);
+  std::string answer = g->text;
+  if (spec_.output == OutputForm::kJson) {
+    auto obj = ParseOutputObject(answer, spec_.schema);
+    if (!obj.ok()) {
+      return ProcessorResult::Failed("output_invalid",
+                                     "pipeline '" + spec_.name + "': " + obj.status().message() +
+                                         "; the answer began: " + answer.substr(0, 200));
+    }
+    r.output_json = obj->dump();
+    r.output_text = obj->dump(2);
+  } else {
+    r.output_text = Trim(answer);
+  }
+  r.model_fingerprint = generator_->fingerprint();
+  r.pipeline_name = spec_.name;
+  r.pipeline_version = spec_.version;
+  ProcessorResult result;
+  result.output = std::move(out);
+  return result;
+}
+
+}  // namespace ellm::pipelines

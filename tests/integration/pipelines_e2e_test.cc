@@ -1,0 +1,141 @@
+// The product end to end: report and contract PDFs dropped on the jobs topic
+// become summaries in SQLite and events on the results topic, through a real
+// ellmd, the real broker, the real model and the shipped pipelines.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "daemon_harness.h"
+#include "ellm/ingest/kafka.h"
+#include "ellm/store/job_store.h"
+#include "test_env.h"
+
+namespace ellm::testing {
+namespace {
+
+using std::chrono::seconds;
+namespace fs = std::filesystem;
+
+std::string Job(const std::string& id, const std::string& pipeline,
+                const std::vector<std::string>& paths) {
+  nlohmann::json docs = nlohmann::json::array();
+  for (const auto& p : paths) docs.push_back({{"path", p}});
+  return nlohmann::json{{"id", id}, {"pipeline", pipeline}, {"documents", docs}}.dump();
+}
+
+TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  std::string dir = MakeTempDir("ellm-e2e");
+  std::string inbox = dir + "/inbox";
+  fs::create_directories(inbox);
+  const std::string samples = SourceDir() + "/configs/samples/";
+  for (const char* f : {"northwind-annual-report-2025.pdf", "northwind-annual-report-2025-long.pdf",
+                        "contract-a.pdf", "contract-b.pdf"}) {
+    fs::copy_file(samples + f, inbox + "/" + f);
+  }
+  fs::copy_file(SourceDir() + "/tests/data/pdf/truncated.pdf", inbox + "/broken.pdf");
+
+  DaemonConfig c;
+  c.model_path = model;
+  c.brokers = brokers;
+  c.topic = UniqueName("ellm-e2e");
+  c.results_topic = c.topic + ".results";
+  c.dead_letter_topic = c.topic + ".dlq";
+  c.group = c.topic + "-group";
+  c.instance = "e2e";
+  c.store_path = dir + "/ellm.db";
+  c.inbox = inbox;
+  // Small enough that the 14-page report must go through map-reduce, large
+  // enough for the short report and both contracts in one pass.
+  c.context = 1536;
+  ASSERT_TRUE(CreateTopic(brokers, c.topic, 1));
+  {
+    ingest::KafkaOptions o;
+    o.brokers = brokers;
+    auto p = ingest::KafkaProducer::Create(o);
+    ASSERT_TRUE(p.ok());
+    auto produce = [&](const std::string& id, const std::string& payload) {
+      Status s = (*p)->Produce(c.topic, id, payload);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    };
+    produce("report",
+            Job("report", "summarize-report", {inbox + "/northwind-annual-report-2025.pdf"}));
+    produce("broken", Job("broken", "summarize-report", {inbox + "/broken.pdf"}));
+    produce("contracts", Job("contracts", "compare-contracts",
+                             {inbox + "/contract-a.pdf", inbox + "/contract-b.pdf"}));
+    produce("long",
+            Job("long", "summarize-report", {inbox + "/northwind-annual-report-2025-long.pdf"}));
+  }
+  auto daemon = Daemon::Start(c, dir);
+  auto finished = [&] {
+    return CountIn(c.store_path,
+                   "SELECT count(*) FROM jobs WHERE status IN ('succeeded','failed')");
+  };
+  auto published = [&] {
+    return CountIn(c.store_path, "SELECT count(*) FROM events WHERE kind='published'");
+  };
+  ASSERT_TRUE(WaitFor([&] { return finished() == 4 && published() == 4; }, seconds(600)))
+      << daemon->Log();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(60)), 0);
+
+  store::JobStoreOptions ro;
+  ro.database.read_only = true;
+  auto st = store::JobStore::Open(c.store_path, ro);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  auto get = [&](const std::string& id) {
+    auto j = (*st)->Get(id);
+    EXPECT_TRUE(j.ok() && j->has_value()) << id;
+    return j.ok() && j->has_value() ? **j : store::JobRecord{};
+  };
+
+  store::JobRecord report = get("report");
+  ASSERT_EQ(report.status, store::JobStatus::kSucceeded) << report.error_message;
+  ASSERT_TRUE(report.result.has_value());
+  EXPECT_EQ(report.result->strategy, "single-pass");
+  EXPECT_EQ(report.result->pipeline_name, "summarize-report");
+  EXPECT_NE(report.result->output_text.find("## Key figures"), std::string::npos);
+  // The report's real headline figures (page 2) reach the summary.
+  EXPECT_NE(report.result->output_text.find("4.2 billion"), std::string::npos)
+      << report.result->output_text;
+  EXPECT_NE(report.result->output_text.find("610 million"), std::string::npos)
+      << report.result->output_text;
+  EXPECT_GT(report.result->prompt_tokens, 200);
+  EXPECT_GT(report.result->generated_tokens, 10);
+  ASSERT_EQ(report.documents.size(), 1u);
+  EXPECT_EQ(report.documents[0].page_count, 4);
+  EXPECT_EQ(report.documents[0].sha256.size(), 64u);
+  EXPECT_GT(report.documents[0].token_count, 200);
+
+  store::JobRecord contracts = get("contracts");
+  ASSERT_EQ(contracts.status, store::JobStatus::kSucceeded) << contracts.error_message;
+  EXPECT_EQ(contracts.documents.size(), 2u);
+  EXPECT_NE(contracts.result->output_text.find("## Termination"), std::string::npos);
+  EXPECT_NE(contracts.result->output_text.find("90 days"), std::string::npos)
+      << contracts.result->output_text;
+
+  store::JobRecord long_report = get("long");
+  ASSERT_EQ(long_report.status, store::JobStatus::kSucceeded) << long_report.error_message;
+  EXPECT_EQ(long_report.result->strategy.rfind("map-reduce", 0), 0u)
+      << long_report.result->strategy;
+  EXPECT_GT(long_report.documents[0].token_count, c.context / 2);
+
+  store::JobRecord broken = get("broken");
+  EXPECT_EQ(broken.status, store::JobStatus::kFailed);
+  EXPECT_EQ(broken.error_code, "document.damaged") << broken.error_message;
+  EXPECT_NE(broken.error_message.find("broken.pdf"), std::string::npos) << broken.error_message;
+
+  auto events = ReadTopic(brokers, c.results_topic, seconds(3));
+  EXPECT_EQ(events.size(), 4u);
+  auto dead = ReadTopic(brokers, c.dead_letter_topic, seconds(3));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].key, "broken");
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ellm::testing
