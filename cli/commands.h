@@ -19,5 +19,7 @@ int Extract(const Args& args);     // extract_command.cc
 int Jobs(const Args& args);        // jobs_command.cc
 int Summarize(const Args& args);   // summarize_command.cc
 int Compare(const Args& args);     // summarize_command.cc
+int Submit(const Args& args);      // submit_command.cc
+int Batch(const Args& args);       // batch_command.cc
 
 }  // namespace ellm::cli

@@ -22,6 +22,10 @@ constexpr const char* kUsage =
     "  summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]\n"
     "                                         run a pipeline on local files; store the result\n"
     "  compare A B [--pipeline compare-contracts] [same options]  compare contracts\n"
+    "  batch MANIFEST [--pipeline P] [--model PATH] [--db PATH]  a resumable run over a\n"
+    "                                         YAML/CSV manifest of documents or pairs\n"
+    "  submit FILE... [--pipeline P] [--id ID] [--inline] [--config FILE]\n"
+    "                                         put a job on the daemon's Kafka topic\n"
     "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
     "  cpu                                    CPU features and the kernel level in use\n"
@@ -45,6 +49,8 @@ int main(int argc, char** argv) {
   if (cmd == "jobs") return ellm::cli::Jobs(args);
   if (cmd == "summarize") return ellm::cli::Summarize(args);
   if (cmd == "compare") return ellm::cli::Compare(args);
+  if (cmd == "submit") return ellm::cli::Submit(args);
+  if (cmd == "batch") return ellm::cli::Batch(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;

@@ -21,118 +21,26 @@
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
+#include "local_runtime.h"
 
 namespace ellm::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string DataDirStore() {
-  std::string base;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) {
-    base = x;
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    base = std::string(h) + "/.local/share";
-  } else {
-    base = ".";
-  }
-  return base + "/ellm/ellm.db";
-}
-
-// One progress line on stderr, redrawn in place.
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-  ~ProgressLine() { Clear(); }
-  void Update(const pipelines::Progress& p) {
-    if (!enabled_) return;
-    auto now = Clock::now();
-    if (p.stage != stage_) {
-      stage_ = p.stage;
-      stage_start_ = now;
-    }
-    if (now - last_ < std::chrono::milliseconds(100) && p.done != p.total) return;
-    last_ = now;
-    double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
-    constexpr int kWidth = 28;
-    int filled = static_cast<int>(frac * kWidth);
-    std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-    double elapsed = std::chrono::duration<double>(now - stage_start_).count();
-    std::string eta = "";
-    if (frac > 0.02 && frac < 1.0) {
-      eta = " ETA " + std::to_string(static_cast<int>(elapsed * (1 - frac) / frac)) + "s";
-    }
-    std::fprintf(stderr, "\r\033[K%-10s [%s] %lld/%lld%s", p.stage.c_str(), bar.c_str(),
-                 static_cast<long long>(p.done), static_cast<long long>(p.total), eta.c_str());
-    std::fflush(stderr);
-  }
-  void Clear() {
-    if (enabled_) std::fputs("\r\033[K", stderr);
-  }
-
- private:
-  bool enabled_;
-  std::string stage_;
-  Clock::time_point stage_start_{}, last_{};
-};
-
 Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   const auto& files = f.positional();
   if (static_cast<int>(files.size()) < min_files) {
     return InvalidArgumentError("give at least " + std::to_string(min_files) + " file(s)");
   }
-  daemon::Config config;
-  std::string config_path = f.Get("config");
-  if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
-    config_path = "/etc/ellm/ellm.yaml";
-  }
-  if (!config_path.empty()) {
-    ELLM_ASSIGN_OR_RETURN(config, daemon::LoadConfig(config_path));
-  }
-  std::string model = f.Get("model", config.model.path);
-  if (access(model.c_str(), R_OK) != 0) {
-    return NotFoundError("no model at '" + model +
-                         "' (pass --model PATH; in a source tree scripts/fetch-model fetches "
-                         "Gemma 3 270M)");
-  }
-  std::string db = f.Get("db", config_path.empty() ? DataDirStore() : config.store.path);
-  std::string dir =
-      f.Get("pipelines",
-            config.pipelines.dir.empty() ? pipelines::DefaultPipelinesDir() : config.pipelines.dir);
   std::string pipeline = f.Get("pipeline", default_pipeline);
-  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", config.model.context));
-  ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", config.model.threads));
-
-  // Documents and the pipeline are checked before the model loads.
   ingest::JobMessage job;
   job.pipeline = pipeline;
-  for (const std::string& file : files) {
-    char buf[PATH_MAX];
-    if (!realpath(file.c_str(), buf)) return ErrnoError(errno, "document '" + file + "'");
-    ingest::JobDocument d;
-    d.path = file;
-    d.resolved_path = buf;
-    job.documents.push_back(d);
-  }
-  ELLM_ASSIGN_OR_RETURN(auto specs, pipelines::LoadPipelineDirectory(dir));
-  std::filesystem::create_directories(std::filesystem::path(db).parent_path());
-  ELLM_ASSIGN_OR_RETURN(auto store, store::JobStore::Open(db));
-
-  pipelines::GeneratorOptions go;
-  go.engine.threads = static_cast<int>(threads);
-  go.context = ctx;
-  go.micro_batch = config.model.micro_batch;
-  go.kv_type = config.model.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
-  ELLM_ASSIGN_OR_RETURN(auto generator, pipelines::Generator::Load(model, go));
-  ingest::ExtractOptions extract;
-  pipelines::ProcessorRegistry registry;
-  ELLM_RETURN_IF_ERROR(pipelines::RegisterPipelines(specs, generator.get(), extract, &registry));
-  pipelines::Processor* processor = registry.Find(pipeline);
-  if (!processor) {
-    std::string names;
-    for (const auto& n : registry.Names()) names += (names.empty() ? "" : ", ") + n;
-    return NotFoundError("no pipeline '" + pipeline + "' in " + dir + " (have: " + names + ")");
-  }
+  ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
+  ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
+  ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
+  auto& store = rt->store;
+  const std::string& db = rt->db;
   ProgressLine line(isatty(2) && !f.Has("json"));
   if (auto* pp = dynamic_cast<pipelines::PipelineProcessor*>(processor)) {
     pp->set_progress([&](const pipelines::Progress& p) { line.Update(p); });

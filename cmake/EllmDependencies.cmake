@@ -31,3 +31,7 @@ endif()
 if(ELLM_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# daemon metrics: /metrics, /healthz, /readyz
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(civetweb CONFIG REQUIRED)

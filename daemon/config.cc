@@ -101,6 +101,38 @@ Status LogConfig::Validate() const {
     return InvalidArgumentError("log.level '" + level +
                                 "': expected trace, debug, info, warn or error");
   }
+  if (format != "text" && format != "json") {
+    return InvalidArgumentError("log.format '" + format + "': expected text or json");
+  }
+  return OkStatus();
+}
+
+Status MetricsConfig::Validate() const {
+  // host:port, where host is an IPv4 address or a host name ([A-Za-z0-9.-])
+  // and port is 0-65535. Checked strictly because civetweb reads more into
+  // the string (',' lists, 's'/'r' port suffixes). No IPv6: Debian's civetweb
+  // is built without it, so "[::1]:9464" could never be bound.
+  auto bad = [this](const std::string& why) {
+    return InvalidArgumentError("metrics.listen '" + listen + "': " + why +
+                                " (expected host:port, e.g. 127.0.0.1:9464)");
+  };
+  if (!listen.empty() && listen[0] == '[') {
+    return bad("IPv6 addresses are not supported; use an IPv4 address or host name");
+  }
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return bad("no port");
+  std::string host = listen.substr(0, colon);
+  std::string port = listen.substr(colon + 1);
+  if (host.empty()) return bad("no host");
+  constexpr const char* kHostChars =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-";
+  if (host.find_first_not_of(kHostChars) != std::string::npos) {
+    return bad("'" + host + "' is not an IPv4 address or host name");
+  }
+  bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || port.size() > 5 || std::stoi(port) > 65535) {
+    return bad("port '" + port + "' is not a number from 0 to 65535");
+  }
   return OkStatus();
 }
 
@@ -110,6 +142,7 @@ Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(kafka.Validate());
   ELLM_RETURN_IF_ERROR(jobs.Validate());
   ELLM_RETURN_IF_ERROR(log.Validate());
+  ELLM_RETURN_IF_ERROR(metrics.Validate());
   return OkStatus();
 }
 
@@ -118,8 +151,8 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
-    ELLM_RETURN_IF_ERROR(
-        CheckKeys(src, root, "", {"model", "pipelines", "store", "kafka", "jobs", "log"}));
+    ELLM_RETURN_IF_ERROR(CheckKeys(
+        src, root, "", {"model", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
       ELLM_RETURN_IF_ERROR(
           CheckKeys(src, n, "model", {"path", "threads", "context", "micro_batch", "kv_type"}));
@@ -173,8 +206,14 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_attempts", c.jobs.max_attempts));
     }
     if (YAML::Node n = root["log"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level", "format"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "log", "level", c.log.level));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "log", "format", c.log.format));
+    }
+    if (YAML::Node n = root["metrics"]) {
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "metrics", {"enabled", "listen"}));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "metrics", "enabled", c.metrics.enabled));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "metrics", "listen", c.metrics.listen));
     }
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError("config " + src + ":" + std::to_string(e.mark.line + 1) + ": " +

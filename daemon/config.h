@@ -64,6 +64,19 @@ struct JobsConfig {
 
 struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error
+  // text: human-readable (with timestamps on a terminal; without, and with
+  // syslog priority prefixes, under systemd's journal); json: one JSON object
+  // per line.
+  std::string format = "text";
+  Status Validate() const;
+};
+
+// Metrics and health endpoints (daemon/metrics.h); off unless enabled.
+struct MetricsConfig {
+  bool enabled = false;
+  // host:port to listen on; host is an IPv4 address or a host name (no
+  // IPv6: Debian's civetweb lacks it). Port 0 picks a free port (tests).
+  std::string listen = "127.0.0.1:9464";
   Status Validate() const;
 };
 
@@ -74,6 +87,7 @@ struct Config {
   KafkaConfig kafka;
   JobsConfig jobs;
   LogConfig log;
+  MetricsConfig metrics;
   Status Validate() const;
 };
 

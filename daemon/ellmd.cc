@@ -2,6 +2,8 @@
 //
 // Lifecycle: Init (config, store, model) -> Ready (sd_notify READY=1) ->
 // Draining (on SIGTERM/SIGINT) -> Stopped; components stop in reverse order.
+// SIGHUP reloads the pipeline files before the next job; with WatchdogSec=
+// the watchdog is fed while the consumer thread keeps polling.
 // With kafka.enabled, Ready means consuming the jobs topic (JobConsumer +
 // JobRunner); SIGTERM drains the running job within kafka.shutdown_grace_s.
 #include <getopt.h>
@@ -28,6 +30,8 @@
 #include "ellm/pipelines/processor.h"
 #include "ellm/store/job_store.h"
 #include "job_runner.h"
+#include "logging.h"
+#include "metrics.h"
 
 namespace {
 
@@ -45,7 +49,39 @@ sigset_t BlockedSignals() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   return signals;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// What the consumer side needs from start-up, and the flags the signal
+// thread sets.
+struct Context {
+  const ellm::daemon::Config* config;
+  ellm::store::JobStore* store;
+  ellm::pipelines::ProcessorRegistry* registry;
+  ellm::pipelines::Generator* generator;
+  ellm::ingest::ExtractOptions extract;
+  std::string pipelines_dir;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> reload{false};
+  std::atomic<int64_t> heartbeat_ns{0};  // the consumer thread's last poll
+  ellm::daemon::Metrics* metrics = nullptr;
+};
+
+// A fresh registry from the pipeline files (SIGHUP).
+ellm::StatusOr<std::unique_ptr<ellm::pipelines::ProcessorRegistry>> ReloadPipelines(
+    const Context& ctx) {
+  ELLM_ASSIGN_OR_RETURN(auto specs, ellm::pipelines::LoadPipelineDirectory(ctx.pipelines_dir));
+  auto registry = std::make_unique<ellm::pipelines::ProcessorRegistry>();
+  ELLM_RETURN_IF_ERROR(
+      ellm::pipelines::RegisterPipelines(specs, ctx.generator, ctx.extract, registry.get()));
+  return registry;
 }
 
 std::string Hostname() {
@@ -55,8 +91,8 @@ std::string Hostname() {
 }
 
 // Consumes jobs until `stop`; returns the process exit code.
-int RunKafka(const ellm::daemon::Config& config, ellm::store::JobStore& store,
-             ellm::pipelines::ProcessorRegistry& registry, const std::atomic<bool>& stop) {
+int RunKafka(Context& ctx) {
+  const ellm::daemon::Config& config = *ctx.config;
   const ellm::daemon::KafkaConfig& k = config.kafka;
   ellm::ingest::KafkaOptions kafka;
   kafka.brokers = k.brokers;
@@ -78,7 +114,18 @@ int RunKafka(const ellm::daemon::Config& config, ellm::store::JobStore& store,
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
                           std::to_string(getpid());
-  ellm::daemon::JobRunner runner(&store, producer->get(), &registry, runner_options);
+  runner_options.status = [](const std::string& what) { sd_notify(0, ("STATUS=" + what).c_str()); };
+  runner_options.reload = [&ctx] { return ReloadPipelines(ctx); };
+  runner_options.reload_requested = &ctx.reload;
+  runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
+    ctx.metrics->JobFinished(pipeline, ok, seconds);
+  };
+  runner_options.on_result = [&ctx](const ellm::store::ResultRecord& r) {
+    ctx.metrics->Generation(r.prompt_tokens, r.prefill_ms, r.generated_tokens, r.decode_ms);
+  };
+  // No KV spill yet (issue #5): everything the session holds is resident.
+  ctx.metrics->SetKvBytes(static_cast<int64_t>(ctx.generator->kv_bytes()), 0);
+  ellm::daemon::JobRunner runner(ctx.store, producer->get(), ctx.registry, runner_options);
 
   ellm::ingest::JobConsumerOptions consumer_options;
   consumer_options.kafka = kafka;
@@ -99,6 +146,8 @@ int RunKafka(const ellm::daemon::Config& config, ellm::store::JobStore& store,
   consumer_options.group_id = k.group_id;
   consumer_options.jobs_topic = k.jobs_topic;
   consumer_options.shutdown_grace = std::chrono::seconds(k.shutdown_grace_s);
+  consumer_options.tick = [&ctx] { ctx.heartbeat_ns = NowNs(); };
+  consumer_options.on_lag = [&ctx](int64_t lag) { ctx.metrics->SetConsumerLag(lag); };
   auto consumer = ellm::ingest::JobConsumer::Create(consumer_options, &runner);
   if (!consumer.ok()) {
     spdlog::critical("{}", consumer.status().ToString());
@@ -106,8 +155,10 @@ int RunKafka(const ellm::daemon::Config& config, ellm::store::JobStore& store,
   }
   spdlog::info("stage=Ready brokers={} group={} instance={} topic={}", k.brokers, k.group_id,
                instance, k.jobs_topic);
-  sd_notify(0, "READY=1\nSTATUS=consuming jobs");
-  ellm::Status st = (*consumer)->Run(stop);
+  sd_notify(0, "READY=1\nSTATUS=idle");
+  ctx.metrics->SetReady(true);
+  ellm::Status st = (*consumer)->Run(ctx.stop);
+  ctx.metrics->SetReady(false);
   if (!st.ok()) {
     spdlog::critical("kafka: {}", st.ToString());
     return 1;
@@ -121,7 +172,7 @@ int Run(const std::string& config_path, bool check_only) {
     spdlog::critical("{}", config.status().ToString());
     return 78;  // EX_CONFIG: systemd will not restart-loop on a bad file
   }
-  spdlog::set_level(spdlog::level::from_str(config->log.level));
+  ellm::daemon::ConfigureLogging(config->log);
   spdlog::info("stage=Init config={} cpu=[{}]", config_path, ellm::HostCpu().ToString());
 
   auto model = ellm::gguf::GgufFile::Open(config->model.path);
@@ -197,27 +248,64 @@ int Run(const std::string& config_path, bool check_only) {
         *requeued);
   }
 
+  auto metrics = ellm::daemon::Metrics::Start(config->metrics);
+  if (!metrics.ok()) {
+    spdlog::critical("{}", metrics.status().ToString());
+    return 1;
+  }
+  if ((*metrics)->port() > 0) {
+    spdlog::info("metrics on {} (port {}): /metrics /healthz /readyz", config->metrics.listen,
+                 (*metrics)->port());
+  }
+  Context ctx;
+  ctx.metrics = metrics->get();
+  ctx.config = &*config;
+  ctx.store = store->get();
+  ctx.registry = &registry;
+  ctx.generator = generator->get();
+  ctx.extract = extract;
+  ctx.pipelines_dir = pipelines_dir;
+  ctx.heartbeat_ns = NowNs();
+
+  // The signal thread also keeps systemd's watchdog fed, but only while the
+  // consumer thread shows signs of life (it ticks at every poll, even while
+  // a long job runs); a stuck consumer is restarted by systemd.
+  uint64_t watchdog_usec = 0;
+  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   sigset_t signals = BlockedSignals();
-  std::atomic<bool> stop{false}, finished{false};
+  std::atomic<bool> finished{false};
+  bool kafka = config->kafka.enabled;
   std::thread signal_thread([&] {
     timespec tick{0, 200 * 1000 * 1000};
+    int64_t last_ping = 0;
     while (!finished.load()) {
       int sig = sigtimedwait(&signals, nullptr, &tick);
-      if (sig > 0) {
+      if (sig == SIGHUP) {
+        spdlog::info("SIGHUP: pipelines reload before the next job");
+        ctx.reload = true;
+      } else if (sig > 0) {
         spdlog::info("stage=Draining signal={}", sig);
         sd_notify(0, "STOPPING=1");
-        stop = true;
+        ctx.stop = true;
+      }
+      int64_t now = NowNs();
+      int64_t half = static_cast<int64_t>(watchdog_usec) * 500;
+      bool alive = !kafka || now - ctx.heartbeat_ns.load() < half;
+      if (watchdog && alive && now - last_ping >= half / 2) {
+        sd_notify(0, "WATCHDOG=1");
+        last_ping = now;
       }
     }
   });
 
   int rc = 0;
-  if (config->kafka.enabled) {
-    rc = RunKafka(*config, **store, registry, stop);
+  if (kafka) {
+    rc = RunKafka(ctx);
   } else {
     spdlog::info("stage=Ready (kafka disabled; nothing to consume)");
     sd_notify(0, "READY=1\nSTATUS=ready");
-    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ctx.metrics->SetReady(true);
+    while (!ctx.stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   finished = true;
   signal_thread.join();

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 namespace ellm::daemon {
@@ -52,6 +53,25 @@ JobRunner::JobRunner(store::JobStore* store, ingest::KafkaProducer* producer,
                      pipelines::ProcessorRegistry* registry, JobRunnerOptions options)
     : store_(store), producer_(producer), registry_(registry), options_(std::move(options)) {
   for (const std::string& name : registry_->Names()) options_.limits.pipelines.insert(name);
+}
+
+void JobRunner::MaybeReload() {
+  if (!options_.reload_requested || !options_.reload_requested->exchange(false)) return;
+  if (!options_.reload) return;
+  auto fresh = options_.reload();
+  if (!fresh.ok()) {
+    spdlog::error("reload: keeping the current pipelines: {}", fresh.status().ToString());
+    return;
+  }
+  reloaded_ = std::move(fresh).value();
+  registry_ = reloaded_.get();
+  options_.limits.pipelines.clear();
+  std::string names;
+  for (const std::string& name : registry_->Names()) {
+    options_.limits.pipelines.insert(name);
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  spdlog::info("reload: pipelines now {}", names);
 }
 
 Status JobRunner::DeadLetter(const std::string& job_id, const ingest::KafkaMessage& message,
@@ -136,6 +156,7 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
 
 HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
                                 const std::atomic<bool>& cancel) {
+  MaybeReload();
   ingest::ParsedJob parsed = ingest::ParseJobMessage(message.payload, message.key, options_.limits);
   if (!parsed.ok()) return HandleInvalid(message, parsed);
   const ingest::JobMessage& m = parsed.message;
@@ -161,7 +182,16 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
   spdlog::info("job={} pipeline={} attempt={} documents={} from {}[{}]@{}", m.id, m.pipeline,
                begun->attempt, m.documents.size(), message.topic, message.partition,
                message.offset);
+  if (options_.status) options_.status("running job " + m.id + " (" + m.pipeline + ")");
+  auto started = std::chrono::steady_clock::now();
   pipelines::ProcessorResult result = processor->Run(m, cancel);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options_.status) options_.status("idle");
+  if (!result.cancelled && options_.on_finished) {
+    options_.on_finished(m.pipeline, result.output.has_value(), seconds);
+  }
+  if (result.output && options_.on_result) options_.on_result(result.output->result);
   if (result.cancelled) {
     spdlog::warn("job={} cancelled; it will run again", m.id);
     return HandleOutcome::kRetryLater;

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "ellm/ingest/job_consumer.h"
@@ -30,6 +32,18 @@ struct JobRunnerOptions {
   // committed to SQLite, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
   std::string worker;  // recorded with each attempt, e.g. "ellmd-host/1234"
+  // Told what the runner is doing ("running job X", "idle"), for systemd's
+  // STATUS= line. May be empty.
+  std::function<void(const std::string&)> status;
+  // Builds a fresh registry from the pipeline files (SIGHUP). Called on the
+  // worker thread between jobs when `reload_requested` is set; on error the
+  // old pipelines stay. May be empty.
+  std::function<StatusOr<std::unique_ptr<pipelines::ProcessorRegistry>>()> reload;
+  std::atomic<bool>* reload_requested = nullptr;
+  // Told about every finished job (pipeline, succeeded, seconds) and every
+  // result's token counts and timings. May be empty.
+  std::function<void(const std::string&, bool, double)> on_finished;
+  std::function<void(const store::ResultRecord&)> on_result;
 };
 
 class JobRunner : public ingest::JobHandler {
@@ -50,9 +64,12 @@ class JobRunner : public ingest::JobHandler {
   Status DeadLetter(const std::string& job_id, const ingest::KafkaMessage& message,
                     const std::string& code, const std::string& error);
 
+  void MaybeReload();
+
   store::JobStore* store_;
   ingest::KafkaProducer* producer_;
   pipelines::ProcessorRegistry* registry_;
+  std::unique_ptr<pipelines::ProcessorRegistry> reloaded_;  // after a SIGHUP
   JobRunnerOptions options_;
 };
 

@@ -154,6 +154,8 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
   return OkStatus();
 }
 
+uint64_t Session::kv_bytes() const { return state_->cache.bytes(); }
+
 int64_t Session::n_ctx() const { return state_->cache.n_ctx(); }
 Session::Session(Engine* engine, std::unique_ptr<State> state)
     : engine_(engine), state_(std::move(state)) {}

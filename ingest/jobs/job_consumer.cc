@@ -86,6 +86,14 @@ Status JobConsumer::ResumeAll() {
   return parts.empty() ? OkStatus() : consumer_->Resume(parts);
 }
 
+void JobConsumer::Tick() {
+  if (options_.tick) options_.tick();
+  if (options_.on_lag && Clock::now() - last_lag_report_ > std::chrono::seconds(5)) {
+    last_lag_report_ = Clock::now();
+    options_.on_lag(consumer_->Lag());
+  }
+}
+
 milliseconds JobConsumer::NextBackoff() {
   int shift = std::min(consecutive_retries_, 16);
   auto b = options_.retry_backoff_initial * (int64_t{1} << shift);
@@ -97,6 +105,7 @@ Status JobConsumer::Serve(milliseconds duration, const std::atomic<bool>* until)
   do {
     // Short polls early in a job, so that a quick job is noticed quickly.
     bool early = job_active_ && Clock::now() - job_started_ < options_.pause_after;
+    Tick();
     auto m = consumer_->Poll(early ? std::min(options_.poll_timeout, milliseconds(10))
                                    : options_.poll_timeout);
     if (!m.ok()) {
@@ -231,6 +240,7 @@ Status JobConsumer::Run(const std::atomic<bool>& stop) {
       if (!result.ok()) break;
       paused_ = false;
     }
+    Tick();
     auto m = consumer_->Poll(options_.poll_timeout);
     if (!m.ok()) {
       if (m.status().code() != StatusCode::kUnavailable) {

@@ -259,4 +259,21 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
+std::string EncodeBase64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t n = uint32_t(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) n |= uint32_t(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) n |= uint32_t(static_cast<unsigned char>(bytes[i + 2]));
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < bytes.size() ? kAlphabet[n & 63] : '=');
+  }
+  return out;
+}
+
 }  // namespace ellm::ingest

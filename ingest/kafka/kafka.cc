@@ -2,6 +2,7 @@
 
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace ellm::ingest {
@@ -268,6 +269,25 @@ Status KafkaConsumer::Resume(const std::vector<TopicPartition>& partitions) {
   RdKafka::ErrorCode rc = consumer_->resume(list.get());
   if (rc != RdKafka::ERR_NO_ERROR) return KafkaError(rc, "cannot resume partitions");
   return OkStatus();
+}
+
+int64_t KafkaConsumer::Lag() {
+  std::vector<RdKafka::TopicPartition*> parts;
+  if (consumer_->assignment(parts) != RdKafka::ERR_NO_ERROR) return 0;
+  consumer_->position(parts);
+  int64_t lag = 0;
+  for (RdKafka::TopicPartition* p : parts) {
+    int64_t low = 0, high = -1;
+    if (consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) !=
+            RdKafka::ERR_NO_ERROR ||
+        high < 0) {
+      continue;
+    }
+    int64_t pos = p->offset() >= 0 ? p->offset() : low;
+    lag += std::max<int64_t>(0, high - pos);
+  }
+  RdKafka::TopicPartition::destroy(parts);
+  return lag;
 }
 
 Status KafkaConsumer::Rewind(const KafkaMessage& message) {

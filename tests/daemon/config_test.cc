@@ -69,5 +69,30 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   EXPECT_FALSE(ParseConfig("model: {kv_type: q4}\n", "c").ok());
 }
 
+TEST(Config, ReadsAndValidatesMetricsKeys) {
+  auto defaults = ParseConfig("", "c.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_FALSE(defaults->metrics.enabled);
+  EXPECT_EQ(defaults->metrics.listen, "127.0.0.1:9464");
+
+  auto c = ParseConfig("metrics: {enabled: true, listen: \"0.0.0.0:9100\"}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->metrics.enabled);
+  EXPECT_EQ(c->metrics.listen, "0.0.0.0:9100");
+  EXPECT_TRUE(ParseConfig("metrics: {listen: \"localhost:65535\"}\n", "c").ok());
+
+  for (const char* bad : {"9464", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:94a",
+                          "127.0.0.1:9464s", "a:1,b:2", "[::1]:9464", "host name:1"}) {
+    auto r = ParseConfig(std::string("metrics: {listen: \"") + bad + "\"}\n", "c.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("metrics.listen"), std::string::npos)
+        << r.status().message();
+  }
+  auto unknown = ParseConfig("metrics:\n  port: 9464\n", "c.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("metrics.port"), std::string::npos);
+  EXPECT_FALSE(ParseConfig("metrics: {enabled: maybe}\n", "c").ok());
+}
+
 }  // namespace
 }  // namespace ellm::daemon

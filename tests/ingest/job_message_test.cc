@@ -128,6 +128,11 @@ TEST(Base64, DecodesRfc4648Vectors) {
   EXPECT_FALSE(DecodeBase64("Zm9").has_value());
   EXPECT_FALSE(DecodeBase64("Z=9v").has_value());
   EXPECT_FALSE(DecodeBase64("Zm9v!A==").has_value());
+  for (const char* t : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
+    EXPECT_EQ(*DecodeBase64(EncodeBase64(t)), t);
+  }
+  EXPECT_EQ(EncodeBase64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(EncodeBase64("fo"), "Zm8=");
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& c, const std::string& 
       << "\n  shutdown_grace_s: " << c.shutdown_grace_s << "\n"
       << "  properties:\n    topic.metadata.refresh.interval.ms: '1000'\n"
       << "jobs:\n  allowed_roots: [" << c.inbox << "]\n  max_attempts: " << c.max_attempts
-      << "\nlog:\n  level: debug\n";
+      << "\nlog:\n  level: debug\n"
+      << (c.metrics ? "metrics:\n  enabled: true\n  listen: 127.0.0.1:0\n" : "");
   }
   auto d = std::unique_ptr<Daemon>(new Daemon());
   d->log_path_ = dir + "/" + c.instance + ".log";
@@ -97,6 +98,14 @@ std::string Daemon::Log() const {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+int Daemon::MetricsPort() const {
+  std::string log = Log();
+  size_t at = log.find("metrics on ");
+  if (at == std::string::npos) return 0;
+  size_t port = log.find("(port ", at);
+  return port == std::string::npos ? 0 : std::atoi(log.c_str() + port + 6);
 }
 
 bool CreateTopic(const std::string& brokers, const std::string& topic, int partitions) {

@@ -31,7 +31,8 @@ struct DaemonConfig {
   int max_poll_interval_ms = 300000;
   int shutdown_grace_s = 30;
   int max_attempts = 3;
-  int context = 0;  // model.context; 0 = the default
+  int context = 0;       // model.context; 0 = the default
+  bool metrics = false;  // metrics on 127.0.0.1, a free port (see MetricsPort)
 };
 
 class Daemon {
@@ -47,6 +48,8 @@ class Daemon {
   int Wait(std::chrono::milliseconds timeout);
   bool Running();
   std::string Log() const;
+  // The metrics port the daemon logged, or 0.
+  int MetricsPort() const;
   pid_t pid() const { return pid_; }
 
  private:

@@ -80,15 +80,21 @@ class JobQueue : public ::testing::Test {
   bool IsRunning(const std::string& id) {
     return Count("SELECT count(*) FROM jobs WHERE status='running' AND id='" + id + "'") == 1;
   }
-  // Every job has exactly one result row, one 'published' event, and the
-  // results topic carries its event.
-  void ExpectExactlyOnce(int jobs) {
+  int64_t PublishedJobs() {
+    return Count("SELECT count(DISTINCT job_id) FROM events WHERE kind='published'");
+  }
+  // Every job has exactly one result row and its result event was
+  // published: exactly once when no process was killed, at least once
+  // otherwise (a kill between the broker's ack and the store's record of it
+  // repeats the event; consumers deduplicate by job id).
+  void ExpectExactlyOnce(int jobs, bool events_exactly_once = true) {
     EXPECT_EQ(Count("SELECT count(*) FROM jobs"), jobs);
     EXPECT_EQ(Succeeded(), jobs);
     EXPECT_EQ(Count("SELECT count(*) FROM results"), jobs);
-    EXPECT_EQ(Count("SELECT count(*) FROM (SELECT job_id FROM events WHERE kind='published' "
-                    "GROUP BY job_id HAVING count(*) = 1)"),
-              jobs);
+    EXPECT_EQ(PublishedJobs(), jobs);
+    if (events_exactly_once) {
+      EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind='published'"), jobs);
+    }
   }
 
   std::string dir_, inbox_;
@@ -135,7 +141,8 @@ TEST_F(JobQueue, KilledMidJobRunsItAgainAndStoresOneResult) {
   EXPECT_EQ(Succeeded(), 0);
 
   Daemon* second = Start(c);  // same group.instance.id: gets the partition back at once
-  EXPECT_TRUE(WaitFor([&] { return Succeeded() == 2; }, seconds(60))) << second->Log();
+  EXPECT_TRUE(WaitFor([&] { return Succeeded() == 2 && PublishedJobs() == 2; }, seconds(60)))
+      << second->Log();
   second->Signal(SIGTERM);
   EXPECT_EQ(second->Wait(seconds(30)), 0);
   ExpectExactlyOnce(2);
@@ -164,10 +171,14 @@ TEST_F(JobQueue, TwoConsumersShareFourPartitionsAndSurviveAKill) {
       << a->Log() << b->Log();
   b->Signal(SIGKILL);
   EXPECT_EQ(b->Wait(seconds(10)), 128 + SIGKILL);
-  EXPECT_TRUE(WaitFor([&] { return Succeeded() == kJobs; }, seconds(180))) << a->Log();
+  // b's partitions reach a after the session timeout; a then finishes what b
+  // left, including publishing the event of a job b stored but did not publish.
+  EXPECT_TRUE(
+      WaitFor([&] { return Succeeded() == kJobs && PublishedJobs() == kJobs; }, seconds(180)))
+      << a->Log();
   a->Signal(SIGTERM);
   EXPECT_EQ(a->Wait(seconds(30)), 0);
-  ExpectExactlyOnce(kJobs);
+  ExpectExactlyOnce(kJobs, /*events_exactly_once=*/false);
   EXPECT_GT(started_by("a"), 2);
 }
 
@@ -326,7 +337,7 @@ class PrivateBroker {
   int port_;
 };
 
-TEST_F(JobQueue, BrokerStoppedAndRestartedMidRunLosesAndDuplicatesNothing) {
+TEST_F(JobQueue, BrokerAwayAtStartAndMidRunLosesAndDuplicatesNothing) {
   // The shared broker being up shows that Java and the broker's jars are here.
   ELLM_REQUIRE_KAFKA(shared_brokers);
   ELLM_REQUIRE_MODEL(model);
@@ -339,8 +350,13 @@ TEST_F(JobQueue, BrokerStoppedAndRestartedMidRunLosesAndDuplicatesNothing) {
     Produce(brokers, "b" + std::to_string(i), Job("b" + std::to_string(i), R"({"hold_ms":150})"));
   }
   producer_.reset();
+  // The daemon starts while the broker is away: it waits, it does not fail.
+  ASSERT_TRUE(broker.Kafka("halt"));
   Daemon* d = Start(Config(brokers, model));
-  ASSERT_TRUE(WaitFor([&] { return Succeeded() >= 5; }, seconds(60))) << d->Log();
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_TRUE(d->Running()) << d->Log();
+  ASSERT_TRUE(broker.Kafka("resume"));
+  ASSERT_TRUE(WaitFor([&] { return Succeeded() >= 5; }, seconds(90))) << d->Log();
   ASSERT_TRUE(broker.Kafka("halt"));
   EXPECT_LT(Succeeded(), kJobs) << "the outage starts mid-run";
   std::this_thread::sleep_for(seconds(8));  // longer than the session timeout

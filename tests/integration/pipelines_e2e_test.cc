@@ -11,6 +11,7 @@
 #include "daemon_harness.h"
 #include "ellm/ingest/kafka.h"
 #include "ellm/store/job_store.h"
+#include "http_get.h"
 #include "test_env.h"
 
 namespace ellm::testing {
@@ -52,6 +53,7 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   // Small enough that the 14-page report must go through map-reduce, large
   // enough for the short report and both contracts in one pass.
   c.context = 1536;
+  c.metrics = true;
   ASSERT_TRUE(CreateTopic(brokers, c.topic, 1));
   {
     ingest::KafkaOptions o;
@@ -62,8 +64,11 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
       Status s = (*p)->Produce(c.topic, id, payload);
       ASSERT_TRUE(s.ok()) << s.ToString();
     };
-    produce("report",
-            Job("report", "summarize-report", {inbox + "/northwind-annual-report-2025.pdf"}));
+    // The report goes through `ellm submit`, as a person would send it.
+    std::string submit = std::string(ELLM_CLI_PATH) + " submit '" + inbox +
+                         "/northwind-annual-report-2025.pdf' --id report --brokers " + brokers +
+                         " --topic " + c.topic + " > '" + dir + "/submit.out' 2>&1";
+    ASSERT_EQ(std::system(submit.c_str()), 0);
     produce("broken", Job("broken", "summarize-report", {inbox + "/broken.pdf"}));
     produce("contracts", Job("contracts", "compare-contracts",
                              {inbox + "/contract-a.pdf", inbox + "/contract-b.pdf"}));
@@ -80,6 +85,22 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   };
   ASSERT_TRUE(WaitFor([&] { return finished() == 4 && published() == 4; }, seconds(600)))
       << daemon->Log();
+  // The metrics endpoint counts what happened.
+  int port = daemon->MetricsPort();
+  ASSERT_GT(port, 0) << daemon->Log();
+  HttpResponse metrics = HttpRequest(port, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(
+      metrics.body.find(R"(ellm_jobs_total{pipeline="summarize-report",status="succeeded"} 2)"),
+      std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find(R"(ellm_jobs_total{pipeline="summarize-report",status="failed"} 1)"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(HttpRequest(port, "GET", "/readyz").status, 200);
+  size_t kv = metrics.body.find("ellm_kv_bytes{state=\"resident\"} ");
+  ASSERT_NE(kv, std::string::npos) << metrics.body;
+  EXPECT_GT(std::atof(metrics.body.c_str() + kv + 32), 0.0) << metrics.body.substr(kv, 60);
   daemon->Signal(SIGTERM);
   EXPECT_EQ(daemon->Wait(seconds(60)), 0);
 

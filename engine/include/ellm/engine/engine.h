@@ -95,6 +95,9 @@ class Session {
   Status Eval(std::span<const TokenId> tokens, LogitsFor which, const LogitsCallback& on_logits);
   int64_t position() const { return pos_; }
   int64_t n_ctx() const;
+  // Bytes of KV cache this session holds in memory (allocated for n_ctx;
+  // sliding-window layers hold only their window).
+  uint64_t kv_bytes() const;
   // Forgets every position (the cache is reused).
   void Reset() { pos_ = 0; }
 

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,12 @@ struct JobConsumerOptions {
   // `retry_backoff_initial` up to `retry_backoff_max`.
   std::chrono::milliseconds retry_backoff_initial{500};
   std::chrono::milliseconds retry_backoff_max{30000};
+  // Called on the consumer thread at every poll (about every poll_timeout):
+  // proof of life for a watchdog. May be empty.
+  std::function<void()> tick;
+  // Called about every 5 s with the consumer lag (messages not yet
+  // consumed on the assigned partitions). May be empty.
+  std::function<void(int64_t)> on_lag;
 };
 
 struct JobConsumerStats {
@@ -118,6 +125,8 @@ class JobConsumer : private RebalanceListener {
   int consecutive_retries_ = 0;
   std::chrono::steady_clock::time_point last_unavailable_log_{};
   std::chrono::steady_clock::time_point job_started_{};
+  std::chrono::steady_clock::time_point last_lag_report_{};
+  void Tick();
 };
 
 }  // namespace ellm::ingest

@@ -72,5 +72,6 @@ ParsedJob ParseJobMessage(std::string_view payload, std::string_view key,
 // Decodes standard base64 (RFC 4648, '=' padding, no line breaks);
 // nullopt on any invalid character or length.
 std::optional<std::string> DecodeBase64(std::string_view text);
+std::string EncodeBase64(std::string_view bytes);
 
 }  // namespace ellm::ingest

@@ -108,6 +108,9 @@ class KafkaConsumer {
   // fetched again from the consumed position on Resume.
   Status Pause(const std::vector<TopicPartition>& partitions);
   Status Resume(const std::vector<TopicPartition>& partitions);
+  // Messages between this member's positions and the partitions' high
+  // watermarks, from librdkafka's cached watermarks (no broker round trip).
+  int64_t Lag();
   // Makes `message` the next one fetched from its partition (to hand a job
   // back to the queue without committing past it).
   Status Rewind(const KafkaMessage& message);

@@ -57,6 +57,8 @@ class Generator {
   // "<file name>:<general.name>:<file size>": recorded with every result.
   const std::string& fingerprint() const { return fingerprint_; }
   const ModelInfo& info() const { return engine_->info(); }
+  // KV cache bytes held in memory by the generator's session.
+  uint64_t kv_bytes() const { return session_->kv_bytes(); }
 
   // Runs `prompt` (already rendered; with `format` kChat it is wrapped in
   // the model's chat template with `system`). OutOfRange when the prompt

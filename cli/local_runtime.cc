@@ -1,0 +1,117 @@
+#include "local_runtime.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace ellm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string DataDirStore() {
+  std::string base;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) {
+    base = x;
+  } else if (const char* h = std::getenv("HOME"); h && *h) {
+    base = std::string(h) + "/.local/share";
+  } else {
+    base = ".";
+  }
+  return base + "/ellm/ellm.db";
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
+  auto rt = std::make_unique<LocalRuntime>();
+  std::string config_path = f.Get("config");
+  if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
+    config_path = "/etc/ellm/ellm.yaml";
+  }
+  if (!config_path.empty()) {
+    ELLM_ASSIGN_OR_RETURN(rt->config, daemon::LoadConfig(config_path));
+  }
+  const daemon::Config& config = rt->config;
+  std::string model = f.Get("model", config.model.path);
+  if (access(model.c_str(), R_OK) != 0) {
+    return NotFoundError("no model at '" + model +
+                         "' (pass --model PATH; in a source tree scripts/fetch-model fetches "
+                         "Gemma 3 270M)");
+  }
+  rt->db = f.Get("db", config_path.empty() ? DataDirStore() : config.store.path);
+  rt->pipelines_dir =
+      f.Get("pipelines",
+            config.pipelines.dir.empty() ? pipelines::DefaultPipelinesDir() : config.pipelines.dir);
+  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", config.model.context));
+  ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", config.model.threads));
+  ELLM_ASSIGN_OR_RETURN(auto specs, pipelines::LoadPipelineDirectory(rt->pipelines_dir));
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(rt->db).parent_path(), ec);
+  ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->db));
+
+  pipelines::GeneratorOptions go;
+  go.engine.threads = static_cast<int>(threads);
+  go.context = ctx;
+  go.micro_batch = config.model.micro_batch;
+  go.kv_type = config.model.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
+  ELLM_ASSIGN_OR_RETURN(rt->generator, pipelines::Generator::Load(model, go));
+  ingest::ExtractOptions extract;
+  ELLM_RETURN_IF_ERROR(
+      pipelines::RegisterPipelines(specs, rt->generator.get(), extract, &rt->registry));
+  return rt;
+}
+
+StatusOr<pipelines::Processor*> LocalRuntime::Find(const std::string& pipeline) {
+  pipelines::Processor* p = registry.Find(pipeline);
+  if (p) return p;
+  std::string names;
+  for (const auto& n : registry.Names()) names += (names.empty() ? "" : ", ") + n;
+  return NotFoundError("no pipeline '" + pipeline + "' in " + pipelines_dir + " (have: " + names +
+                       ")");
+}
+
+StatusOr<std::vector<ingest::JobDocument>> LocalDocuments(const std::vector<std::string>& files) {
+  std::vector<ingest::JobDocument> out;
+  for (const std::string& file : files) {
+    char buf[PATH_MAX];
+    if (!realpath(file.c_str(), buf)) return ErrnoError(errno, "document '" + file + "'");
+    ingest::JobDocument d;
+    d.path = file;
+    d.resolved_path = buf;
+    out.push_back(d);
+  }
+  return out;
+}
+
+void ProgressLine::Update(const pipelines::Progress& p) {
+  if (!enabled_) return;
+  auto now = Clock::now();
+  if (p.stage != stage_) {
+    stage_ = p.stage;
+    stage_start_ = now;
+  }
+  if (now - last_ < std::chrono::milliseconds(100) && p.done != p.total) return;
+  last_ = now;
+  double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
+  constexpr int kWidth = 28;
+  int filled = static_cast<int>(frac * kWidth);
+  std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
+  double elapsed = std::chrono::duration<double>(now - stage_start_).count();
+  std::string eta = "";
+  if (frac > 0.02 && frac < 1.0) {
+    eta = " ETA " + std::to_string(static_cast<int>(elapsed * (1 - frac) / frac)) + "s";
+  }
+  std::fprintf(stderr, "\r\033[K%-10s [%s] %lld/%lld%s", p.stage.c_str(), bar.c_str(),
+               static_cast<long long>(p.done), static_cast<long long>(p.total), eta.c_str());
+  std::fflush(stderr);
+}
+
+void ProgressLine::Clear() {
+  if (enabled_) std::fputs("\r\033[K", stderr);
+}
+
+}  // namespace ellm::cli

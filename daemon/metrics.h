@@ -1,0 +1,85 @@
+// Metrics and health of ellmd on a local HTTP port (off unless configured).
+//
+// GET /metrics  Prometheus text exposition format (version 0.0.4):
+//   ellm_up                                       gauge, always 1
+//   ellm_jobs_total{pipeline,status}              counter, status = succeeded | failed
+//   ellm_job_duration_seconds{pipeline}           histogram, buckets 1 s .. 1 h
+//   ellm_prefill_tokens_per_second                gauge, the last generation's rate
+//   ellm_decode_tokens_per_second                 gauge, the last generation's rate
+//   ellm_prompt_tokens_total                      counter
+//   ellm_generated_tokens_total                   counter
+//   ellm_kv_bytes{state="resident"|"spilled"}     gauge
+//   ellm_consumer_lag_messages                    gauge
+// GET /healthz  200 "ok" while healthy (the default), else 503 "unhealthy".
+// GET /readyz   200 "ready" once SetReady(true), else 503 "not ready".
+// Any other path is 404; methods other than GET and HEAD are 405.
+//
+// The metric families come from prometheus-cpp (core); the HTTP server is
+// civetweb, because prometheus-cpp's Exposer serves only registries and so
+// cannot answer /healthz and /readyz. Neither library's exceptions or types
+// leave metrics.cc.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "config.h"
+#include "ellm/base/status.h"
+
+namespace ellm::daemon {
+
+class Metrics {
+ public:
+  // Starts the HTTP server on config.listen when config.enabled; otherwise
+  // returns an object that records everything but serves nothing (port() is
+  // 0). Errors (address in use, an address that cannot be bound) name the
+  // address and civetweb's reason: "metrics: cannot listen on
+  // '127.0.0.1:9464': cannot bind to 127.0.0.1:9464: 98 (Address already in
+  // use) (check metrics.listen)". An invalid config.listen is
+  // InvalidArgument. Call after blocking signals: the server's threads
+  // inherit the caller's signal mask. Starting also sets SIGPIPE to ignored
+  // for the process (civetweb does; a client hanging up must not kill us).
+  static StatusOr<std::unique_ptr<Metrics>> Start(const MetricsConfig& config);
+  // Stops the server; returns once no request handler is running. Takes up
+  // to 2 s when enabled: civetweb's accept loop looks at its stop flag only
+  // between 2 s polls.
+  ~Metrics();
+
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The bound port (the chosen one when config.listen asked for port 0);
+  // 0 when disabled.
+  int port() const;
+
+  // All recording methods are thread-safe; they are called from the job
+  // worker thread and the consumer thread while the server reads them.
+
+  // One finished job: counts it under (pipeline, succeeded|failed) and
+  // observes `seconds` in the duration histogram of `pipeline`.
+  void JobFinished(const std::string& pipeline, bool succeeded, double seconds);
+  // One generation's token counts and timings. Adds the counts to the token
+  // counters; sets a rate gauge only when its tokens and time are both > 0
+  // (a negative count is ignored).
+  void Generation(int64_t prompt_tokens, int64_t prefill_ms, int64_t generated_tokens,
+                  int64_t decode_ms);
+  void SetKvBytes(int64_t resident, int64_t spilled);
+  void SetConsumerLag(int64_t messages);
+  // /readyz: 200 "ready" when true, 503 otherwise. Starts false.
+  void SetReady(bool ready);
+  // /healthz: 200 "ok" when true, 503 otherwise. Starts true.
+  void SetHealthy(bool healthy);
+
+  // What GET /metrics returns now (also when disabled).
+  std::string TextExposition() const;
+
+  struct State;  // defined in metrics.cc
+
+ private:
+  explicit Metrics(std::unique_ptr<State> state);
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ellm::daemon

@@ -1,0 +1,187 @@
+#include "metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "http_get.h"
+
+namespace ellm::daemon {
+namespace {
+
+using ellm::testing::HttpResponse;
+HttpResponse Request(int port, const std::string& method, const std::string& path) {
+  return ellm::testing::HttpRequest(port, method, path);
+}
+
+HttpResponse Get(int port, const std::string& path) { return Request(port, "GET", path); }
+
+MetricsConfig LoopbackAnyPort() {
+  MetricsConfig config;
+  config.enabled = true;
+  config.listen = "127.0.0.1:0";
+  return config;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Metrics, ServesPrometheusTextWithJobsTokensKvAndLag) {
+  auto metrics = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  int port = (*metrics)->port();
+  ASSERT_GT(port, 0);
+
+  HttpResponse before = Get(port, "/metrics");
+  ASSERT_EQ(before.status, 200);
+  EXPECT_TRUE(Contains(before.body, "ellm_up 1\n")) << before.body;
+  EXPECT_TRUE(Contains(before.body, "# TYPE ellm_kv_bytes gauge")) << before.body;
+  // prometheus-cpp leaves out a family with no labelled series yet.
+  EXPECT_FALSE(Contains(before.body, "ellm_jobs_total")) << before.body;
+
+  (*metrics)->JobFinished("summarize-report", true, 12.5);
+  (*metrics)->JobFinished("summarize-report", false, 0.5);
+  (*metrics)->Generation(/*prompt_tokens=*/2000, /*prefill_ms=*/500, /*generated_tokens=*/100,
+                         /*decode_ms=*/4000);
+  (*metrics)->SetKvBytes(1 << 20, 4096);
+  (*metrics)->SetConsumerLag(7);
+
+  HttpResponse after = Get(port, "/metrics");
+  ASSERT_EQ(after.status, 200);
+  const std::string& body = after.body;
+  EXPECT_TRUE(Contains(body, "# TYPE ellm_jobs_total counter")) << body;
+  EXPECT_TRUE(
+      Contains(body, "ellm_jobs_total{pipeline=\"summarize-report\",status=\"succeeded\"} 1\n"))
+      << body;
+  EXPECT_TRUE(
+      Contains(body, "ellm_jobs_total{pipeline=\"summarize-report\",status=\"failed\"} 1\n"))
+      << body;
+  EXPECT_TRUE(Contains(body, "# TYPE ellm_job_duration_seconds histogram")) << body;
+  // 12.5 s and 0.5 s: one observation at or below 10 s, two at or below 20 s.
+  EXPECT_TRUE(Contains(
+      body, "ellm_job_duration_seconds_bucket{pipeline=\"summarize-report\",le=\"1\"} 1\n"))
+      << body;
+  EXPECT_TRUE(Contains(
+      body, "ellm_job_duration_seconds_bucket{pipeline=\"summarize-report\",le=\"10\"} 1\n"))
+      << body;
+  EXPECT_TRUE(Contains(
+      body, "ellm_job_duration_seconds_bucket{pipeline=\"summarize-report\",le=\"20\"} 2\n"))
+      << body;
+  EXPECT_TRUE(Contains(
+      body, "ellm_job_duration_seconds_bucket{pipeline=\"summarize-report\",le=\"3600\"} 2\n"))
+      << body;
+  EXPECT_TRUE(Contains(
+      body, "ellm_job_duration_seconds_bucket{pipeline=\"summarize-report\",le=\"+Inf\"} 2\n"))
+      << body;
+  EXPECT_TRUE(Contains(body, "ellm_job_duration_seconds_count{pipeline=\"summarize-report\"} 2\n"))
+      << body;
+  EXPECT_TRUE(Contains(body, "ellm_job_duration_seconds_sum{pipeline=\"summarize-report\"} 13\n"))
+      << body;
+  EXPECT_TRUE(Contains(body, "ellm_prefill_tokens_per_second 4000\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_decode_tokens_per_second 25\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_prompt_tokens_total 2000\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_generated_tokens_total 100\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_kv_bytes{state=\"resident\"} 1048576\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_kv_bytes{state=\"spilled\"} 4096\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_consumer_lag_messages 7\n")) << body;
+  EXPECT_EQ(body, (*metrics)->TextExposition());
+}
+
+TEST(Metrics, GenerationWithoutTimeKeepsTheLastRate) {
+  auto metrics = Metrics::Start(MetricsConfig{});
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  (*metrics)->Generation(100, 1000, 10, 1000);
+  (*metrics)->Generation(50, 0, 0, 0);
+  std::string text = (*metrics)->TextExposition();
+  EXPECT_TRUE(Contains(text, "ellm_prefill_tokens_per_second 100\n")) << text;
+  EXPECT_TRUE(Contains(text, "ellm_decode_tokens_per_second 10\n")) << text;
+  EXPECT_TRUE(Contains(text, "ellm_prompt_tokens_total 150\n")) << text;
+}
+
+TEST(Metrics, HealthAndReadinessFollowTheirSetters) {
+  auto metrics = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  int port = (*metrics)->port();
+
+  HttpResponse healthy = Get(port, "/healthz");
+  EXPECT_EQ(healthy.status, 200);
+  EXPECT_EQ(healthy.body, "ok\n");
+  HttpResponse not_ready = Get(port, "/readyz");
+  EXPECT_EQ(not_ready.status, 503);
+  EXPECT_EQ(not_ready.body, "not ready\n");
+
+  (*metrics)->SetReady(true);
+  HttpResponse ready = Get(port, "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "ready\n");
+  (*metrics)->SetReady(false);
+  EXPECT_EQ(Get(port, "/readyz").status, 503);
+
+  (*metrics)->SetHealthy(false);
+  EXPECT_EQ(Get(port, "/healthz").status, 503);
+  (*metrics)->SetHealthy(true);
+  EXPECT_EQ(Get(port, "/healthz").status, 200);
+}
+
+TEST(Metrics, UnknownPathsAre404AndOtherMethods405) {
+  auto metrics = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  int port = (*metrics)->port();
+  EXPECT_EQ(Get(port, "/nope").status, 404);
+  EXPECT_EQ(Get(port, "/").status, 404);
+  EXPECT_EQ(Get(port, "/metrics/extra").status, 404);
+  EXPECT_EQ(Get(port, "/metrics?x=1").status, 200);
+  HttpResponse head = Request(port, "HEAD", "/healthz");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(Request(port, "POST", "/metrics").status, 405);
+}
+
+TEST(Metrics, SecondServerOnTheSamePortFailsNamingTheAddress) {
+  auto first = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  MetricsConfig same = LoopbackAnyPort();
+  same.listen = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = Metrics::Start(same);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(Contains(second.status().message(), "cannot listen on '" + same.listen + "'"))
+      << second.status().ToString();
+  // civetweb's reason, not just its summary.
+  EXPECT_TRUE(Contains(second.status().message(), "cannot bind")) << second.status().ToString();
+  // The first server is unaffected.
+  EXPECT_EQ(Get((*first)->port(), "/healthz").status, 200);
+}
+
+TEST(Metrics, StopsServingWhenDestroyed) {
+  auto metrics = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  int port = (*metrics)->port();
+  ASSERT_EQ(Get(port, "/healthz").status, 200);
+  metrics->reset();
+  EXPECT_EQ(Get(port, "/healthz").status, 0);
+}
+
+TEST(Metrics, DisabledStartsNoServerButRecords) {
+  MetricsConfig config;
+  ASSERT_FALSE(config.enabled);
+  auto metrics = Metrics::Start(config);
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  EXPECT_EQ((*metrics)->port(), 0);
+  (*metrics)->JobFinished("compare-contracts", false, 3);
+  (*metrics)->SetReady(true);
+  EXPECT_TRUE(Contains((*metrics)->TextExposition(),
+                       "ellm_jobs_total{pipeline=\"compare-contracts\",status=\"failed\"} 1\n"));
+}
+
+TEST(Metrics, InvalidListenAddressIsRejected) {
+  MetricsConfig config = LoopbackAnyPort();
+  config.listen = "127.0.0.1:99999";
+  auto metrics = Metrics::Start(config);
+  ASSERT_FALSE(metrics.ok());
+  EXPECT_TRUE(Contains(metrics.status().message(), "metrics.listen"))
+      << metrics.status().ToString();
+}
+
+}  // namespace
+}  // namespace ellm::daemon
