@@ -39,7 +39,8 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& c, const std::string& 
       << "  properties:\n    topic.metadata.refresh.interval.ms: '1000'\n"
       << "jobs:\n  allowed_roots: [" << c.inbox << "]\n  max_attempts: " << c.max_attempts
       << "\nlog:\n  level: debug\n"
-      << (c.metrics ? "metrics:\n  enabled: true\n  listen: 127.0.0.1:0\n" : "");
+      << (c.metrics ? "metrics:\n  enabled: true\n  listen: 127.0.0.1:0\n" : "")
+      << (c.pipelines_dir.empty() ? "" : "pipelines:\n  dir: " + c.pipelines_dir + "\n");
   }
   auto d = std::unique_ptr<Daemon>(new Daemon());
   d->log_path_ = dir + "/" + c.instance + ".log";

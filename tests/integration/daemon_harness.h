@@ -31,8 +31,9 @@ struct DaemonConfig {
   int max_poll_interval_ms = 300000;
   int shutdown_grace_s = 30;
   int max_attempts = 3;
-  int context = 0;       // model.context; 0 = the default
-  bool metrics = false;  // metrics on 127.0.0.1, a free port (see MetricsPort)
+  int context = 0;            // model.context; 0 = the default
+  bool metrics = false;       // metrics on 127.0.0.1, a free port (see MetricsPort)
+  std::string pipelines_dir;  // empty: the shipped pipelines
 };
 
 class Daemon {

@@ -317,6 +317,46 @@ TEST_F(JobQueue, SigtermAbandonsAJobThatOutlivesTheGracePeriod) {
   EXPECT_TRUE(IsRunning("stuck")) << "left for the next start to recover and retry";
 }
 
+TEST_F(JobQueue, SighupReloadsPipelinesAndKeepsThemWhenAFileIsBroken) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  std::string defs = dir_ + "/pipelines";
+  std::filesystem::create_directories(defs);
+  std::filesystem::copy_file(SourceDir() + "/pipelines/defs/summarize-report.yaml",
+                             defs + "/summarize-report.yaml");
+  DaemonConfig c = Config(brokers, model);
+  c.pipelines_dir = defs;
+  Daemon* d = Start(c);
+  auto job = [&](const std::string& id) {
+    return R"({"id":")" + id + R"(","pipeline":"notes","documents":[{"path":")" + inbox_ +
+           R"(/report.txt"}]})";
+  };
+  Produce(brokers, "n1", job("n1"));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf("n1") == "3"; }, seconds(60))) << d->Log();
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='n1' AND error_code='unknown_pipeline'"), 1);
+
+  std::ofstream(defs + "/notes.yaml") << R"(name: notes
+version: "1"
+prompt: "{{document}}\n\nIn one sentence:"
+generation: {max_tokens: 16}
+)";
+  d->Signal(SIGHUP);
+  std::this_thread::sleep_for(milliseconds(300));  // the signal thread sets the flag
+  Produce(brokers, "n2", job("n2"));
+  EXPECT_TRUE(WaitFor([&] { return StatusOf("n2") == "2"; }, seconds(60))) << d->Log();
+
+  std::ofstream(defs + "/broken.yaml") << "name: [unclosed\n";
+  d->Signal(SIGHUP);
+  std::this_thread::sleep_for(milliseconds(300));
+  Produce(brokers, "n3", job("n3"));
+  EXPECT_TRUE(WaitFor([&] { return StatusOf("n3") == "2"; }, seconds(60))) << d->Log();
+  EXPECT_NE(d->Log().find("keeping the current pipelines"), std::string::npos);
+  EXPECT_NE(d->Log().find("broken.yaml"), std::string::npos);
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
+}
+
 // A broker of this test's own (scripts/kafka on another port), so that
 // stopping it does not disturb the tests sharing the main one.
 class PrivateBroker {
