@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "ellm/store/job_json.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
 
@@ -45,21 +46,7 @@ json JobJson(const store::JobRecord& j) {
   if (out["params"].is_discarded()) out["params"] = j.params_json;
   if (j.reply_to) out["reply_to"] = *j.reply_to;
   if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
-  if (j.result) {
-    const store::ResultRecord& r = *j.result;
-    out["result"] = {{"text", r.output_text},
-                     {"model", r.model_fingerprint},
-                     {"pipeline_version", r.pipeline_version},
-                     {"strategy", r.strategy},
-                     {"prompt_tokens", r.prompt_tokens},
-                     {"generated_tokens", r.generated_tokens},
-                     {"prefill_ms", r.prefill_ms},
-                     {"decode_ms", r.decode_ms}};
-    if (r.output_json) {
-      json parsed = json::parse(*r.output_json, nullptr, false);
-      out["result"]["json"] = parsed.is_discarded() ? json(*r.output_json) : parsed;
-    }
-  }
+  if (j.result) out["result"] = store::ResultToJson(*j.result);
   json docs = json::array();
   for (const auto& d : j.documents) {
     docs.push_back({{"ordinal", d.ordinal},

@@ -1,5 +1,7 @@
 #include "job_runner.h"
 
+#include "ellm/store/job_json.h"
+
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -27,22 +29,7 @@ std::string ResultEventJson(const store::JobRecord& job) {
             {"pipeline", job.pipeline},
             {"attempts", job.attempts},
             {"finished_at", job.finished_at}};
-  if (job.result) {
-    const store::ResultRecord& r = *job.result;
-    json result = {{"text", r.output_text},
-                   {"pipeline_version", r.pipeline_version},
-                   {"model", r.model_fingerprint},
-                   {"strategy", r.strategy},
-                   {"prompt_tokens", r.prompt_tokens},
-                   {"generated_tokens", r.generated_tokens},
-                   {"prefill_ms", r.prefill_ms},
-                   {"decode_ms", r.decode_ms}};
-    if (r.output_json) {
-      json structured = json::parse(*r.output_json, nullptr, false);
-      if (!structured.is_discarded()) result["json"] = structured;
-    }
-    e["result"] = result;
-  }
+  if (job.result) e["result"] = store::ResultToJson(*job.result);
   if (job.status == store::JobStatus::kFailed) {
     e["error"] = {{"code", job.error_code}, {"message", job.error_message}};
   }

@@ -74,27 +74,31 @@ CREATE INDEX events_by_job ON events(job_id, kind);
 
 int Database::SchemaVersion() { return static_cast<int>(Migrations().size()); }
 
-Status Database::Error(int rc, const std::string& what) const {
-  std::string m = "SQLite database '" + path_ + "': " + what + ": " +
-                  (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+Status SqliteStatus(int rc, std::string message) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return UnavailableError(m);
+      return UnavailableError(std::move(message));
     case SQLITE_FULL:
     case SQLITE_NOMEM:
-      return ResourceExhaustedError(m);
+      return ResourceExhaustedError(std::move(message));
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
     case SQLITE_IOERR:
-      return DataLossError(m);
+      return DataLossError(std::move(message));
+    case SQLITE_CONSTRAINT:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
-      return FailedPreconditionError(m);
+      return FailedPreconditionError(std::move(message));
     default:
-      return InternalError(m);
+      return InternalError(std::move(message));
   }
+}
+
+Status Database::Error(int rc, const std::string& what) const {
+  return SqliteStatus(rc, "SQLite database '" + path_ + "': " + what + ": " +
+                              (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)));
 }
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,

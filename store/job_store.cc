@@ -26,6 +26,34 @@ Status InsertEvent(Database& db, const std::string& job_id, std::string_view kin
   return st.Run();
 }
 
+// Inserts `job` as its first attempt with `status` (running or failed; a
+// failed one is finished at once and carries the error).
+Status InsertJob(Database& db, const NewJob& job, JobStatus status, const std::string* error_code,
+                 const std::string* error_message) {
+  bool failed = status == JobStatus::kFailed;
+  ELLM_ASSIGN_OR_RETURN(
+      auto ins,
+      Statement::Prepare(db, Sql("INSERT INTO jobs(id, pipeline, status, attempts, params_json, "
+                                 "reply_to, source_topic, source_partition, source_offset, "
+                                 "error_code, error_message, started_at, finished_at) VALUES "
+                                 "(?1, ?2, ?8, 1, ?3, ?4, ?5, ?6, ?7, ?9, ?10, NOW, " +
+                                 std::string(failed ? "NOW" : "NULL") + ")")));
+  std::optional<std::string> code, message;
+  if (error_code) code = *error_code;
+  if (error_message) message = *error_message;
+  ins.Bind(1, std::string_view(job.id))
+      .Bind(2, std::string_view(job.pipeline))
+      .Bind(3, std::string_view(job.params_json))
+      .Bind(4, job.reply_to)
+      .Bind(5, std::string_view(job.source.topic))
+      .Bind(6, int64_t{job.source.partition})
+      .Bind(7, job.source.offset)
+      .Bind(8, JobStatusName(status))
+      .Bind(9, code)
+      .Bind(10, message);
+  return ins.Run();
+}
+
 struct Row {
   JobStatus status;
   int64_t attempts;
@@ -136,20 +164,7 @@ StatusOr<BeginResult> JobStore::Begin(const NewJob& job) {
       return InsertEvent(*db_, job.id, "failed", msg);
     }
     if (!row) {
-      ELLM_ASSIGN_OR_RETURN(
-          auto ins,
-          Statement::Prepare(*db_, Sql("INSERT INTO jobs(id, pipeline, status, attempts, "
-                                       "params_json, reply_to, source_topic, source_partition, "
-                                       "source_offset, started_at) VALUES (?1, ?2, 'running', "
-                                       "1, ?3, ?4, ?5, ?6, ?7, NOW)")));
-      ins.Bind(1, std::string_view(job.id))
-          .Bind(2, std::string_view(job.pipeline))
-          .Bind(3, std::string_view(job.params_json))
-          .Bind(4, job.reply_to)
-          .Bind(5, std::string_view(job.source.topic))
-          .Bind(6, int64_t{job.source.partition})
-          .Bind(7, job.source.offset);
-      ELLM_RETURN_IF_ERROR(ins.Run());
+      ELLM_RETURN_IF_ERROR(InsertJob(*db_, job, JobStatus::kRunning, nullptr, nullptr));
       out = {BeginDecision::kRun, 1, JobStatus::kRunning};
     } else {
       ELLM_ASSIGN_OR_RETURN(
@@ -236,23 +251,7 @@ StatusOr<bool> JobStore::Fail(const NewJob& job, const std::string& error_code,
     ELLM_ASSIGN_OR_RETURN(auto row, ReadRow(*db_, job.id));
     if (row && Finished(row->status)) return OkStatus();
     if (!row) {
-      ELLM_ASSIGN_OR_RETURN(
-          auto ins,
-          Statement::Prepare(*db_, Sql("INSERT INTO jobs(id, pipeline, status, attempts, "
-                                       "params_json, reply_to, source_topic, source_partition, "
-                                       "source_offset, error_code, error_message, started_at, "
-                                       "finished_at) VALUES (?1, ?2, 'failed', 1, ?3, ?4, ?5, "
-                                       "?6, ?7, ?8, ?9, NOW, NOW)")));
-      ins.Bind(1, std::string_view(job.id))
-          .Bind(2, std::string_view(job.pipeline))
-          .Bind(3, std::string_view(job.params_json))
-          .Bind(4, job.reply_to)
-          .Bind(5, std::string_view(job.source.topic))
-          .Bind(6, int64_t{job.source.partition})
-          .Bind(7, job.source.offset)
-          .Bind(8, std::string_view(error_code))
-          .Bind(9, std::string_view(error_message));
-      ELLM_RETURN_IF_ERROR(ins.Run());
+      ELLM_RETURN_IF_ERROR(InsertJob(*db_, job, JobStatus::kFailed, &error_code, &error_message));
     } else {
       ELLM_ASSIGN_OR_RETURN(
           auto up, Statement::Prepare(*db_, Sql("UPDATE jobs SET status='failed', "

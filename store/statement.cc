@@ -68,26 +68,7 @@ Status Statement::Error(int rc) const {
   const char* sql = stmt_ ? sqlite3_sql(stmt_) : nullptr;
   std::string m = "SQLite database '" + db_->path() + "': " + sqlite3_errmsg(db_->handle());
   if (sql) m += " (in: " + std::string(sql).substr(0, 120) + ")";
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return UnavailableError(m);
-    case SQLITE_FULL:
-    case SQLITE_NOMEM:
-      return ResourceExhaustedError(m);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-    case SQLITE_IOERR:
-      return DataLossError(m);
-    case SQLITE_CONSTRAINT:
-      return FailedPreconditionError(m);
-    case SQLITE_READONLY:
-    case SQLITE_PERM:
-    case SQLITE_CANTOPEN:
-      return FailedPreconditionError(m);
-    default:
-      return InternalError(m);
-  }
+  return SqliteStatus(rc, std::move(m));
 }
 
 }  // namespace ellm::store

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "ellm/store/job_json.h"
 #include "test_env.h"
 
 namespace ellm::store {
@@ -148,6 +149,19 @@ TEST_F(JobStoreTest, ListFiltersByStatus) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].id, "j1");
   EXPECT_FALSE(ParseJobStatus("nonsense").ok());
+}
+
+TEST_F(JobStoreTest, ResultJsonCarriesTheStructuredOutputParsed) {
+  nlohmann::json j = ResultToJson(Result("summary"));
+  EXPECT_EQ(j["text"], "summary");
+  EXPECT_EQ(j["json"]["words"], 3);
+  EXPECT_EQ(j["strategy"], "single-pass");
+  EXPECT_EQ(j["prompt_tokens"], 10);
+  ResultRecord r = Result("x");
+  r.output_json = "{not json";
+  EXPECT_EQ(ResultToJson(r)["json"], "{not json");
+  r.output_json.reset();
+  EXPECT_FALSE(ResultToJson(r).contains("json"));
 }
 
 // Readers on their own connections see consistent, growing counts while one

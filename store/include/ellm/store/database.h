@@ -16,6 +16,12 @@
 
 namespace ellm::store {
 
+// A Status for SQLite result code `rc` with `message`: busy/locked ->
+// Unavailable, full/nomem -> ResourceExhausted, corrupt/notadb/ioerr ->
+// DataLoss, constraint/readonly/perm/cantopen -> FailedPrecondition, else
+// Internal.
+Status SqliteStatus(int rc, std::string message);
+
 // 'ELLM' as a big-endian int32, so `file` and sqlite3_analyzer recognise it.
 constexpr int32_t kApplicationId = 0x454C4C4D;
 

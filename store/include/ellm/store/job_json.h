@@ -1,0 +1,15 @@
+// The JSON form of a stored result, shared by the daemon's result events and
+// `ellm jobs show --json`, so both say the same thing the same way:
+//   {"text", "json" (when structured, parsed), "model", "pipeline_version",
+//    "strategy", "prompt_tokens", "generated_tokens", "prefill_ms", "decode_ms"}
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "ellm/store/job_store.h"
+
+namespace ellm::store {
+
+nlohmann::json ResultToJson(const ResultRecord& result);
+
+}  // namespace ellm::store
