@@ -166,7 +166,7 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
       if (progress && out.generated_tokens % 8 == 0) {
         progress({"generate", out.generated_tokens, total_max});
       }
-      for (const std::string& s : settings.stop) {
+      for (const std::string& s : sec.stop.empty() ? settings.stop : sec.stop) {
         size_t f = generated.find(s);
         if (f != std::string::npos) stop_at = std::min(stop_at, f);
       }

@@ -127,6 +127,15 @@ StatusOr<json> ParseOutputObject(const std::string& text,
     if (close == 0) break;
   }
   if (!parsed) return InvalidArgumentError("the answer's JSON object does not parse");
+  // Small models repeat list entries; a list of terms holds each once.
+  for (auto& [key, value] : obj.items()) {
+    if (!value.is_array()) continue;
+    json unique = json::array();
+    for (const json& v : value) {
+      if (std::find(unique.begin(), unique.end(), v) == unique.end()) unique.push_back(v);
+    }
+    value = unique;
+  }
   for (const auto& [key, type] : schema) {
     if (!obj.contains(key)) return InvalidArgumentError("the answer lacks key '" + key + "'");
     if (!HasType(obj[key], type)) {
@@ -407,7 +416,8 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       // A section without a heading continues the previous one on a new line.
       std::string before = i == 0 ? spec_.output_prefix : (s.heading.empty() ? "\n" : "\n\n");
       std::string head = s.heading.empty() ? "" : "## " + s.heading + "\n";
-      sections.push_back({before + head + s.lead, s.max_tokens});
+      if (spec_.output == OutputForm::kJson) before = i == 0 ? spec_.output_prefix : "";
+      sections.push_back({before + head + s.lead, s.max_tokens, s.stop});
     }
   }
   auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,

@@ -85,7 +85,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
       for (const auto& kv : n) {
         std::string k = kv.first.as<std::string>();
-        if (k != "heading" && k != "lead" && k != "max_tokens") {
+        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop") {
           return At(src, kv.first, "unknown section key '" + k + "'");
         }
       }
@@ -93,7 +93,8 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "heading", sec.heading, false));
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "lead", sec.lead, false));
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
-      if (sec.max_tokens <= 0) return At(src, n["max_tokens"], "max_tokens must be positive");
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "stop", sec.stop, false));
+      if (sec.max_tokens < 0) return At(src, n["max_tokens"], "max_tokens must be >= 0");
       spec.sections.push_back(sec);
     }
   }
@@ -143,8 +144,12 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   if (spec.output == OutputForm::kJson && spec.schema.empty()) {
     return At(src, root["output"], "output: json needs a schema (keys and their types)");
   }
-  if (spec.output == OutputForm::kJson && !spec.sections.empty()) {
-    return At(src, root["sections"], "sections are for output: markdown");
+  if (spec.output == OutputForm::kJson) {
+    for (const auto& sec : spec.sections) {
+      if (!sec.heading.empty()) {
+        return At(src, root["sections"], "sections of a json output take no heading");
+      }
+    }
   }
   if (spec.output != OutputForm::kJson && !spec.schema.empty()) {
     return At(src, root["schema"], "schema is only for output: json");

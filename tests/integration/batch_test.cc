@@ -52,6 +52,9 @@ items:
     documents: [northwind-annual-report-2025.pdf]
   - id: missing
     documents: [contract-a.pdf, gone.pdf]
+  - id: terms
+    pipeline: extract-key-terms
+    documents: [contract-b.pdf]
 )";
   std::string db = dir + "/ellm.db";
   std::string args = "batch '" + dir + "/nightly.yaml' --model '" + model + "' --db '" + db +
@@ -59,7 +62,14 @@ items:
   std::string first;
   EXPECT_EQ(RunCli(args, &first), 1) << first;  // one item failed
   EXPECT_NE(first.find("batch:nightly-test:supply"), std::string::npos) << first;
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM jobs WHERE status='succeeded'"), 2) << first;
+  EXPECT_EQ(Count(db, "SELECT count(*) FROM jobs WHERE status='succeeded'"), 3) << first;
+  // The JSON pipeline's object parsed, passed its schema and carries the law.
+  EXPECT_EQ(Count(db,
+                  "SELECT count(*) FROM results WHERE job_id='batch:nightly-test:terms' "
+                  "AND json_extract(output_json, '$.governing_law') = 'England and Wales' "
+                  "AND json_array_length(output_json, '$.parties') >= 2"),
+            1)
+      << first;
   EXPECT_EQ(Count(db,
                   "SELECT count(*) FROM jobs WHERE status='failed' AND "
                   "id='batch:nightly-test:missing' AND error_code='document_not_found'"),
@@ -72,8 +82,8 @@ items:
 
   std::string second;
   EXPECT_EQ(RunCli(args, &second), 1) << second;
-  EXPECT_NE(second.find("0 run, 3 already done"), std::string::npos) << second;
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM results"), 2);
+  EXPECT_NE(second.find("0 run, 4 already done"), std::string::npos) << second;
+  EXPECT_EQ(Count(db, "SELECT count(*) FROM results"), 3);
   EXPECT_EQ(Count(db, "SELECT max(attempts) FROM jobs"), 1);
 
   // A CSV manifest of the same shape works too; bad manifests are clear errors.

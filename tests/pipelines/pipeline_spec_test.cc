@@ -95,6 +95,31 @@ schema: {parties: array, law: string}
       ParsePipeline("name: x\nversion: 1\nprompt: p\nsections:\n  - {colour: red}\n", "s.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("s.yaml:5"), std::string::npos) << bad.status().message();
+
+  auto json_secs = ParsePipeline(R"(name: x
+version: 1
+prompt: p
+output: json
+schema: {a: string}
+sections:
+  - {lead: '{"a": "', stop: ['"'], max_tokens: 5}
+  - {lead: '"}', max_tokens: 0}
+)",
+                                 "j.yaml");
+  ASSERT_TRUE(json_secs.ok()) << json_secs.status().ToString();
+  EXPECT_EQ(json_secs->sections[0].stop.size(), 1u);
+  EXPECT_EQ(json_secs->sections[1].max_tokens, 0);
+  EXPECT_FALSE(ParsePipeline(R"(name: x
+version: 1
+prompt: p
+output: json
+schema: {a: string}
+sections:
+  - {heading: H, lead: '{'}
+)",
+                             "j.yaml")
+                   .ok())
+      << "json sections take no heading";
 }
 
 TEST(PipelineTemplates, UnknownPlaceholdersAreRejectedAtLoad) {

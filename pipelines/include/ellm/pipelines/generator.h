@@ -74,6 +74,7 @@ class Generator {
   struct Section {
     std::string lead;
     int max_tokens = 128;
+    std::vector<std::string> stop;  // empty: settings.stop
   };
   StatusOr<Generation> GenerateSections(const std::string& system, const std::string& prompt,
                                         PromptFormat format, const GenerationSettings& settings,

@@ -56,14 +56,17 @@ struct PipelineSpec {
       "{{chunk}}\n\nNotes on part {{part}} of {{parts}} of \"{{title}}\": the key facts and "
       "figures, each with its page.\n-";
   int map_max_tokens = 256;
-  // Markdown output in sections, generated in one sequence after one
-  // prefill: each section's heading and lead are written, then the model
-  // continues until a stop string or the section's max_tokens. Empty: one
-  // answer after output_prefix.
+  // Output in sections, generated in one sequence after one prefill: each
+  // section's heading ("## heading", markdown only) and lead are written,
+  // then the model continues until a stop string or the section's
+  // max_tokens. For output: json the leads carry the object's syntax and
+  // the concatenation must parse. Empty: one answer after output_prefix.
   struct Section {
     std::string heading;  // "Key figures" -> "## Key figures\n"
     std::string lead;     // text the answer starts with, e.g. "-"
     int max_tokens = 128;
+    // Replaces generation.stop for this section when not empty.
+    std::vector<std::string> stop;
   };
   std::vector<Section> sections;
 };
