@@ -135,10 +135,6 @@ int RunKafka(Context& ctx) {
                                             std::to_string(k.session_timeout_ms));
   consumer_options.kafka.properties.emplace("max.poll.interval.ms",
                                             std::to_string(k.max_poll_interval_ms));
-  // After a job the partitions are resumed; the broker's long poll for the
-  // paused-time fetch then delays the next message by up to this much.
-  consumer_options.kafka.properties.emplace("fetch.wait.max.ms", "100");
-  consumer_options.kafka.properties.emplace("fetch.error.backoff.ms", "50");
   // Heartbeats must come well within the session timeout (Kafka's rule of
   // thumb: a third of it); librdkafka's default of 3 s breaks short sessions.
   consumer_options.kafka.properties.emplace(

@@ -1,71 +1,11 @@
+// The built-in document-stats pipeline: extraction statistics, no model.
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "ellm/pipelines/processor.h"
 
 namespace ellm::pipelines {
-
-Status ProcessorRegistry::Add(std::unique_ptr<Processor> processor) {
-  std::string name = processor->name();
-  if (processors_.count(name)) {
-    return Status(StatusCode::kAlreadyExists,
-                  "a pipeline named '" + name + "' is already registered");
-  }
-  processors_[name] = std::move(processor);
-  return OkStatus();
-}
-
-Processor* ProcessorRegistry::Find(const std::string& name) const {
-  auto it = processors_.find(name);
-  return it == processors_.end() ? nullptr : it->second.get();
-}
-
-std::vector<std::string> ProcessorRegistry::Names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, p] : processors_) out.push_back(name);
-  return out;
-}
-
-StatusOr<ingest::Document> LoadJobDocument(const ingest::JobDocument& doc,
-                                           const ingest::ExtractOptions& options) {
-  if (!doc.is_inline) {
-    auto d = ingest::ExtractDocument(doc.resolved_path, options);
-    if (!d.ok()) return d.status();
-    d->metadata.source = doc.path;
-    return d;
-  }
-  // Inline bytes go through the same sandboxed extractor, from a private
-  // directory that is removed afterwards.
-  std::error_code ec;
-  auto base = std::filesystem::temp_directory_path(ec);
-  if (ec) return InternalError("no temporary directory: " + ec.message());
-  std::string tmpl = (base / "ellm-inline-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) return ErrnoError(errno, "cannot create a temporary directory");
-  std::string path = tmpl + "/" + doc.name;
-  Status written;
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(doc.inline_bytes.data(), static_cast<std::streamsize>(doc.inline_bytes.size()));
-    if (!out)
-      written = ResourceExhaustedError("cannot write inline document '" + doc.name + "' to " +
-                                       tmpl + " (disk full?)");
-  }
-  StatusOr<ingest::Document> d = written;
-  if (written.ok()) d = ingest::ExtractDocument(path, options);
-  std::filesystem::remove_all(tmpl, ec);
-  if (d.ok()) d->metadata.source = doc.Label();
-  return d;
-}
-
-std::string DocumentErrorCode(const Status& status) {
-  auto kind = ingest::ExtractErrorOf(status);
-  if (!kind) return "document.error";
-  return "document." + std::string(ingest::ExtractErrorName(*kind));
-}
 
 namespace {
 

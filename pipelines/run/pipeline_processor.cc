@@ -15,10 +15,18 @@ using json = nlohmann::json;
 // Tokens kept free besides the answer: BOS, chat markers, rounding.
 constexpr int64_t kMargin = 32;
 
-struct Doc {
-  std::string title;
-  std::string text;  // page-marked, what the model reads
-};
+void AddGeneration(store::ResultRecord& r, const Generation& g) {
+  r.prompt_tokens += g.prompt_tokens;
+  r.generated_tokens += g.generated_tokens;
+  r.prefill_ms += g.prefill_ms;
+  r.decode_ms += g.decode_ms;
+}
+
+int64_t TotalTokens(const std::vector<PipelineDoc>& docs) {
+  int64_t t = 0;
+  for (const PipelineDoc& d : docs) t += d.tokens;
+  return t;
+}
 
 std::vector<std::string> Placeholders(const std::string& text) {
   std::vector<std::string> names;
@@ -31,7 +39,7 @@ std::vector<std::string> Placeholders(const std::string& text) {
   return names;
 }
 
-std::map<std::string, std::string> Vars(const std::vector<Doc>& docs,
+std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,
                                         const std::string& params_json) {
   std::map<std::string, std::string> v;
   std::string all, titles;
@@ -276,18 +284,10 @@ PipelineProcessor::PipelineProcessor(PipelineSpec spec, Generator* generator,
                                      ingest::ExtractOptions extract)
     : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {}
 
-ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
-                                       const std::atomic<bool>& cancel) {
+ProcessorResult PipelineProcessor::Load(const ingest::JobMessage& job,
+                                        const std::atomic<bool>& cancel,
+                                        std::vector<PipelineDoc>* docs, ProcessorOutput* out) {
   const int n = static_cast<int>(job.documents.size());
-  if (n < spec_.min_documents || n > spec_.max_documents) {
-    return ProcessorResult::Failed(
-        "invalid_documents",
-        "pipeline '" + spec_.name + "' takes " + std::to_string(spec_.min_documents) + " to " +
-            std::to_string(spec_.max_documents) + " documents, got " + std::to_string(n));
-  }
-  ProcessorOutput out;
-  std::vector<Doc> docs;
-  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   for (int i = 0; i < n; ++i) {
     if (cancel.load()) return ProcessorResult::Cancelled();
     if (progress_) progress_({"extract", i, n});
@@ -300,26 +300,95 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
-    Doc d{title, ingest::RenderForModel(*doc)};
-    out.documents.push_back(
-        {i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count, count(d.text)});
-    docs.push_back(std::move(d));
+    PipelineDoc d{title, ingest::RenderForModel(*doc), 0};
+    d.tokens = generator_->CountTokens(d.text);
+    out->documents.push_back(
+        {i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count, d.tokens});
+    docs->push_back(std::move(d));
   }
   if (progress_) progress_({"extract", n, n});
+  return {};
+}
 
+ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
+                                             const std::atomic<bool>& cancel,
+                                             store::ResultRecord* r) {
+  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
+  const int64_t per_doc = available / static_cast<int64_t>(docs.size());
+  GenerationSettings map_settings = spec_.generation;
+  map_settings.max_tokens = spec_.map_max_tokens;
+  map_settings.stop.push_back("\n\n");
+  const int64_t chunk_budget = generator_->context() - count(spec_.map_prompt) -
+                               spec_.map_max_tokens - count(spec_.system_prompt) - kMargin;
+  if (chunk_budget < 64) {
+    return ProcessorResult::Failed("context_overflow", "the context is too small for the map step");
+  }
+  const bool prefix_bullet = Trim(spec_.map_prompt).ends_with("-");
+  int levels = 0, chunks_total = 0;
+  while (TotalTokens(docs) > available) {
+    if (++levels > kMaxLevels) {
+      return ProcessorResult::Failed("context_overflow", "the notes still do not fit after " +
+                                                             std::to_string(kMaxLevels) +
+                                                             " levels of map-reduce");
+    }
+    for (PipelineDoc& d : docs) {
+      if (d.tokens <= per_doc) continue;
+      std::vector<std::string> chunks = SplitForBudget(d.text, chunk_budget, count);
+      std::string notes;
+      for (size_t k = 0; k < chunks.size(); ++k) {
+        if (cancel.load()) return ProcessorResult::Cancelled();
+        const std::string part = std::to_string(k + 1), parts = std::to_string(chunks.size());
+        if (progress_) {
+          progress_({"map " + part + "/" + parts, static_cast<int64_t>(k),
+                     static_cast<int64_t>(chunks.size())});
+        }
+        auto prompt = RenderTemplate(
+            spec_.map_prompt,
+            {{"chunk", chunks[k]}, {"part", part}, {"parts", parts}, {"title", d.title}});
+        if (!prompt.ok()) {
+          return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+        }
+        auto g = generator_->Generate(spec_.system_prompt, *prompt, spec_.format, map_settings,
+                                      cancel, nullptr);
+        if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+        if (g->cancelled) return ProcessorResult::Cancelled();
+        AddGeneration(*r, *g);
+        std::string range = PageRange(chunks[k]);
+        notes += (notes.empty() ? "" : "\n\n") + std::string("Part ") + part +
+                 (range.empty() ? "" : " (" + range + ")") + ":\n" + (prefix_bullet ? "-" : "") +
+                 Trim(g->text);
+      }
+      chunks_total += static_cast<int>(chunks.size());
+      d.text = std::move(notes);
+      d.tokens = count(d.text);
+    }
+  }
+  r->strategy = "map-reduce (" + std::to_string(chunks_total) + " chunks, " +
+                std::to_string(levels) + (levels == 1 ? " level)" : " levels)");
+  return {};
+}
+
+ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
+                                       const std::atomic<bool>& cancel) {
+  const int n = static_cast<int>(job.documents.size());
+  if (n < spec_.min_documents || n > spec_.max_documents) {
+    return ProcessorResult::Failed(
+        "invalid_documents",
+        "pipeline '" + spec_.name + "' takes " + std::to_string(spec_.min_documents) + " to " +
+            std::to_string(spec_.max_documents) + " documents, got " + std::to_string(n));
+  }
+  ProcessorOutput out;
+  std::vector<PipelineDoc> docs;
+  ProcessorResult loaded = Load(job, cancel, &docs, &out);
+  if (loaded.cancelled || !loaded.error_code.empty()) return loaded;
+
+  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   store::ResultRecord& r = out.result;
-  auto add = [&](const Generation& g) {
-    r.prompt_tokens += g.prompt_tokens;
-    r.generated_tokens += g.generated_tokens;
-    r.prefill_ms += g.prefill_ms;
-    r.decode_ms += g.decode_ms;
-  };
-  const int64_t context = generator_->context();
-  auto render = [&](const std::vector<Doc>& ds) {
+  auto render = [&](const std::vector<PipelineDoc>& ds) {
     return RenderTemplate(spec_.prompt_template, Vars(ds, job.params_json));
   };
-  std::vector<Doc> empty_docs = docs;
-  for (Doc& d : empty_docs) d.text.clear();
+  std::vector<PipelineDoc> empty_docs = docs;
+  for (PipelineDoc& d : empty_docs) d.text.clear();
   auto overhead = render(empty_docs);
   if (!overhead.ok()) return ProcessorResult::Failed("pipeline_error", overhead.status().message());
   int64_t answer_room = spec_.generation.max_tokens;
@@ -328,80 +397,27 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     for (const auto& s : spec_.sections)
       answer_room += s.max_tokens + count(s.heading + s.lead) + 4;
   }
-  const int64_t available = context - answer_room - count(*overhead) - count(spec_.system_prompt) -
-                            count(spec_.output_prefix) - kMargin;
-  auto total = [&] {
-    int64_t t = 0;
-    for (const Doc& d : docs) t += count(d.text);
-    return t;
-  };
+  const int64_t available = generator_->context() - answer_room - count(*overhead) -
+                            count(spec_.system_prompt) - count(spec_.output_prefix) - kMargin;
   r.strategy = "single-pass";
-  if (total() > available) {
+  if (TotalTokens(docs) > available) {
     if (spec_.overflow == OverflowStrategy::kFail || available <= 0) {
       return ProcessorResult::Failed("context_overflow",
-                                     "the documents have " + std::to_string(total()) +
+                                     "the documents have " + std::to_string(TotalTokens(docs)) +
                                          " tokens; the context leaves room for " +
                                          std::to_string(std::max<int64_t>(available, 0)));
     }
-    const int64_t per_doc = available / n;
     if (spec_.overflow == OverflowStrategy::kTruncate) {
-      for (Doc& d : docs) {
-        if (count(d.text) > per_doc) d.text = SplitForBudget(d.text, per_doc, count).front();
+      const int64_t per_doc = available / n;
+      for (PipelineDoc& d : docs) {
+        if (d.tokens <= per_doc) continue;
+        d.text = SplitForBudget(d.text, per_doc, count).front();
+        d.tokens = count(d.text);
       }
       r.strategy = "truncate";
     } else {
-      GenerationSettings map_settings = spec_.generation;
-      map_settings.max_tokens = spec_.map_max_tokens;
-      map_settings.stop.push_back("\n\n");
-      const int64_t map_overhead =
-          count(spec_.map_prompt) + spec_.map_max_tokens + count(spec_.system_prompt) + kMargin;
-      const int64_t chunk_budget = context - map_overhead;
-      if (chunk_budget < 64) {
-        return ProcessorResult::Failed("context_overflow",
-                                       "the context is too small for the map step");
-      }
-      int levels = 0, chunks_total = 0;
-      bool prefix_bullet = Trim(spec_.map_prompt).ends_with("-");
-      while (total() > available) {
-        if (++levels > kMaxLevels) {
-          return ProcessorResult::Failed("context_overflow", "the notes still do not fit after " +
-                                                                 std::to_string(kMaxLevels) +
-                                                                 " levels of map-reduce");
-        }
-        for (Doc& d : docs) {
-          if (count(d.text) <= per_doc) continue;
-          std::vector<std::string> chunks = SplitForBudget(d.text, chunk_budget, count);
-          std::string notes;
-          for (size_t k = 0; k < chunks.size(); ++k) {
-            if (cancel.load()) return ProcessorResult::Cancelled();
-            if (progress_) {
-              progress_({"map " + std::to_string(k + 1) + "/" + std::to_string(chunks.size()),
-                         static_cast<int64_t>(k), static_cast<int64_t>(chunks.size())});
-            }
-            auto prompt =
-                RenderTemplate(spec_.map_prompt, {{"chunk", chunks[k]},
-                                                  {"part", std::to_string(k + 1)},
-                                                  {"parts", std::to_string(chunks.size())},
-                                                  {"title", d.title}});
-            if (!prompt.ok()) {
-              return ProcessorResult::Failed("pipeline_error", prompt.status().message());
-            }
-            auto g = generator_->Generate(spec_.system_prompt, *prompt, spec_.format, map_settings,
-                                          cancel, nullptr);
-            if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-            if (g->cancelled) return ProcessorResult::Cancelled();
-            add(*g);
-            std::string range = PageRange(chunks[k]);
-            notes += (notes.empty() ? "" : "\n\n") + std::string("Part ") + std::to_string(k + 1) +
-                     (range.empty() ? "" : " (" + range + ")") + ":\n" +
-                     (prefix_bullet ? "-" : "") + Trim(g->text);
-          }
-          chunks_total += static_cast<int>(chunks.size());
-          d.text = notes;
-        }
-      }
-      r.strategy = "map-reduce (" + std::to_string(chunks_total) + " chunks, " +
-                   std::to_string(levels) + (levels == 1 ? " level)" : " levels)");
+      ProcessorResult reduced = MapReduce(docs, available, cancel, &r);
+      if (reduced.cancelled || !reduced.error_code.empty()) return reduced;
     }
   }
 
@@ -424,7 +440,7 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
                                         spec_.generation, sections, cancel, progress_);
   if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
   if (g->cancelled) return ProcessorResult::Cancelled();
-  add(*g);
+  AddGeneration(r, *g);
   std::string answer = g->text;
   if (spec_.output == OutputForm::kJson) {
     auto obj = ParseOutputObject(answer, spec_.schema);

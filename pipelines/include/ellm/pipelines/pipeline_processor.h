@@ -55,6 +55,13 @@ Status RegisterPipelines(const std::vector<PipelineSpec>& specs, Generator* gene
 // source tree's pipelines/defs (a build tree).
 std::string DefaultPipelinesDir();
 
+// One document as a pipeline sees it.
+struct PipelineDoc {
+  std::string title;
+  std::string text;    // page-marked, what the model reads (or map notes)
+  int64_t tokens = 0;  // of `text`, kept in step with it
+};
+
 class PipelineProcessor : public Processor {
  public:
   // `generator` is shared by every pipeline of a daemon; it must outlive
@@ -69,6 +76,14 @@ class PipelineProcessor : public Processor {
   void set_progress(ProgressFn progress) { progress_ = std::move(progress); }
 
  private:
+  // Each returns an empty result (neither output, error nor cancelled) on success.
+  ProcessorResult Load(const ingest::JobMessage& job, const std::atomic<bool>& cancel,
+                       std::vector<PipelineDoc>* docs, ProcessorOutput* out);
+  // Replaces documents over their share of `available` with map notes
+  // until all fit; sets r->strategy and adds the map steps' counts.
+  ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
+                            const std::atomic<bool>& cancel, store::ResultRecord* r);
+
   PipelineSpec spec_;
   Generator* generator_;
   ingest::ExtractOptions extract_;
