@@ -12,12 +12,14 @@
 #include "ellm/engine/engine.h"
 #include "ellm/engine/sampler.h"
 #include "flags.h"
+#include "kv_flags.h"
 
 namespace ellm::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n";
+    "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
+    "         [--kv-type f16|bf16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
 
 uint64_t PeakRssBytes() {
   rusage ru{};
@@ -36,7 +38,9 @@ Status Run(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(auto engine,
                         Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
   const int64_t n_ctx = depth + gen + 1;
-  ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession({.n_ctx = n_ctx, .micro_batch = batch}));
+  SessionOptions so{.n_ctx = n_ctx, .micro_batch = batch};
+  ELLM_RETURN_IF_ERROR(ApplyKvFlags(f, &so));
+  ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession(so));
   std::mt19937 rng(1234);
   std::uniform_int_distribution<TokenId> pick(1000, std::min(engine->info().n_vocab - 1, 200000));
   std::vector<TokenId> prompt(static_cast<size_t>(depth));
@@ -66,7 +70,9 @@ Status Run(const Flags& f) {
       {"prefill_seconds", prefill_s},
       {"decode_seconds", decode_s},
       {"peak_rss_bytes", PeakRssBytes()},
+      {"kv_type", KvTypeName(so.kv_type)},
   };
+  AddKvStats(session->kv_stats(), &out);
   std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());
   return OkStatus();
 }
@@ -74,7 +80,9 @@ Status Run(const Flags& f) {
 }  // namespace
 
 int Bench(const Args& args) {
-  auto flags = Flags::Parse(args, {"model", "depth", "gen", "threads", "batch"}, {"json"});
+  std::set<std::string> names = {"model", "depth", "gen", "threads", "batch"};
+  for (const std::string& n : KvFlagNames()) names.insert(n);
+  auto flags = Flags::Parse(args, names, {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm bench: %s\n%s", flags.status().message().c_str(), kUsage);
     return 2;

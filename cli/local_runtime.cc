@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "generator_options.h"
+
 namespace ellm::cli {
 namespace {
 
@@ -53,11 +55,12 @@ StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
   std::filesystem::create_directories(std::filesystem::path(rt->db).parent_path(), ec);
   ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->db));
 
-  pipelines::GeneratorOptions go;
+  pipelines::GeneratorOptions go = daemon::GeneratorOptionsFrom(config);
   go.engine.threads = static_cast<int>(threads);
   go.context = ctx;
-  go.micro_batch = config.model.micro_batch;
-  go.kv_type = config.model.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
+  if (go.kv_memory_budget > 0) {
+    std::filesystem::create_directories(go.spill_dir, ec);
+  }
   ELLM_ASSIGN_OR_RETURN(rt->generator, pipelines::Generator::Load(model, go));
   ingest::ExtractOptions extract;
   ELLM_RETURN_IF_ERROR(

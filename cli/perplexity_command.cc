@@ -10,12 +10,14 @@
 #include "ellm/engine/engine.h"
 #include "ellm/engine/perplexity.h"
 #include "flags.h"
+#include "kv_flags.h"
 
 namespace ellm::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n";
+    "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
+    "         [--kv-type f16|bf16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
 
 Status Run(const Flags& f) {
   const std::string model_path = f.Get("model"), file = f.Get("file");
@@ -27,6 +29,7 @@ Status Run(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(o.micro_batch, f.GetInt("batch", 512));
   ELLM_ASSIGN_OR_RETURN(o.max_chunks, f.GetInt("chunks", 0));
   ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
+  ELLM_RETURN_IF_ERROR(ApplyKvFlags(f, &o.session));
   ELLM_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
   ELLM_ASSIGN_OR_RETURN(auto engine,
                         Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
@@ -38,8 +41,10 @@ Status Run(const Flags& f) {
                  static_cast<double>(done * o.ctx) / secs);
   };
   ELLM_ASSIGN_OR_RETURN(PerplexityResult r, ComputePerplexity(*engine, text, o));
-  nlohmann::json out = {
-      {"tokens", r.tokens}, {"nll", r.nll}, {"ppl", r.ppl}, {"ctx", r.ctx}, {"chunks", r.chunks}};
+  nlohmann::json out = {{"tokens", r.tokens}, {"nll", r.nll},
+                        {"ppl", r.ppl},       {"ctx", r.ctx},
+                        {"chunks", r.chunks}, {"kv_type", KvTypeName(o.session.kv_type)}};
+  AddKvStats(r.kv, &out);
   std::printf("%s\n", out.dump().c_str());
   return OkStatus();
 }
@@ -47,7 +52,9 @@ Status Run(const Flags& f) {
 }  // namespace
 
 int Perplexity(const Args& args) {
-  auto flags = Flags::Parse(args, {"model", "file", "ctx", "threads", "batch", "chunks"}, {});
+  std::set<std::string> names = {"model", "file", "ctx", "threads", "batch", "chunks"};
+  for (const std::string& n : KvFlagNames()) names.insert(n);
+  auto flags = Flags::Parse(args, names, {});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm perplexity: %s\n%s", flags.status().message().c_str(), kUsage);
     return 2;

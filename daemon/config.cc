@@ -47,8 +47,19 @@ Status ModelConfig::Validate() const {
   if (threads < 0) return InvalidArgumentError("model.threads must be >= 0");
   if (context < 256) return InvalidArgumentError("model.context must be >= 256");
   if (micro_batch < 1) return InvalidArgumentError("model.micro_batch must be >= 1");
-  if (kv_type != "f16" && kv_type != "f32") {
-    return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16 or f32");
+  if (kv_type != "f16" && kv_type != "f32" && kv_type != "bf16" && kv_type != "q8_0") {
+    return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16, bf16, f32 or q8_0");
+  }
+  return OkStatus();
+}
+
+Status KvConfig::Validate() const {
+  if (memory_budget_mib < 0) return InvalidArgumentError("kv.memory_budget must be >= 0 (MiB)");
+  if (memory_budget_mib > 0 && spill_dir.empty()) {
+    return InvalidArgumentError("kv.memory_budget needs kv.spill_dir");
+  }
+  if (spill_zstd_level < 1 || spill_zstd_level > 19) {
+    return InvalidArgumentError("kv.spill_zstd_level must be 1..19");
   }
   return OkStatus();
 }
@@ -138,6 +149,7 @@ Status MetricsConfig::Validate() const {
 
 Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(model.Validate());
+  ELLM_RETURN_IF_ERROR(kv.Validate());
   ELLM_RETURN_IF_ERROR(store.Validate());
   ELLM_RETURN_IF_ERROR(kafka.Validate());
   ELLM_RETURN_IF_ERROR(jobs.Validate());
@@ -152,7 +164,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     YAML::Node root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
     ELLM_RETURN_IF_ERROR(CheckKeys(
-        src, root, "", {"model", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
+        src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
       ELLM_RETURN_IF_ERROR(
           CheckKeys(src, n, "model", {"path", "threads", "context", "micro_batch", "kv_type"}));
@@ -161,6 +173,13 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
+    }
+    if (YAML::Node n = root["kv"]) {
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "kv", {"memory_budget", "spill_dir", "spill_zstd_level"}));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "memory_budget", c.kv.memory_budget_mib));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_dir", c.kv.spill_dir));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_zstd_level", c.kv.spill_zstd_level));
     }
     if (YAML::Node n = root["pipelines"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "pipelines", {"dir"}));

@@ -17,7 +17,16 @@ struct ModelConfig {
   // Tokens of context per job (capped at the model's training context).
   int context = 32768;
   int micro_batch = 256;
-  std::string kv_type = "f16";  // f16 or f32
+  std::string kv_type = "f16";  // f16, bf16, f32 or q8_0
+  Status Validate() const;
+};
+
+// The KV cache's memory: a resident budget, past which the oldest blocks of
+// full-attention layers spill (compressed) to spill_dir.
+struct KvConfig {
+  int64_t memory_budget_mib = 0;  // key kv.memory_budget (MiB); 0 = no limit
+  std::string spill_dir = "/var/lib/ellm/spill";
+  int spill_zstd_level = 1;
   Status Validate() const;
 };
 
@@ -82,6 +91,7 @@ struct MetricsConfig {
 
 struct Config {
   ModelConfig model;
+  KvConfig kv;
   PipelinesConfig pipelines;
   StoreConfig store;
   KafkaConfig kafka;

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,7 @@
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/pipelines/processor.h"
 #include "ellm/store/job_store.h"
+#include "generator_options.h"
 #include "job_runner.h"
 #include "logging.h"
 #include "metrics.h"
@@ -206,11 +208,11 @@ int Run(const std::string& config_path, bool check_only) {
     spdlog::critical("pipelines: {}", specs.status().ToString());
     return 78;
   }
-  ellm::pipelines::GeneratorOptions gen_options;
-  gen_options.engine.threads = config->model.threads;
-  gen_options.context = config->model.context;
-  gen_options.micro_batch = config->model.micro_batch;
-  gen_options.kv_type = config->model.kv_type == "f32" ? ellm::KvType::kF32 : ellm::KvType::kF16;
+  ellm::pipelines::GeneratorOptions gen_options = ellm::daemon::GeneratorOptionsFrom(*config);
+  if (gen_options.kv_memory_budget > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(gen_options.spill_dir, ec);
+  }
   auto generator = ellm::pipelines::Generator::Load(config->model.path, gen_options);
   if (!generator.ok()) {
     spdlog::critical("model: {}", generator.status().ToString());

@@ -3,113 +3,242 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
-#include "kernels/f16_vec.h"
+#include "kernels/attn_tile.h"
 #include "quant/fp16.h"
+#include "quant/quant.h"
 
 namespace ellm::model {
 namespace {
 
-constexpr int kTile = 64;
+using kv::kBlockPositions;
 
-// f32 storage: tiled online softmax (running max, sum and weighted V), so
-// the only scratch is one tile of scores.
-void AttendF32(const AttentionShape& shape, const KvCache& cache, int il, const float* qv, int kvh,
-               int64_t lo, int64_t p, float* acc, float* o) {
-  float scores[kTile];
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-  std::fill(acc, acc + shape.head_dim_v, 0.0f);
-  for (int64_t j0 = lo; j0 <= p; j0 += kTile) {
-    const int n = static_cast<int>(std::min<int64_t>(kTile, p + 1 - j0));
-    float tile_max = -std::numeric_limits<float>::infinity();
-    for (int j = 0; j < n; ++j) {
-      const float* k =
-          static_cast<const float*>(cache.K(il, j0 + j)) + int64_t{kvh} * shape.head_dim_k;
-      float s = 0.0f;
-      for (int i = 0; i < shape.head_dim_k; ++i) s += qv[i] * k[i];
-      scores[j] = s;
-      tile_max = std::max(tile_max, s);
-    }
-    const float m_new = std::max(m, tile_max);
-    const float correction = std::exp(m - m_new);
-    l *= correction;
-    for (int d = 0; d < shape.head_dim_v; ++d) acc[d] *= correction;
-    for (int j = 0; j < n; ++j) {
-      const float w = std::exp(scores[j] - m_new);
-      l += w;
-      const float* v =
-          static_cast<const float*>(cache.V(il, j0 + j)) + int64_t{kvh} * shape.head_dim_v;
-      for (int d = 0; d < shape.head_dim_v; ++d) acc[d] += w * v[d];
-    }
-    m = m_new;
+// Keys per tile: 64 f32 rows of K and of V (64 KiB each at head size 256)
+// stay in L2 while every row of the task's tile is folded in.
+constexpr int kKeyTile = 64;
+static_assert(kBlockPositions % kKeyTile == 0, "a key tile never straddles two blocks");
+// Query rows per task: enough to amortise each converted key tile, few
+// enough to leave several tasks per thread.
+constexpr int kRowsPerTile = 32;
+// Most key splits (see Attention).
+constexpr int kMaxSplits = 8;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Q rounded to the precision K is stored in, as llama.cpp rounds Q to K's
+// type before the product (q8_0 keys are dequantized instead; Q stays f32).
+float RoundLikeKv(KvType type, float x) {
+  switch (type) {
+    case KvType::kF16:
+      return quant::Fp16ToFp32(quant::Fp32ToFp16(x));
+    case KvType::kBF16:
+      return quant::Bf16ToFp32(quant::Fp32ToBf16(x));
+    case KvType::kF32:
+    case KvType::kQ8_0:
+      return x;
   }
-  const float inv = 1.0f / l;
-  for (int d = 0; d < shape.head_dim_v; ++d) o[d] = acc[d] * inv;
+  return x;
 }
 
-// f16 storage, rounding where llama.cpp's CPU backend rounds without flash
-// attention: Q to f16 for the K·Q product, a two-pass softmax in f32 with
-// the sum in double, the probabilities to f16 for the product with V.
-// Scratch: one score per visible key (a row, never a matrix).
-void AttendF16(const AttentionShape& shape, const KvCache& cache, int il, const float* qv, int kvh,
-               int64_t lo, int64_t p, float* q16, std::vector<float>& scores, float* acc,
-               float* o) {
-  for (int i = 0; i < shape.head_dim_k; ++i) q16[i] = quant::Fp16ToFp32(quant::Fp32ToFp16(qv[i]));
-  const int64_t n = p - lo + 1;
-  if (static_cast<int64_t>(scores.size()) < n) scores.resize(static_cast<size_t>(n));
-  const kernels::F16VecKernels& f16 = kernels::GetF16Vec();
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
-    const uint16_t* k =
-        static_cast<const uint16_t*>(cache.K(il, lo + j)) + int64_t{kvh} * shape.head_dim_k;
-    const float s = f16.dot(shape.head_dim_k, k, q16);
-    scores[static_cast<size_t>(j)] = s;
-    max = std::max(max, s);
+// rows x dim stored elements, contiguous, to f32; returns where they are.
+const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
+  const kernels::AttnTileKernels& k = kernels::GetAttnTile();
+  switch (type) {
+    case KvType::kF32:
+      return reinterpret_cast<const float*>(src);
+    case KvType::kF16:
+      k.f16_to_f32(n, reinterpret_cast<const uint16_t*>(src), buf);
+      return buf;
+    case KvType::kBF16:
+      k.bf16_to_f32(n, reinterpret_cast<const uint16_t*>(src), buf);
+      return buf;
+    case KvType::kQ8_0:
+      quant::DequantizeRow(quant::TensorType::kQ8_0, src, buf, n);
+      return buf;
   }
-  double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j) {
-    const float e = std::exp(scores[static_cast<size_t>(j)] - max);
-    scores[static_cast<size_t>(j)] = e;
-    sum += e;
+  return buf;
+}
+
+struct Plan {
+  AttentionShape shape;
+  KvType type;
+  int group;        // query heads per KV head
+  int tile_tokens;  // tokens per row tile
+  int64_t n_tiles;  // row tiles per KV head
+  int splits;       // key splits per row tile
+  int64_t n_tokens, pos0;
+  int64_t state_stride;  // floats of running state per task
+  int64_t Lo(int64_t p) const {
+    return shape.window > 0 ? std::max<int64_t>(0, p - shape.window + 1) : 0;
   }
-  const float inv = static_cast<float>(1.0 / sum);
-  std::fill(acc, acc + shape.head_dim_v, 0.0f);
-  for (int64_t j = 0; j < n; ++j) {
-    const float w = quant::Fp16ToFp32(quant::Fp32ToFp16(scores[static_cast<size_t>(j)] * inv));
-    const uint16_t* v =
-        static_cast<const uint16_t*>(cache.V(il, lo + j)) + int64_t{kvh} * shape.head_dim_v;
-    f16.axpy(shape.head_dim_v, w, v, acc);
+};
+
+// Running state of one task: m[rows], l[rows], o[rows][head_dim_v].
+struct TaskState {
+  float* m;
+  float* l;
+  float* o;
+};
+TaskState StateOf(const Plan& plan, std::vector<float>& state, int64_t task) {
+  const int rows = plan.tile_tokens * plan.group;
+  float* base = state.data() + task * plan.state_stride;
+  return {base, base + rows, base + 2 * rows};
+}
+
+// Folds keys [j_lo, j_hi] of one chunk into one task's rows.
+void RunTask(const Plan& plan, const kv::KvCache& cache,
+             const std::vector<kv::KvCache::BlockView>& views, const float* q, int64_t task,
+             int64_t j_lo, int64_t j_hi, std::vector<float>& state) {
+  const AttentionShape& sh = plan.shape;
+  const kernels::AttnTileKernels& kern = kernels::GetAttnTile();
+  const int64_t per_head = plan.n_tiles * plan.splits;
+  const int kvh = static_cast<int>(task / per_head);
+  const int64_t tile = (task % per_head) / plan.splits;
+  const int split = static_cast<int>(task % plan.splits);
+  const int64_t t0 = tile * plan.tile_tokens;
+  const int64_t t1 = std::min(plan.n_tokens, t0 + plan.tile_tokens);
+  const int rows = static_cast<int>((t1 - t0) * plan.group);
+  const int64_t first_lo = plan.Lo(plan.pos0 + t0), last_p = plan.pos0 + t1 - 1;
+  const int64_t lo = std::max(j_lo, first_lo), hi = std::min(j_hi, last_p);
+  if (lo > hi) return;
+
+  thread_local std::vector<float> qbuf, kbuf, vbuf, sbuf;
+  const int dk = sh.head_dim_k, dv = sh.head_dim_v;
+  qbuf.resize(static_cast<size_t>(rows) * dk);
+  kbuf.resize(static_cast<size_t>(kKeyTile) * dk);
+  vbuf.resize(static_cast<size_t>(kKeyTile) * dv);
+  sbuf.resize(static_cast<size_t>(rows) * kKeyTile);
+  const int64_t q_row = int64_t{sh.n_head} * dk;
+  for (int r = 0; r < rows; ++r) {
+    const int64_t t = t0 + r / plan.group;
+    const int h = kvh * plan.group + r % plan.group;
+    const float* src = q + t * q_row + int64_t{h} * dk;
+    for (int d = 0; d < dk; ++d) qbuf[r * dk + d] = RoundLikeKv(plan.type, src[d]);
   }
-  std::copy(acc, acc + shape.head_dim_v, o);
+  TaskState st = StateOf(plan, state, task);
+  const size_t k_row_bytes = cache.k_row_bytes(), v_row_bytes = cache.v_row_bytes();
+  const int64_t chunk_first = views.front().first_pos;
+  for (int64_t j0 = lo / kKeyTile * kKeyTile; j0 <= hi; j0 += kKeyTile) {
+    // Tiles go to splits by absolute index: the same in every call.
+    if ((j0 / kKeyTile) % plan.splits != split) continue;
+    const int64_t a = std::max(j0, lo), b = std::min(j0 + kKeyTile - 1, hi);
+    const int nk = static_cast<int>(b - a + 1);
+    const kv::KvCache::BlockView& view =
+        views[static_cast<size_t>((a - chunk_first) / kBlockPositions)];
+    const uint8_t* slice = view.slices[kvh];
+    const int64_t row0 = a - view.first_pos;
+    const float* kf = ToF32(plan.type, slice + row0 * k_row_bytes, int64_t{nk} * dk, kbuf.data());
+    const float* vf = ToF32(plan.type, slice + kBlockPositions * k_row_bytes + row0 * v_row_bytes,
+                            int64_t{nk} * dv, vbuf.data());
+    float* s = sbuf.data();
+    kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * kKeyTile;
+      const int64_t p = plan.pos0 + t0 + r / plan.group;
+      const int64_t rlo = plan.Lo(p);
+      float mt = kNegInf;
+      for (int j = 0; j < nk; ++j) {
+        const int64_t key = a + j;
+        if (key > p || key < rlo) sr[j] = kNegInf;
+        mt = std::max(mt, sr[j]);
+      }
+      if (mt == kNegInf) {
+        std::fill(sr, sr + nk, 0.0f);
+        continue;
+      }
+      const float m_new = std::max(st.m[r], mt);
+      if (m_new != st.m[r]) {
+        const float scale = std::exp(st.m[r] - m_new);
+        st.l[r] *= scale;
+        float* o = st.o + int64_t{r} * dv;
+        for (int d = 0; d < dv; ++d) o[d] *= scale;
+        st.m[r] = m_new;
+      }
+      for (int j = 0; j < nk; ++j) sr[j] -= m_new;
+      kern.exp(nk, sr, sr);
+      float sum = 0.0f;
+      for (int j = 0; j < nk; ++j) sum += sr[j];
+      st.l[r] += sum;
+    }
+    kern.accumulate(rows, nk, dv, s, kKeyTile, vf, dv, st.o, dv);
+  }
+}
+
+// Merges the key splits of every row tile and writes the normalised rows.
+void Finish(const Plan& plan, std::vector<float>& state, float* out) {
+  const AttentionShape& sh = plan.shape;
+  const int dv = sh.head_dim_v;
+  const int64_t o_row = int64_t{sh.n_head} * dv;
+  for (int kvh = 0; kvh < sh.n_head_kv; ++kvh) {
+    for (int64_t tile = 0; tile < plan.n_tiles; ++tile) {
+      const int64_t t0 = tile * plan.tile_tokens;
+      const int64_t t1 = std::min(plan.n_tokens, t0 + plan.tile_tokens);
+      const int64_t task0 = (kvh * plan.n_tiles + tile) * plan.splits;
+      for (int r = 0; r < (t1 - t0) * plan.group; ++r) {
+        float m = kNegInf;
+        for (int s = 0; s < plan.splits; ++s) m = std::max(m, StateOf(plan, state, task0 + s).m[r]);
+        float* o =
+            out + (t0 + r / plan.group) * o_row + int64_t{kvh * plan.group + r % plan.group} * dv;
+        std::fill(o, o + dv, 0.0f);
+        float l = 0.0f;
+        for (int s = 0; s < plan.splits; ++s) {
+          TaskState st = StateOf(plan, state, task0 + s);
+          if (st.m[r] == kNegInf) continue;
+          const float w = plan.splits == 1 ? 1.0f : std::exp(st.m[r] - m);
+          l += w * st.l[r];
+          for (int d = 0; d < dv; ++d) o[d] += w * st.o[int64_t{r} * dv + d];
+        }
+        const float inv = 1.0f / l;
+        for (int d = 0; d < dv; ++d) o[d] *= inv;
+      }
+    }
+  }
 }
 
 }  // namespace
 
-void Attention(const AttentionShape& shape, KvCache& cache, int il, const float* q,
-               int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool) {
-  const int group = shape.n_head / shape.n_head_kv;
-  const int64_t q_row = int64_t{shape.n_head} * shape.head_dim_k;
-  const int64_t o_row = int64_t{shape.n_head} * shape.head_dim_v;
-  pool.ParallelFor(n_tokens * shape.n_head, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> acc(static_cast<size_t>(shape.head_dim_v));
-    std::vector<float> q16(static_cast<size_t>(shape.head_dim_k));
-    std::vector<float> scores;
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t t = task / shape.n_head;
-      const int h = static_cast<int>(task % shape.n_head);
-      const int64_t p = pos0 + t;
-      const int64_t lo = shape.window > 0 ? std::max<int64_t>(0, p - shape.window + 1) : 0;
-      const float* qv = q + t * q_row + int64_t{h} * shape.head_dim_k;
-      float* o = out + t * o_row + int64_t{h} * shape.head_dim_v;
-      if (cache.type() == KvType::kF32) {
-        AttendF32(shape, cache, il, qv, h / group, lo, p, acc.data(), o);
-      } else {
-        AttendF16(shape, cache, il, qv, h / group, lo, p, q16.data(), scores, acc.data(), o);
+Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
+                 int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
+                 AttentionScratch& scratch) {
+  Plan plan{};
+  plan.shape = shape;
+  plan.type = cache.type();
+  plan.group = shape.n_head / shape.n_head_kv;
+  plan.tile_tokens = std::max(1, kRowsPerTile / plan.group);
+  plan.n_tiles = (n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+  plan.n_tokens = n_tokens;
+  plan.pos0 = pos0;
+  const int64_t k_first = plan.Lo(pos0), k_last = pos0 + n_tokens - 1;
+  const int64_t base_tasks = shape.n_head_kv * plan.n_tiles;
+  // One split per thread (at most kMaxSplits) in every call, batched or
+  // not: a row's keys are always folded in the same groups and merged in
+  // the same order, so prefill and one-token decode agree bit for bit.
+  plan.splits = std::clamp(pool.size(), 1, kMaxSplits);
+  const int rows = plan.tile_tokens * plan.group;
+  plan.state_stride = int64_t{rows} * (2 + shape.head_dim_v);
+  const int64_t tasks = base_tasks * plan.splits;
+  scratch.state.resize(static_cast<size_t>(tasks * plan.state_stride));
+  for (int64_t t = 0; t < tasks; ++t) {
+    TaskState st = StateOf(plan, scratch.state, t);
+    std::fill(st.m, st.m + rows, kNegInf);
+    std::fill(st.l, st.l + rows, 0.0f);
+    std::fill(st.o, st.o + int64_t{rows} * shape.head_dim_v, 0.0f);
+  }
+  std::vector<kv::KvCache::BlockView> views;
+  const int64_t b_first = k_first / kBlockPositions, b_last = k_last / kBlockPositions;
+  for (int64_t c0 = b_first; c0 <= b_last; c0 += kv::kMaxChunkBlocks) {
+    const int64_t c1 = std::min(b_last + 1, c0 + kv::kMaxChunkBlocks);
+    ELLM_RETURN_IF_ERROR(cache.Acquire(il, c0, c1, &views));
+    const int64_t j_lo = std::max(k_first, c0 * kBlockPositions);
+    const int64_t j_hi = std::min(k_last, c1 * kBlockPositions - 1);
+    pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        RunTask(plan, cache, views, q, task, j_lo, j_hi, scratch.state);
       }
-    }
-  });
+    });
+  }
+  Finish(plan, scratch.state, out);
+  return OkStatus();
 }
 
 }  // namespace ellm::model

@@ -1,12 +1,25 @@
-// Causal attention over the KV cache with online softmax: keys are visited
-// in tiles and folded into a running max / sum / weighted V, so no score
-// matrix (L x L or L x batch) is ever materialised.
+// Causal attention over the KV cache with online softmax (Milakov &
+// Gimelshein 2018; the tiling of FlashAttention, Dao et al. 2022): keys
+// stream through in chunks of cache blocks and tiles of kKeyTile, folded
+// into a running max / sum / weighted V per query row, so no score matrix
+// (L x L or L x batch) is ever materialised: the scratch is one tile of
+// scores per thread plus the running state of the micro-batch's rows.
+//
+// Work split: rows are (token, query head) pairs grouped by KV head (the
+// query heads sharing a KV head read the same keys, converted to f32 once
+// per tile); tasks are (KV head, tile of rows, key split). Key tiles are
+// dealt to splits by absolute tile index (one split per thread, in every
+// call), so one-token decode keeps every thread busy and a row's result does
+// not depend on how the tokens were batched: prefill and decode agree bit
+// for bit. The splits' partial states are merged at the end.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "ellm/base/status.h"
 #include "ellm/engine/thread_pool.h"
-#include "model/kv_cache.h"
+#include "kv/kv_cache.h"
 
 namespace ellm::model {
 
@@ -18,10 +31,17 @@ struct AttentionShape {
   int window;  // 0 = full attention; else a query at p sees keys (p - window, p]
 };
 
+// Running softmax state of every task, reused across calls.
+struct AttentionScratch {
+  std::vector<float> state;
+};
+
 // q:   [n_tokens, n_head * head_dim_k], already scaled; token t is at position pos0 + t.
 // out: [n_tokens, n_head * head_dim_v].
-// REQUIRES: K/V rows for positions up to pos0 + n_tokens - 1 are in `cache` for layer il.
-void Attention(const AttentionShape& shape, KvCache& cache, int il, const float* q,
-               int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool);
+// REQUIRES: K/V rows for positions up to pos0 + n_tokens - 1 are in `cache`
+// for layer il. Errors: only from reading spilled blocks back.
+Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
+                 int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
+                 AttentionScratch& scratch);
 
 }  // namespace ellm::model

@@ -2,12 +2,14 @@
 // top to bottom and branches only on the spec's recipe enums.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "ellm/engine/engine.h"
 #include "ellm/engine/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_state_file.h"
 #include "model/attention.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -20,8 +22,8 @@ using model::Layer;
 
 // Scratch buffers sized for one micro-batch, reused across calls.
 struct Session::State {
-  State(const model::Model& m, const SessionOptions& o)
-      : cache(m, o.n_ctx, o.micro_batch, o.kv_type) {
+  State(const model::Model& m, const SessionOptions& o, std::unique_ptr<kv::KvCache> kv)
+      : cache(std::move(kv)) {
     const HParams& hp = m.hparams();
     const int64_t mb = o.micro_batch;
     micro_batch = mb;
@@ -34,10 +36,11 @@ struct Session::State {
     gate.resize(mb * hp.n_ff);
     up.resize(mb * hp.n_ff);
   }
-  model::KvCache cache;
+  std::unique_ptr<kv::KvCache> cache;
   int64_t micro_batch;
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   ops::MatMulScratch mm;
+  model::AttentionScratch attn_scratch;
 };
 
 namespace {
@@ -45,6 +48,28 @@ namespace {
 // Logit rows computed per pass over the output matrix: bounds the buffer
 // (rows x n_vocab floats) while reading the big matrix once per slice.
 constexpr int64_t kLogitRowsPerSlice = 32;
+
+// FNV-1a (64-bit) over the file size, its first MiB (header, metadata,
+// tensor table) and 16 spread 4 KiB samples of the weights: cheap, and
+// any re-quantization or different file changes it.
+std::string ModelFingerprint(std::span<const uint8_t> bytes) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const uint8_t* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  const uint64_t size = bytes.size();
+  mix(reinterpret_cast<const uint8_t*>(&size), sizeof(size));
+  mix(bytes.data(), std::min<size_t>(bytes.size(), 1 << 20));
+  constexpr size_t kSample = 4096;
+  if (bytes.size() > kSample) {
+    for (int i = 0; i < 16; ++i) {
+      mix(bytes.data() + (bytes.size() - kSample) / 15 * i, kSample);
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 void NormRows(const float* x, const std::vector<float>& w, float* y, int64_t rows, int64_t n,
               float eps) {
@@ -54,13 +79,13 @@ void NormRows(const float* x, const std::vector<float>& w, float* y, int64_t row
 }  // namespace
 
 Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
-                     const LogitsCallback& on_logits) {
+                     const LogitsCallback& on_logits, const ProgressCallback& on_progress) {
   const model::Model& m = *engine_->model_;
   const HParams& hp = m.hparams();
-  if (pos_ + static_cast<int64_t>(tokens.size()) > state_->cache.n_ctx()) {
+  if (pos_ + static_cast<int64_t>(tokens.size()) > state_->cache->n_ctx()) {
     return OutOfRangeError("context full: " + std::to_string(pos_) + " positions used, " +
                            std::to_string(tokens.size()) + " more requested, n_ctx is " +
-                           std::to_string(state_->cache.n_ctx()));
+                           std::to_string(state_->cache->n_ctx()));
   }
   for (TokenId id : tokens) {
     if (id < 0 || id >= hp.n_vocab) {
@@ -101,11 +126,12 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
         ops::RopeNeox(qt, hp.n_head, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
         ops::RopeNeox(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
         ops::Scale(qt, hp.query_scale, q_row);
-        s.cache.Store(il, pos0 + t, kt, s.v.data() + t * v_row);
+        ELLM_RETURN_IF_ERROR(s.cache->Store(il, pos0 + t, kt, s.v.data() + t * v_row));
       }
       model::AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
                                   l.sliding ? hp.sliding_window : 0};
-      model::Attention(shape, s.cache, il, s.q.data(), n, pos0, s.attn.data(), pool);
+      ELLM_RETURN_IF_ERROR(model::Attention(shape, *s.cache, il, s.q.data(), n, pos0, s.attn.data(),
+                                            pool, s.attn_scratch));
       ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
         NormRows(s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
@@ -129,6 +155,7 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       ops::AddInPlace(s.x.data(), s.h.data(), n * E);
     }
     pos_ += n;
+    tokens_.insert(tokens_.end(), tokens.begin() + b0, tokens.begin() + b0 + n);
     // Logits, only where asked for.
     int64_t first = n, last = n;  // [first, last) of this micro-batch
     if (which == LogitsFor::kAll) {
@@ -150,13 +177,40 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
                                                       static_cast<size_t>(hp.n_vocab)));
       }
     }
+    if (on_progress && !on_progress(b0 + n, total) && b0 + n < total) {
+      return CancelledError("evaluation cancelled after " + std::to_string(b0 + n) + " of " +
+                            std::to_string(total) + " tokens");
+    }
   }
   return OkStatus();
 }
 
-uint64_t Session::kv_bytes() const { return state_->cache.bytes(); }
+uint64_t Session::kv_bytes() const { return state_->cache->stats().resident_bytes; }
+KvStats Session::kv_stats() const { return state_->cache->stats(); }
 
-int64_t Session::n_ctx() const { return state_->cache.n_ctx(); }
+void Session::Reset() {
+  pos_ = 0;
+  tokens_.clear();
+  // Clearing fails only when truncating the spill file does; the blocks in
+  // it are unreachable either way, so the session stays usable.
+  (void)state_->cache->Clear();
+}
+
+Status Session::SaveState(const std::string& path) {
+  return kv::SaveKvState(*state_->cache, tokens_, engine_->info_.fingerprint, path);
+}
+
+StatusOr<int64_t> Session::RestoreState(const std::string& path, std::span<const TokenId> tokens) {
+  pos_ = 0;
+  tokens_.clear();
+  ELLM_ASSIGN_OR_RETURN(int64_t n,
+                        kv::LoadKvState(*state_->cache, tokens, engine_->info_.fingerprint, path));
+  pos_ = n;
+  tokens_.assign(tokens.begin(), tokens.begin() + n);
+  return n;
+}
+
+int64_t Session::n_ctx() const { return state_->cache->n_ctx(); }
 Session::Session(Engine* engine, std::unique_ptr<State> state)
     : engine_(engine), state_(std::move(state)) {}
 Session::~Session() = default;
@@ -182,6 +236,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
   po.threads = options.threads;
   e->pool_ = std::make_unique<ThreadPool>(po);
   e->info_.path = path;
+  e->info_.fingerprint = ModelFingerprint(e->model_->file().bytes());
   e->info_.architecture = std::string(e->model_->spec().name);
   auto name = e->model_->file().GetString("general.name");
   e->info_.name = name.ok() ? std::string(*name) : e->info_.architecture;
@@ -203,7 +258,20 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
   }
   SessionOptions o = options;
   o.micro_batch = std::min(o.micro_batch, o.n_ctx);
-  auto state = std::make_unique<Session::State>(*model_, o);
+  const HParams& hp = model_->hparams();
+  kv::KvCacheOptions ko;
+  ko.n_head_kv = hp.n_head_kv;
+  ko.head_dim_k = hp.head_dim_k;
+  ko.head_dim_v = hp.head_dim_v;
+  for (const Layer& l : model_->layers()) ko.windows.push_back(l.sliding ? hp.sliding_window : 0);
+  ko.n_ctx = o.n_ctx;
+  ko.micro_batch = o.micro_batch;
+  ko.type = o.kv_type;
+  ko.memory_budget = o.kv_memory_budget;
+  ko.spill_dir = o.spill_dir;
+  ko.zstd_level = o.spill_zstd_level;
+  ELLM_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvCache> cache, kv::KvCache::Create(ko));
+  auto state = std::make_unique<Session::State>(*model_, o, std::move(cache));
   return std::unique_ptr<Session>(new Session(this, std::move(state)));
 }
 

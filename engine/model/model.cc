@@ -1,6 +1,10 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
 
 #include "quant/quant.h"
 
@@ -60,7 +64,37 @@ StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file) {
   }
   ELLM_RETURN_IF_ERROR(m->ReadHParams());
   ELLM_RETURN_IF_ERROR(m->BindTensors());
+  m->PackWeights();
   return m;
+}
+
+// Every layer matrix whose type has a packed layout gets a packed copy, and
+// its file pages are released: MatMul reads only the copy, in prefill and in
+// decode alike (the packed kernels are as fast at one token, and reading both
+// copies would hold both in memory). The output projection stays row-wise:
+// it only ever multiplies one row at a time here, where packing gains
+// nothing measurable, and the tied embedding lookups would fault its
+// released pages back in 64 KB at a time (kernel fault-around), +55 MB at
+// 512 tokens. ELLM_PACKED_WEIGHTS=off turns packing off, to compare paths
+// on one build (benchmarks, bisecting a numerical difference); it is not a
+// tuning knob.
+void Model::PackWeights() {
+  const char* env = std::getenv("ELLM_PACKED_WEIGHTS");
+  if (env != nullptr && std::string_view(env) == "off") return;
+  std::vector<Weight*> targets;
+  for (Layer& l : layers_) {
+    for (Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(w);
+  }
+  std::vector<ops::PackSource> sources;
+  std::vector<Weight*> packed_targets;
+  for (Weight* w : targets) {
+    if (w->data == nullptr || !kernels::CanPack(w->type)) continue;
+    sources.push_back({w->type, w->rows, w->cols, w->data, w->row_bytes, true});
+    packed_targets.push_back(w);
+  }
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  packed_ = ops::PackWeights(sources, threads);
+  for (size_t i = 0; i < packed_targets.size(); ++i) packed_targets[i]->packed = packed_[i].get();
 }
 
 Status Model::ReadHParams() {

@@ -11,6 +11,7 @@
 #include "ellm/base/status.h"
 #include "ellm/engine/gguf.h"
 #include "model/arch_spec.h"
+#include "ops/packed_weight.h"
 
 namespace ellm::model {
 
@@ -43,6 +44,10 @@ struct Weight {
   int64_t rows = 0;
   uint64_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  // The same matrix repacked for the packed GEMM (owned by the Model), or
+  // nullptr. When set, ops::MatMul reads only this, and the file pages of
+  // `data` may have been released (they read back from the file on touch).
+  const ops::PackedWeight* packed = nullptr;
   const uint8_t* Row(int64_t r) const { return data + r * row_bytes; }
 };
 
@@ -71,6 +76,7 @@ class Model {
   Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status ReadHParams();
   Status BindTensors();
+  void PackWeights();
   StatusOr<std::vector<bool>> SlidingLayers() const;
 
   gguf::GgufFile file_;
@@ -79,6 +85,7 @@ class Model {
   Weight token_embd_, output_;
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
+  std::vector<std::unique_ptr<ops::PackedWeight>> packed_;  // Weight::packed points here
 };
 
 }  // namespace ellm::model

@@ -20,8 +20,10 @@ StatusOr<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view te
     return InvalidArgumentError("the text has " + std::to_string(body) +
                                 " tokens, fewer than one chunk of " + std::to_string(per_chunk));
   }
-  ELLM_ASSIGN_OR_RETURN(auto session,
-                        engine.NewSession({.n_ctx = o.ctx, .micro_batch = o.micro_batch}));
+  SessionOptions so = o.session;
+  so.n_ctx = o.ctx;
+  so.micro_batch = o.micro_batch;
+  ELLM_ASSIGN_OR_RETURN(auto session, engine.NewSession(so));
   PerplexityResult r;
   r.ctx = o.ctx;
   r.chunks = chunks;
@@ -49,6 +51,7 @@ StatusOr<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view te
     r.tokens += per_chunk;
     if (o.progress) o.progress(c + 1, chunks, total / static_cast<double>(r.tokens));
   }
+  r.kv = session->kv_stats();
   r.nll = total / static_cast<double>(r.tokens);
   r.ppl = std::exp(r.nll);
   return r;

@@ -1,12 +1,68 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
+
+#include "kernels/gemm_packed.h"
 #include "kernels/vec_dot.h"
 #include "quant/quant.h"
 
 namespace ellm::ops {
+namespace {
+
+// Row groups per task: 2 groups (16 rows), as the row-wise path's grain.
+constexpr int64_t kGroupsPerTask = 2;
+
+// The packed path: activations encoded as for the row-wise kernels (plus the
+// Q8_0 block summaries), then tasks of whole row groups, all tokens each.
+void PackedMatMulRows(const kernels::PackedMatrix& pm, const float* x, int64_t n_tokens,
+                      int64_t row_begin, int64_t row_end, float* y, ThreadPool& pool,
+                      MatMulScratch& scratch) {
+  const quant::TensorType act_type = quant::ActivationTypeFor(pm.type);
+  const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), pm.cols);
+  scratch.act.resize(act_row_bytes * n_tokens);
+  uint8_t* act = scratch.act.data();
+  kernels::GemmActivations a;
+  a.rows = act;
+  a.stride = act_row_bytes;
+  a.n_tokens = n_tokens;
+  const bool summarize = act_type == quant::TensorType::kQ8_0;
+  const int64_t nb = pm.cols / 32;
+  if (summarize) {
+    scratch.block_d.resize(static_cast<size_t>(n_tokens * nb));
+    scratch.block_sum.resize(static_cast<size_t>(n_tokens * nb));
+    a.block_d = scratch.block_d.data();
+    a.block_sum = scratch.block_sum.data();
+  }
+  pool.ParallelFor(n_tokens, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      quant::QuantizeRow(act_type, x + t * pm.cols, act + t * act_row_bytes, pm.cols);
+    }
+    if (summarize) {
+      kernels::SummarizeQ8_0(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, pm.cols,
+                             scratch.block_d.data() + t0 * nb, scratch.block_sum.data() + t0 * nb);
+    }
+  });
+  const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(pm.type);
+  const int64_t n_rows = row_end - row_begin;
+  // Task k covers groups [g_first + k, ...) clipped to the requested rows,
+  // so every task but the first and last starts and ends on a group.
+  const int64_t g_first = row_begin / kernels::kPackRows;
+  const int64_t g_last = (row_end + kernels::kPackRows - 1) / kernels::kPackRows;
+  pool.ParallelFor(g_last - g_first, kGroupsPerTask, [&](int64_t k0, int64_t k1) {
+    const int64_t r0 = std::max(row_begin, (g_first + k0) * kernels::kPackRows);
+    const int64_t r1 = std::min(row_end, (g_first + k1) * kernels::kPackRows);
+    gemm(pm, r0, r1, a, y + (r0 - row_begin), n_rows);
+  });
+}
+
+}  // namespace
 
 void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
+  if (w.packed != nullptr) {
+    PackedMatMulRows(w.packed->matrix(), x, n_tokens, row_begin, row_end, y, pool, scratch);
+    return;
+  }
   const quant::TensorType act_type = quant::ActivationTypeFor(w.type);
   const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), w.cols);
   scratch.act.resize(act_row_bytes * n_tokens);

@@ -12,13 +12,17 @@ namespace ellm::ops {
 // Reusable buffer for the quantized activations of one MatMul call.
 struct MatMulScratch {
   std::vector<uint8_t> act;
+  std::vector<float> block_d;      // packed Q8_0-family weights: per-block f32 scales
+  std::vector<int32_t> block_sum;  // and quant sums of the activations
 };
 
 // y[t * w.rows + r] = dot(w row r, x[t * w.cols ...]) for t < n_tokens, r < w.rows.
 // x: [n_tokens, w.cols] row-major f32; y: [n_tokens, w.rows]; no aliasing.
 // The activations are first encoded in quant::ActivationTypeFor(w.type), as
 // ggml does, then each weight row is dotted with every token's row.
-// Rows are split across the pool's threads.
+// Rows are split across the pool's threads. When w.packed is set, the packed
+// GEMM kernels (kernels/gemm_packed.h) run on it instead of the row-wise dot
+// kernels; results agree to the tolerance stated there (not bit for bit).
 void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch);
 

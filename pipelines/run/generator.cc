@@ -54,9 +54,13 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
     return InvalidArgumentError("context " + std::to_string(options.context) +
                                 " is too small for a pipeline (at least 256 tokens)");
   }
-  ELLM_ASSIGN_OR_RETURN(g->session_, g->engine_->NewSession({.n_ctx = g->context_,
-                                                             .micro_batch = options.micro_batch,
-                                                             .kv_type = options.kv_type}));
+  ELLM_ASSIGN_OR_RETURN(g->session_,
+                        g->engine_->NewSession({.n_ctx = g->context_,
+                                                .micro_batch = options.micro_batch,
+                                                .kv_type = options.kv_type,
+                                                .kv_memory_budget = options.kv_memory_budget,
+                                                .spill_dir = options.spill_dir,
+                                                .spill_zstd_level = options.spill_zstd_level}));
   struct stat st {};
   stat(model_path.c_str(), &st);
   std::string file = model_path.substr(model_path.find_last_of('/') + 1);

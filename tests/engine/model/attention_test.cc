@@ -38,10 +38,21 @@ class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType>> {
 TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   const int window = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
-  const int n_head = 4, n_kv = 2, dk = 16, dv = 8;
-  const int64_t n_ctx = 300, micro = 64;
-  KvCache cache =
-      KvCache::ForTest(1, n_kv * dk, n_kv * dv, n_ctx, window > 0 ? window + micro : n_ctx, type);
+  const int n_head = 4, n_kv = 2, dk = 32, dv = 64;
+  // 700 positions wrap the two-block ring of the small windows.
+  const int64_t n_ctx = 700, micro = 96;
+  kv::KvCacheOptions ko;
+  ko.n_head_kv = n_kv;
+  ko.head_dim_k = dk;
+  ko.head_dim_v = dv;
+  ko.windows = {window};
+  ko.n_ctx = n_ctx;
+  ko.micro_batch = micro;
+  ko.type = type;
+  auto made = kv::KvCache::Create(ko);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  kv::KvCache& cache = **made;
+  AttentionScratch scratch;
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0, 1);
   std::vector<std::vector<float>> keys(n_ctx), vals(n_ctx);
@@ -56,11 +67,11 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   for (int64_t pos0 = 0; pos0 < n_ctx; pos0 += micro) {
     const int64_t n = std::min(micro, n_ctx - pos0);
     for (int64_t t = 0; t < n; ++t)
-      cache.Store(0, pos0 + t, keys[pos0 + t].data(), vals[pos0 + t].data());
+      ASSERT_TRUE(cache.Store(0, pos0 + t, keys[pos0 + t].data(), vals[pos0 + t].data()).ok());
     std::vector<float> q(n * n_head * dk), out(n * n_head * dv);
     for (float& x : q) x = nd(rng) * 0.5f;
     AttentionShape shape{n_head, n_kv, dk, dv, window};
-    Attention(shape, cache, 0, q.data(), n, pos0, out.data(), pool);
+    ASSERT_TRUE(Attention(shape, cache, 0, q.data(), n, pos0, out.data(), pool, scratch).ok());
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
       const int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
@@ -73,8 +84,9 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
         }
         auto want = Naive(q.data() + (t * n_head + h) * dk, kh, vh, lo, p, dk, dv);
         for (int d = 0; d < dv; ++d) {
-          // f16 storage rounds K, V, Q and the probabilities (2^-11 relative each).
-          const double tol = type == KvType::kF32 ? 1e-4 : 2e-2;
+          // Storage rounds K, V and Q: 2^-11 relative for f16, 2^-8 for
+          // bf16, ~1/254 of each 32-block's largest value for q8_0.
+          const double tol = type == KvType::kF32 ? 1e-4 : type == KvType::kF16 ? 2e-2 : 8e-2;
           ASSERT_NEAR(out[(t * n_head + h) * dv + d], want[d], tol) << "pos " << p << " head " << h;
         }
       }
@@ -83,8 +95,61 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WindowsAndTypes, AttentionTest,
-                         ::testing::Combine(::testing::Values(0, 1, 37, 100),
-                                            ::testing::Values(KvType::kF32, KvType::kF16)));
+                         ::testing::Combine(::testing::Values(0, 1, 37, 300),
+                                            ::testing::Values(KvType::kF32, KvType::kF16,
+                                                              KvType::kBF16, KvType::kQ8_0)));
+
+}  // namespace
+}  // namespace ellm::model
+
+namespace ellm::model {
+namespace {
+
+// Decoding one token at a time gives exactly what a batched prefill gives.
+TEST(Attention, OneTokenAtATimeEqualsBatched) {
+  const int n_head = 4, n_kv = 1, dk = 64, dv = 64;
+  const int64_t n_ctx = 1500;
+  const int window = 300;  // and a sliding layer, whose lower bound moves
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> k(n_ctx * dk), v(n_ctx * dv), q(n_ctx * n_head * dk);
+  for (float& x : k) x = nd(rng);
+  for (float& x : v) x = nd(rng);
+  for (float& x : q) x = nd(rng) * 0.3f;
+  ThreadPool pool({.threads = 2});
+  std::vector<std::vector<float>> outs;
+  for (int64_t micro : {int64_t{256}, int64_t{1}, int64_t{77}}) {
+    kv::KvCacheOptions ko;
+    ko.n_head_kv = n_kv;
+    ko.head_dim_k = dk;
+    ko.head_dim_v = dv;
+    ko.windows = {0, window};
+    ko.n_ctx = n_ctx;
+    ko.micro_batch = micro;
+    ko.type = KvType::kF16;
+    auto cache = kv::KvCache::Create(ko);
+    ASSERT_TRUE(cache.ok());
+    AttentionScratch scratch;
+    std::vector<float> out(2 * n_ctx * n_head * dv);
+    for (int64_t pos0 = 0; pos0 < n_ctx; pos0 += micro) {
+      const int64_t n = std::min(micro, n_ctx - pos0);
+      for (int il = 0; il < 2; ++il) {
+        for (int64_t t = pos0; t < pos0 + n; ++t) {
+          ASSERT_TRUE((*cache)->Store(il, t, &k[t * dk], &v[t * dv]).ok());
+        }
+        ASSERT_TRUE(Attention({n_head, n_kv, dk, dv, il == 0 ? 0 : window}, **cache, il,
+                              &q[pos0 * n_head * dk], n, pos0,
+                              &out[(il * n_ctx + pos0) * n_head * dv], pool, scratch)
+                        .ok());
+      }
+    }
+    outs.push_back(out);
+  }
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    ASSERT_EQ(outs[0][i], outs[1][i]) << i;
+    ASSERT_EQ(outs[0][i], outs[2][i]) << i;
+  }
+}
 
 }  // namespace
 }  // namespace ellm::model

@@ -85,6 +85,7 @@ inline Status UnavailableError(std::string m) {
 inline Status DeadlineExceededError(std::string m) {
   return Status(StatusCode::kDeadlineExceeded, std::move(m));
 }
+inline Status CancelledError(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 inline Status DataLossError(std::string m) { return Status(StatusCode::kDataLoss, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 // An OS call failed: "<what>: <strerror(err)>", code chosen from errno

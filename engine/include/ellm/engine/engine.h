@@ -14,6 +14,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/engine/chat.h"
@@ -31,21 +33,53 @@ struct EngineOptions {
   int threads = 0;  // 0 = one per hardware thread
 };
 
-// How the KV cache stores keys and values; serialized in configs, append-only.
+// How the KV cache stores keys and values; serialized in configs and saved
+// states, append-only. Attention rounds Q to the storage's precision before
+// the products with K (as llama.cpp does), and works in f32 from there.
 enum class KvType {
-  kF16,  // default; attention then rounds Q and the softmax to f16 exactly as
-         // llama.cpp's CPU backend does without flash attention
-  kF32,  // no rounding at all
+  kF16 = 0,   // llama.cpp's default
+  kF32 = 1,   // no rounding at all
+  kBF16 = 2,  // f32's range, 8 bits of mantissa: never overflows
+  kQ8_0 = 3,  // blocks of 32 int8 with an f16 scale: about half of f16's bytes
 };
+// "f16", "f32", "bf16", "q8_0"; and back (error naming the accepted names).
+std::string_view KvTypeName(KvType type);
+StatusOr<KvType> ParseKvType(std::string_view name);
+
+// Called during Eval after each micro-batch: positions done and to do in
+// this call. Return false to cancel: Eval then stops at the next micro-batch
+// boundary with CANCELLED (the positions already evaluated stay valid).
+using ProgressCallback = std::function<bool(int64_t done, int64_t total)>;
 
 struct SessionOptions {
   int64_t n_ctx = 4096;       // positions this session may reach
   int64_t micro_batch = 256;  // tokens per forward step during prefill
   KvType kv_type = KvType::kF16;
+  // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
+  // layers beyond it are spilled, compressed, to spill_dir and read back
+  // when attention needs them; results are bit-identical either way.
+  uint64_t kv_memory_budget = 0;
+  std::string spill_dir;  // required with a budget
+  int spill_zstd_level = 1;
+};
+
+// What the KV cache did so far in a session.
+struct KvStats {
+  uint64_t resident_bytes = 0;       // KV bytes in memory now
+  uint64_t peak_resident_bytes = 0;  // the most at any time
+  uint64_t spilled_bytes = 0;        // raw bytes of the blocks written to disk
+  uint64_t spilled_encoded_bytes = 0;
+  uint64_t read_back_bytes = 0;  // raw bytes read back from disk
+  double compression_ratio() const {
+    return spilled_encoded_bytes > 0 ? double(spilled_bytes) / double(spilled_encoded_bytes) : 0.0;
+  }
 };
 
 struct ModelInfo {
   std::string path;
+  // Identifies the model file's contents (size, header, metadata, tensor
+  // table and sampled weights), for saved states: 16 hex digits.
+  std::string fingerprint;
   std::string architecture;
   std::string name;
   int n_vocab = 0;
@@ -92,14 +126,29 @@ class Session {
   // Appends `tokens` at position() and runs them through the model in
   // micro-batches. Fails with OUT_OF_RANGE (and changes nothing) when the
   // tokens would pass n_ctx, INVALID_ARGUMENT for an id outside the vocabulary.
-  Status Eval(std::span<const TokenId> tokens, LogitsFor which, const LogitsCallback& on_logits);
+  Status Eval(std::span<const TokenId> tokens, LogitsFor which, const LogitsCallback& on_logits,
+              const ProgressCallback& on_progress = nullptr);
   int64_t position() const { return pos_; }
   int64_t n_ctx() const;
   // Bytes of KV cache this session holds in memory (allocated for n_ctx;
   // sliding-window layers hold only their window).
   uint64_t kv_bytes() const;
-  // Forgets every position (the cache is reused).
-  void Reset() { pos_ = 0; }
+  // Forgets every position (the cache is reused, spilled blocks dropped).
+  void Reset();
+
+  // Prefix reuse. SaveState writes the KV cache of every position so far
+  // (and the tokens that made it) to `path`. RestoreState replaces this
+  // session's positions with a saved state when the file was made by the
+  // same model and KV settings and its tokens are exactly the first tokens
+  // of `tokens`; returns how many positions it restored (evaluate the rest
+  // of `tokens` from there; logits need at least one more token).
+  // Errors: NOT_FOUND, FAILED_PRECONDITION naming the mismatch, DATA_LOSS;
+  // after an error the session is empty.
+  Status SaveState(const std::string& path);
+  StatusOr<int64_t> RestoreState(const std::string& path, std::span<const TokenId> tokens);
+  // The tokens evaluated so far (position() of them).
+  std::span<const TokenId> tokens() const { return tokens_; }
+  KvStats kv_stats() const;
 
  private:
   friend class Engine;
@@ -108,6 +157,7 @@ class Session {
   Engine* engine_;
   std::unique_ptr<State> state_;
   int64_t pos_ = 0;
+  std::vector<TokenId> tokens_;
 };
 
 }  // namespace ellm

@@ -99,6 +99,8 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   uint64_t file_size() const { return bytes_.size(); }
   uint64_t data_offset() const { return data_offset_; }
+  // The whole file (mapped).
+  std::span<const uint8_t> bytes() const { return bytes_; }
 
   const std::vector<KeyValue>& metadata() const { return kvs_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

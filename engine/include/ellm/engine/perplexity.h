@@ -23,11 +23,14 @@ struct PerplexityResult {
   double nll = 0;                 // mean negative log-likelihood (nats)
   double ppl = 0;                 // exp(nll)
   std::vector<double> chunk_nll;  // mean per chunk
+  KvStats kv;                     // the session's KV cache at the end
 };
 
 struct PerplexityOptions {
   int64_t ctx = 512;
   int64_t micro_batch = 512;
+  // KV storage, budget and spill directory (n_ctx and micro_batch above win).
+  SessionOptions session;
   int64_t max_chunks = 0;  // 0 = all
   // Called after each chunk with (chunks done, chunks total, nll so far).
   std::function<void(int64_t, int64_t, double)> progress;

@@ -1,0 +1,213 @@
+// Matrix products on one thread at the real model's shapes (Gemma 3 270M
+// Q4_K_M: d_model 640, q 1024, k/v 256, FFN 2048) with 256 tokens, the
+// engine's prefill micro-batch, and with 1 token (decode): the packed GEMM (kernels/gemm_packed.h)
+// against the row-wise dot kernels that ops::MatMul used before, in MAC/s. Activations are encoded
+// once outside the loop (MatMul does that on every call; it is under 1% of the product).
+//
+// BM_Int8Peak measures the machine's integer SIMD ceiling: independent
+// VPMADDUBSW + VPMADDWD + VPADDD chains (32 byte MACs per VPMADDUBSW), the
+// instruction mix of every AVX2 integer dot product without VNNI. It uses
+// intrinsics outside kernels/ on purpose: it measures the CPU, not our code.
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "ellm/engine/cpu_features.h"
+#include "kernels/gemm_packed.h"
+#include "kernels/vec_dot.h"
+#include "ops/packed_weight.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+
+namespace {
+
+using ellm::IsaLevel;
+using ellm::quant::TensorType;
+namespace kernels = ellm::kernels;
+namespace quant = ellm::quant;
+
+struct Setup {
+  std::vector<uint8_t> w, act;
+  size_t row_bytes = 0, act_stride = 0;
+  std::vector<float> block_d;
+  std::vector<int32_t> block_sum;
+};
+
+Setup MakeSetup(TensorType t, int64_t rows, int64_t cols, int64_t tokens) {
+  Setup s;
+  const auto& tr = quant::Traits(t);
+  s.row_bytes = quant::RowBytes(tr, cols);
+  s.w.resize(s.row_bytes * rows);
+  std::mt19937 rng(42);
+  for (auto& b : s.w) b = static_cast<uint8_t>(rng());
+  // Sane f16 scales: random bytes could be subnormal or NaN.
+  const int at = t == TensorType::kQ6_K ? 208 : 0;
+  const int count = t == TensorType::kQ4_K ? 2 : 1;
+  const uint16_t h = quant::Fp32ToFp16(0.01f);
+  for (size_t off = 0; off < s.w.size(); off += tr.block_bytes) {
+    for (int k = 0; k < count; ++k) std::memcpy(&s.w[off + at + 2 * k], &h, 2);
+  }
+  const TensorType act_type = quant::ActivationTypeFor(t);
+  s.act_stride = quant::RowBytes(quant::Traits(act_type), cols);
+  s.act.resize(s.act_stride * tokens);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(cols);
+  for (int64_t i = 0; i < tokens; ++i) {
+    for (auto& v : x) v = normal(rng);
+    quant::QuantizeRow(act_type, x.data(), s.act.data() + i * s.act_stride, cols);
+  }
+  if (act_type == TensorType::kQ8_0) {
+    s.block_d.resize(tokens * cols / 32);
+    s.block_sum.resize(tokens * cols / 32);
+    kernels::SummarizeQ8_0(s.act.data(), s.act_stride, tokens, cols, s.block_d.data(),
+                           s.block_sum.data());
+  }
+  return s;
+}
+
+void SetMacs(benchmark::State& state, int64_t rows, int64_t cols, int64_t tokens) {
+  state.counters["MAC"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(rows * cols * tokens),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+// args: rows (output features), cols (input features), tokens.
+void BM_GemmPacked(benchmark::State& state, TensorType t) {
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  const Setup s = MakeSetup(t, rows, cols, tokens);
+  const ellm::ops::PackSource src{t, rows, cols, s.w.data(), s.row_bytes, false};
+  const auto packed = ellm::ops::PackWeights({&src, 1}, 1);
+  kernels::GemmActivations a;
+  a.rows = s.act.data();
+  a.stride = s.act_stride;
+  a.n_tokens = tokens;
+  a.block_d = s.block_d.empty() ? nullptr : s.block_d.data();
+  a.block_sum = s.block_sum.empty() ? nullptr : s.block_sum.data();
+  const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(t);
+  std::vector<float> y(rows * tokens);
+  for (auto _ : state) {
+    gemm(packed[0]->matrix(), 0, rows, a, y.data(), rows);
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetMacs(state, rows, cols, tokens);
+}
+
+// The row-wise loop ops::MatMul runs without packed weights.
+void BM_RowWise(benchmark::State& state, TensorType t) {
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  const Setup s = MakeSetup(t, rows, cols, tokens);
+  const kernels::VecDotFn dot = kernels::GetVecDot(t);
+  const kernels::VecDot4Fn dot4 = kernels::GetVecDot4(t);
+  std::vector<float> y(rows * tokens);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* wr = s.w.data() + r * s.row_bytes;
+      int64_t i = 0;
+      if (dot4 != nullptr) {
+        float out[4];
+        for (; i + 4 <= tokens; i += 4) {
+          dot4(cols, wr, s.act.data() + i * s.act_stride, s.act_stride, out);
+          for (int k = 0; k < 4; ++k) y[(i + k) * rows + r] = out[k];
+        }
+      }
+      for (; i < tokens; ++i) y[i * rows + r] = dot(cols, wr, s.act.data() + i * s.act_stride);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetMacs(state, rows, cols, tokens);
+}
+
+void Q8_0Shapes(benchmark::internal::Benchmark* b) { b->Args({256, 640, 256}); }
+void Q5_0Shapes(benchmark::internal::Benchmark* b) {
+  b->Args({1024, 640, 256})->Args({256, 640, 256})->Args({2048, 640, 256})->Args({2048, 640, 1});
+}
+void Q4_KShapes(benchmark::internal::Benchmark* b) {
+  b->Args({640, 1024, 256})->Args({640, 2048, 256})->Args({640, 2048, 1});
+}
+void Q6_KShapes(benchmark::internal::Benchmark* b) {
+  b->Args({640, 2048, 256})->Args({640, 2048, 1});
+}
+
+#define ELLM_GEMM_BENCH(type, shapes)                         \
+  BENCHMARK_CAPTURE(BM_GemmPacked, type, TensorType::k##type) \
+      ->Apply(shapes)                                         \
+      ->ArgNames({"rows", "cols", "tokens"})                  \
+      ->Unit(benchmark::kMicrosecond);                        \
+  BENCHMARK_CAPTURE(BM_RowWise, type, TensorType::k##type)    \
+      ->Apply(shapes)                                         \
+      ->ArgNames({"rows", "cols", "tokens"})                  \
+      ->Unit(benchmark::kMicrosecond)
+
+ELLM_GEMM_BENCH(Q5_0, Q5_0Shapes);
+ELLM_GEMM_BENCH(Q8_0, Q8_0Shapes);
+ELLM_GEMM_BENCH(Q4_0, Q5_0Shapes);
+ELLM_GEMM_BENCH(Q4_K, Q4_KShapes);
+ELLM_GEMM_BENCH(Q6_K, Q6_KShapes);
+
+// Four chains, each with its own unsigned operand so that no product is
+// shared; the signed operand is laundered through an empty asm every step so
+// nothing is hoisted. VPMADDUBSW's latency (3-4 cycles) is hidden because
+// only the VPADDD carries a dependency from step to step.
+void BM_Int8Peak(benchmark::State& state) {
+  if (ellm::HostCpu().Level() < IsaLevel::kAvx2) {
+    state.SkipWithError("no AVX2");
+    return;
+  }
+  constexpr int kChains = 4;
+  constexpr int64_t kSteps = 1 << 14;
+  __m256i u[kChains];
+  for (int c = 0; c < kChains; ++c) u[c] = _mm256_set1_epi8(static_cast<char>(3 + c));
+  __m256i s = _mm256_set1_epi8(-5);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (auto _ : state) {
+    __m256i acc[kChains];
+    for (auto& v : acc) v = _mm256_setzero_si256();
+    for (int64_t i = 0; i < kSteps; ++i) {
+      for (int c = 0; c < kChains; ++c) {
+        acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], s), ones));
+      }
+      asm volatile("" : "+x"(s));
+    }
+    for (auto& v : acc) benchmark::DoNotOptimize(v);
+  }
+  state.counters["MAC"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * kChains * 32,
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_Int8Peak)->Threads(1)->Threads(2)->UseRealTime();
+
+// The VPMADDUBSW ceiling alone (i16 accumulation, no widening): the bound
+// for kernels that, like the packed Q5_0/Q4_0/Q4_K ones, add several
+// VPMADDUBSW results in i16 before one VPMADDWD.
+void BM_Int8PeakMaddubsOnly(benchmark::State& state) {
+  if (ellm::HostCpu().Level() < IsaLevel::kAvx2) {
+    state.SkipWithError("no AVX2");
+    return;
+  }
+  constexpr int kChains = 4;
+  constexpr int64_t kSteps = 1 << 14;
+  __m256i u[kChains];
+  for (int c = 0; c < kChains; ++c) u[c] = _mm256_set1_epi8(static_cast<char>(3 + c));
+  __m256i s = _mm256_set1_epi8(-5);
+  for (auto _ : state) {
+    __m256i acc[kChains];
+    for (auto& v : acc) v = _mm256_setzero_si256();
+    for (int64_t i = 0; i < kSteps; ++i) {
+      for (int c = 0; c < kChains; ++c) {
+        acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u[c], s));
+      }
+      asm volatile("" : "+x"(s));
+    }
+    for (auto& v : acc) benchmark::DoNotOptimize(v);
+  }
+  state.counters["MAC"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * kChains * 32,
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_Int8PeakMaddubsOnly)->Threads(1)->Threads(2)->UseRealTime();
+
+}  // namespace

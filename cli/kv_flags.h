@@ -1,0 +1,22 @@
+// Command-line flags shared by the commands that run the engine:
+//   --kv-type f16|bf16|f32|q8_0   KV cache storage
+//   --kv-budget MIB               resident KV limit; colder blocks spill
+//   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "ellm/engine/engine.h"
+#include "flags.h"
+
+namespace ellm::cli {
+
+// The flag names above, for Flags::Parse.
+std::vector<std::string> KvFlagNames();
+// Applies the flags to `o` (leaving fields whose flag is absent as they are).
+Status ApplyKvFlags(const Flags& f, SessionOptions* o);
+// KV statistics as JSON fields (kv_spilled_bytes, kv_compression_ratio, ...).
+void AddKvStats(const KvStats& st, nlohmann::json* out);
+
+}  // namespace ellm::cli

@@ -1,0 +1,45 @@
+// Tile primitives of attention (model/attention.cc): scores of a tile of
+// query rows against a tile of keys, the weighted sum of a tile of values,
+// a vector exp, and decoding KV storage rows to f32. Contracts:
+//   Scores(rows, keys, dim, q, qs, k, ks, s, ss):
+//     s[r*ss + j] = sum_d q[r*qs + d] * k[j*ks + d]      (r < rows, j < keys)
+//   Accumulate(rows, keys, dim, p, ps, v, vs, o, os):
+//     o[r*os + d] += sum_j p[r*ps + j] * v[j*vs + d]     (r < rows, d < dim)
+//   Exp(n, x, y):       y[i] = exp(x[i]); exp(-inf) = 0; x may alias y
+//   F16ToF32 / Bf16ToF32(n, src, dst): widen n stored halves
+// All f32, row-major with the given strides (in elements); outputs do not
+// alias inputs except where said. The SIMD versions differ from the
+// references only in the order of f32 additions and in Exp's last bits
+// (relative error below 2e-7 over [-87, 88]; tests state the tolerance).
+// Each output element's arithmetic depends only on its own inputs, never on
+// its position in the tile or the tile's size (so batched and one-token
+// attention agree bit for bit).
+// Pure, thread-safe, no allocation.
+#pragma once
+
+#include <cstdint>
+
+#include "ellm/engine/cpu_features.h"
+
+namespace ellm::kernels {
+
+struct AttnTileKernels {
+  void (*scores)(int rows, int keys, int dim, const float* q, int64_t q_stride, const float* k,
+                 int64_t k_stride, float* s, int64_t s_stride);
+  void (*accumulate)(int rows, int keys, int dim, const float* p, int64_t p_stride, const float* v,
+                     int64_t v_stride, float* o, int64_t o_stride);
+  void (*exp)(int64_t n, const float* x, float* y);
+  void (*f16_to_f32)(int64_t n, const uint16_t* src, float* dst);
+  void (*bf16_to_f32)(int64_t n, const uint16_t* src, float* dst);
+};
+
+// The implementation for HostCpu().Level(), chosen once.
+const AttnTileKernels& GetAttnTile();
+const AttnTileKernels& GetAttnTileAt(IsaLevel level);
+
+namespace internal {
+extern const AttnTileKernels kAttnTileRef;   // attn_tile_ref.cc
+extern const AttnTileKernels kAttnTileAvx2;  // attn_tile_avx2.cc
+}  // namespace internal
+
+}  // namespace ellm::kernels

@@ -1,0 +1,211 @@
+// The packed layouts (gemm_packed.h) written from GGUF blocks, the Q8_0
+// activation summary, and the dispatch table for the GEMM kernels (indexed by
+// ISA level and weight type, filled once on first use).
+#include "kernels/gemm_packed.h"
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/gemm_packed_isa.h"
+#include "quant/fp16.h"
+#include "quant/q4_0.h"
+#include "quant/q4_k.h"
+#include "quant/q5_0.h"
+#include "quant/q6_k.h"
+#include "quant/q8_0.h"
+#include "quant/q8_k.h"
+
+namespace ellm::kernels {
+namespace {
+
+using namespace ellm::quant;  // NOLINT(build/namespaces): block types
+using internal::kPackedBlock32QuantBytes;
+
+// Byte offset of (chunk c, row r, byte i) inside a run of chunks.
+inline size_t ChunkByte(int64_t c, int r, int i) {
+  return static_cast<size_t>(c) * 32 + static_cast<size_t>(4 * r + i);
+}
+
+// The 32 quants of one block of a 32-element format as the packed layout
+// stores them (see gemm_packed.h).
+void Block32Quants(TensorType type, const uint8_t* block, uint8_t q[32]) {
+  switch (type) {
+    case TensorType::kQ8_0: {
+      std::memcpy(q, reinterpret_cast<const BlockQ8_0*>(block)->qs, 32);
+      return;
+    }
+    case TensorType::kQ5_0: {
+      const auto* x = reinterpret_cast<const BlockQ5_0*>(block);
+      uint32_t qh;
+      std::memcpy(&qh, x->qh, sizeof(qh));
+      for (int j = 0; j < 16; ++j) {
+        q[j] = static_cast<uint8_t>((x->qs[j] & 0x0f) | (((qh >> j) & 1u) << 4));
+        q[j + 16] = static_cast<uint8_t>((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+      }
+      return;
+    }
+    case TensorType::kQ4_0: {
+      const auto* x = reinterpret_cast<const BlockQ4_0*>(block);
+      for (int j = 0; j < 16; ++j) {
+        q[j] = x->qs[j] & 0x0f;
+        q[j + 16] = x->qs[j] >> 4;
+      }
+      return;
+    }
+    default:
+      std::abort();
+  }
+}
+
+void PackGroup32(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
+                 uint8_t* dst) {
+  const int64_t nb = cols / 32;
+  const uint32_t block_bytes = Traits(type).block_bytes;
+  uint8_t* d = dst;
+  uint8_t* qs = dst + internal::PackedScaleBytes32(nb);
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* block = src + r * row_bytes + b * block_bytes;
+      std::memcpy(d + 2 * (kPackRows * b + r), block, 2);  // every format here starts with f16 d
+      uint8_t q[32];
+      Block32Quants(type, block, q);
+      uint8_t* out = qs + b * kPackedBlock32QuantBytes;
+      for (int e = 0; e < 32; ++e) out[ChunkByte(e / 4, r, e % 4)] = q[e];
+    }
+  }
+}
+
+void PackGroupQ4_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t s = 0; s < cols / kQkK; ++s) {
+      const auto* x = reinterpret_cast<const BlockQ4_K*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * internal::kQ4KPackedBytes;
+      std::memcpy(out + internal::kQ4KPackedD + 2 * r, &x->d, 2);
+      std::memcpy(out + internal::kQ4KPackedDmin + 2 * r, &x->dmin, 2);
+      uint8_t sc[8], m[8];
+      UnpackK4Scales(x->scales, sc, m);
+      for (int g = 0; g < 8; ++g) {
+        for (int k = 0; k < 2; ++k) {
+          out[internal::kQ4KPackedSc + 16 * g + 2 * r + k] = sc[g];
+          out[internal::kQ4KPackedM + 16 * g + 2 * r + k] = m[g];
+        }
+      }
+      // Q4_K already pairs element 64p + l (low nibble) with 64p + 32 + l
+      // (high nibble) in qs[32p + l]: the bytes move, the nibbles stay.
+      uint8_t* q = out + internal::kQ4KPackedQ;
+      for (int p = 0; p < 4; ++p) {
+        for (int l = 0; l < 32; ++l) q[256 * p + ChunkByte(l / 4, r, l % 4)] = x->qs[32 * p + l];
+      }
+    }
+  }
+}
+
+void PackGroupQ6_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t s = 0; s < cols / kQkK; ++s) {
+      const auto* x = reinterpret_cast<const BlockQ6_K*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * internal::kQ6KPackedBytes;
+      std::memcpy(out + internal::kQ6KPackedD + 2 * r, &x->d, 2);
+      for (int p = 0; p < 8; ++p) {
+        for (int k = 0; k < 2; ++k) {
+          out[internal::kQ6KPackedSc + 16 * p + 2 * r + k] =
+              static_cast<uint8_t>(x->scales[2 * p + k]);
+        }
+      }
+      uint8_t* q = out + internal::kQ6KPackedQ;
+      for (int e = 0; e < kQkK; ++e) {
+        const int h = e / 128, k = (e / 32) % 4, l = e % 32;
+        const int low = (x->ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0f;
+        const int high = (x->qh[32 * h + l] >> (2 * k)) & 3;
+        q[ChunkByte(e / 4, r, e % 4)] = static_cast<uint8_t>(low | (high << 4));
+      }
+    }
+  }
+}
+
+constexpr size_t kMaxTypeId = 40;  // > every TensorType value
+constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
+using Table = std::array<std::array<GemmPackedFn, kMaxTypeId>, kLevels>;
+
+Table BuildTable() {
+  Table t{};
+  for (uint32_t id = 0; id < kMaxTypeId; ++id) {
+    const auto traits = TraitsOf(id);
+    if (!traits.has_value() || !CanPack(traits->type)) continue;
+    t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefGemmPacked(traits->type);
+    t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2GemmPacked(traits->type);
+  }
+  return t;
+}
+
+}  // namespace
+
+bool CanPack(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+    case TensorType::kQ5_0:
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t PackedGroupBytes(TensorType type, int64_t cols) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return static_cast<size_t>(cols / kQkK) * internal::kQ4KPackedBytes;
+    case TensorType::kQ6_K:
+      return static_cast<size_t>(cols / kQkK) * internal::kQ6KPackedBytes;
+    default:
+      return internal::PackedScaleBytes32(cols / 32) +
+             static_cast<size_t>(cols / 32) * kPackedBlock32QuantBytes;
+  }
+}
+
+void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
+               uint8_t* dst) {
+  std::memset(dst, 0, PackedGroupBytes(type, cols));
+  switch (type) {
+    case TensorType::kQ4_K:
+      return PackGroupQ4_K(src, row_bytes, n_rows, cols, dst);
+    case TensorType::kQ6_K:
+      return PackGroupQ6_K(src, row_bytes, n_rows, cols, dst);
+    default:
+      return PackGroup32(type, src, row_bytes, n_rows, cols, dst);
+  }
+}
+
+void SummarizeQ8_0(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t cols,
+                   float* block_d, int32_t* block_sum) {
+  const int64_t nb = cols / 32;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_0*>(rows + t * stride);
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int8_t q : y[b].qs) sum += q;
+      block_d[t * nb + b] = Fp16ToFp32(y[b].d);
+      block_sum[t * nb + b] = sum;
+    }
+  }
+}
+
+GemmPackedFn GetGemmPackedAt(TensorType type, IsaLevel level) {
+  static const Table table = BuildTable();
+  const uint32_t id = static_cast<uint32_t>(type);
+  if (id >= kMaxTypeId) return nullptr;
+  for (int l = static_cast<int>(level); l >= 0; --l) {
+    if (table[l][id] != nullptr) return table[l][id];
+  }
+  return nullptr;
+}
+
+GemmPackedFn GetGemmPacked(TensorType type) {
+  static const IsaLevel level = HostCpu().Level();
+  return GetGemmPackedAt(type, level);
+}
+
+}  // namespace ellm::kernels

@@ -1,0 +1,118 @@
+// Matrix products against weights repacked once, at load, for integer SIMD
+// (prefill's hot loop, and decode's). Groups of 8 weight rows are
+// interleaved so that one 32-byte vector holds 4 consecutive quants of each
+// of the 8 rows: a broadcast of 4 activation bytes times that vector
+// (VPMADDUBSW, VPMADDWD) yields the partial sums of 8 rows in 8 lanes, with
+// no horizontal sums; per block the 8 row scales multiply 8 lanes at once.
+// The scheme is ggml-cpu's "repack" (q4_0_8x8, q4_K_8x8); the code is ours.
+//
+// Packed layouts (a group is 8 rows; rows past the matrix's end are zero,
+// scale 0, so they add nothing; the group base is 32-byte aligned). In
+// every layout a "chunk" is 32 bytes: [row 0: 4 quants][row 1: 4 quants]...
+// [row 7: 4 quants], the quants of elements 4c .. 4c+3 of its block.
+//
+//   Q8_0, Q5_0, Q4_0 (blocks of 32, nb = cols / 32 per row):
+//     d: nb x 8 f16 (block b, row r at 8b + r), padded to a multiple of 64
+//        bytes; then q: nb blocks x 8 chunks. Quant bytes: Q8_0 signed as
+//        stored; Q5_0 unsigned 5-bit q (value d * (q - 16)); Q4_0 unsigned
+//        4-bit q (value d * (q - 8)). Q5_0 and Q4_0 grow (22 -> 34 and
+//        18 -> 34 bytes per 32 weights) so that no bit unpacking is left
+//        in the inner loop; Q8_0 keeps its size.
+//   Q4_K (super-blocks of 256): per super-block 1312 bytes:
+//     d[8] f16, dmin[8] f16; sc: 8 groups x 8 rows x 2 u8 (each 6-bit scale
+//     twice, so one VPMOVZXBW gives the VPMADDWD operand); m: likewise for
+//     the mins; q: 4 pairs x 8 chunks, byte = element 64p + 4c + i in the
+//     low nibble, element 64p + 32 + 4c + i in the high one (as Q4_K pairs
+//     them). Same size as Q4_K to within 14%.
+//   Q6_K (super-blocks of 256): per super-block 2208 bytes:
+//     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
+//     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
+//     (value d * sc * (q - 32)), 38% larger than Q6_K.
+//
+// Activations are the rows quant::QuantizeRow writes in
+// quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for
+// Q8_0 the caller also supplies each block's scale as f32 and the sum of
+// its quants (SummarizeQ8_0), which the offset formats need.
+//
+// Numerics: integer sums inside a block (Q8_0 family) or super-block
+// (K-quants) are exact, as in vec_dot. Every level then repeats
+// vec_dot_ref.cc's float operations in its order (the same products of
+// scales, one sequential sum over blocks, no fused multiply-adds), so each
+// output equals RefVecDot of the unpacked row bit for bit. The row-wise
+// AVX2 vec_dot kernels sum in 8 lanes first and fuse, so against them (and
+// so between MatMul with and without packed weights) results differ by a
+// few f32 ulps of sum |w_i * a_i|: within 1e-5 of that sum, the vec_dot
+// tests' bound.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ellm/engine/cpu_features.h"
+#include "ellm/engine/tensor_type.h"
+
+namespace ellm::kernels {
+
+inline constexpr int kPackRows = 8;       // rows per interleaved group
+inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
+
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q6_K.
+bool CanPack(quant::TensorType type);
+
+// Bytes of one packed group of rows of `cols` elements (a multiple of 32).
+// REQUIRES: CanPack(type); cols % Traits(type).block_elems == 0.
+size_t PackedGroupBytes(quant::TensorType type, int64_t cols);
+
+// A packed matrix: ceil(rows / 8) groups of group_bytes each, group g at
+// data + g * group_bytes. The memory belongs to the caller and must be
+// aligned to kPackAlign.
+struct PackedMatrix {
+  quant::TensorType type = quant::TensorType::kF32;  // the source weight type
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t group_bytes = 0;
+  const uint8_t* data = nullptr;
+
+  int64_t groups() const { return (rows + kPackRows - 1) / kPackRows; }
+  const uint8_t* Group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
+};
+
+// Packs rows [0, n_rows) of `src` (row r at src + r * row_bytes, `cols`
+// elements in `type` as stored in GGUF) into one group at dst
+// (PackedGroupBytes(type, cols) bytes; rows n_rows..7 become zero).
+// REQUIRES: CanPack(type); 1 <= n_rows <= 8; dst does not overlap src.
+// Thread-safe for distinct dst.
+void PackGroup(quant::TensorType type, const uint8_t* src, size_t row_bytes, int n_rows,
+               int64_t cols, uint8_t* dst);
+
+// The activation rows of one product.
+struct GemmActivations {
+  const uint8_t* rows = nullptr;  // row t at rows + t * stride
+  size_t stride = 0;
+  int64_t n_tokens = 0;
+  // Q8_0 activations only: [n_tokens, cols / 32], the f32 value of each
+  // block's f16 d and the sum of its 32 quants (SummarizeQ8_0).
+  const float* block_d = nullptr;
+  const int32_t* block_sum = nullptr;
+};
+
+// Fills block_d and block_sum for Q8_0 activation rows (each [n_tokens,
+// cols / 32]). REQUIRES: cols % 32 == 0.
+void SummarizeQ8_0(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t cols,
+                   float* block_d, int32_t* block_sum);
+
+// y[t * y_stride + (r - row_begin)] = dot(weight row r, activation row t)
+// for row_begin <= r < row_end, t < a.n_tokens. Any row range works; ranges
+// aligned to 8 rows avoid a copy. y must not alias the weights or the
+// activations. Pure, thread-safe, no allocation.
+using GemmPackedFn = void (*)(const PackedMatrix& w, int64_t row_begin, int64_t row_end,
+                              const GemmActivations& a, float* y, int64_t y_stride);
+
+// The fastest kernel for `type` that HostCpu().Level() allows, chosen once
+// from a table filled at start-up; nullptr if the type cannot be packed.
+GemmPackedFn GetGemmPacked(quant::TensorType type);
+// The kernel at an explicit level (tests compare each with kScalar); falls
+// back to the next lower level that has one.
+GemmPackedFn GetGemmPackedAt(quant::TensorType type, IsaLevel level);
+
+}  // namespace ellm::kernels

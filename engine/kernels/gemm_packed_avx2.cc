@@ -1,0 +1,331 @@
+// AVX2 packed GEMM (x86-64-v3, our compile baseline). A register tile is one
+// group of 8 rows x kTile tokens: each 32-byte weight chunk is loaded (and
+// unpacked) once and meets kTile broadcast 4-byte activation groups, so the
+// 8 row sums of a token build up in the lanes of one register.
+//
+// Integer bounds (VPMADDUBSW adds two u8 * i8 products into a saturating
+// i16, so we keep every i16 sum below 32767 by construction; activations are
+// in [-127, 127], see quant.h):
+//   Q5_0: q in [0, 31]: a pair is at most 2 * 31 * 127 = 7874; four chunks
+//         are summed in i16 (31496) before VPMADDWD widens them.
+//   Q4_0: q in [0, 15]: likewise (15240).
+//   Q8_0: signed weights: |w| as unsigned times a with w's sign (VPSIGNB),
+//         a pair is at most 2 * 128 * 127 = 32512, widened at once.
+//   Q4_K: q in [0, 15]: 8 chunks (one 32-element group) sum to at most
+//         8 * 3810 = 30480 in i16; times a 6-bit scale in VPMADDWD.
+//   Q6_K: q in [0, 63]: a pair is at most 16002, two chunks 32004; each
+//         half of a 16-element group is scaled by VPMADDWD on its own.
+// The offsets (q - 16, q - 8, Q6_K's q - 32) and Q4_K's mins are applied
+// once per block through the activations' block sums (Q8_0: SummarizeQ8_0;
+// Q8_K: its bsums), exactly, in i32.
+// Within a super-block the i32 sums cannot overflow: Q4_K at most
+// 8 * 63 * 32 * 15 * 127 ~ 3.1e7, Q6_K 16 * 128 * 16 * 63 * 127 ~ 2.6e8.
+// The float work per block is the scalar reference's, operation for
+// operation, in each lane (built with -ffp-contract=off so that no multiply
+// and add fuse): results equal RefVecDot bit for bit.
+#include "kernels/gemm_packed_isa.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "quant/q8_0.h"
+#include "quant/q8_k.h"
+
+namespace ellm::kernels::internal {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::BlockQ8_K;
+using quant::kQkK;
+
+// Tokens per register tile: 4 keeps the weight chunks, i16/i32 partial sums
+// and f32 accumulators of a tile within the 16 YMM registers (or nearly).
+constexpr int kTile = 4;
+// Tokens per cache tile: one pass over a thread's row groups reuses this many
+// activation rows from L2 (64 rows of 2048 Q8_K elements are ~150 KB).
+constexpr int64_t kTokenChunk = 64;
+
+inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256 Halves8(const void* p) { return _mm256_cvtph_ps(Load128(p)); }
+// Four activation bytes broadcast to all eight 32-bit lanes.
+inline __m256i Bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+inline __m256i Widen(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
+
+// ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
+
+// kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
+// stored unsigned quant (16 for Q5_0, 8 for Q4_0).
+template <int kOffset, int T>
+void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
+            float* out, int64_t out_stride) {
+  const int64_t nb = w.cols / 32;
+  const uint8_t* d = group;
+  const uint8_t* qs = group + PackedScaleBytes32(nb);
+  const int8_t* act[T];
+  const float* act_d[T];
+  const int32_t* act_sum[T];
+  for (int t = 0; t < T; ++t) {
+    act[t] = reinterpret_cast<const BlockQ8_0*>(a.rows + (t0 + t) * a.stride)->qs;
+    act_d[t] = a.block_d + (t0 + t) * nb;
+    act_sum[t] = a.block_sum + (t0 + t) * nb;
+  }
+  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = qs + b * kPackedBlock32QuantBytes;
+    __m256i isum[T];
+    for (int h = 0; h < 2; ++h) {
+      __m256i wq[4];
+      for (int c = 0; c < 4; ++c)
+        wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
+      for (int t = 0; t < T; ++t) {
+        const int8_t* ab = act[t] + b * kActBlock + 16 * h;
+        __m256i part;
+        if constexpr (kOffset == 0) {
+          part = _mm256_setzero_si256();
+          for (int c = 0; c < 4; ++c) {
+            const __m256i s = _mm256_sign_epi8(Bcast4(ab + 4 * c), wq[c]);
+            part = _mm256_add_epi32(part, Widen(_mm256_maddubs_epi16(_mm256_abs_epi8(wq[c]), s)));
+          }
+        } else {
+          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[0], Bcast4(ab)),
+                                               _mm256_maddubs_epi16(wq[1], Bcast4(ab + 4)));
+          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[2], Bcast4(ab + 8)),
+                                               _mm256_maddubs_epi16(wq[3], Bcast4(ab + 12)));
+          part = Widen(_mm256_add_epi16(s01, s23));
+        }
+        isum[t] = h == 0 ? part : _mm256_add_epi32(isum[t], part);
+      }
+    }
+    const __m256 wd = Halves8(d + 2 * kPackRows * b);
+    for (int t = 0; t < T; ++t) {
+      __m256i ints = isum[t];
+      if constexpr (kOffset != 0) {
+        ints = _mm256_sub_epi32(ints, _mm256_set1_epi32(kOffset * act_sum[t][b]));
+      }
+      const __m256 da = _mm256_broadcast_ss(act_d[t] + b);
+      const __m256 fi = _mm256_cvtepi32_ps(ints);
+      __m256 term;
+      if constexpr (kOffset == 0) {
+        term = _mm256_mul_ps(fi, _mm256_mul_ps(wd, da));  // as DotQ8_0
+      } else if constexpr (kOffset == 8) {
+        term = _mm256_mul_ps(_mm256_mul_ps(fi, wd), da);  // as DotQ4_0
+      } else {
+        term = _mm256_mul_ps(_mm256_mul_ps(wd, da), fi);  // as DotQ5_0
+      }
+      acc[t] = _mm256_add_ps(acc[t], term);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- Q4_K against Q8_K ----
+
+template <int T>
+void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
+              float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kQ4KPackedBytes;
+    const uint8_t* q = sb + kQ4KPackedQ;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {  // 32-element groups: low nibbles of pair g/2, then high
+      const int p = g / 2, shift = 4 * (g % 2);
+      __m256i s16[T];
+      for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * p + 32 * c));
+        const __m256i nib = _mm256_and_si256(shift ? _mm256_srli_epi16(v, 4) : v, m4);
+        for (int t = 0; t < T; ++t) {
+          const __m256i ab = Bcast4(act[t][s].qs + 32 * g + 4 * c);
+          s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(nib, ab));
+        }
+      }
+      const __m256i sc = _mm256_cvtepu8_epi16(Load128(sb + kQ4KPackedSc + 16 * g));
+      for (int t = 0; t < T; ++t)
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+    }
+    const __m256 d = Halves8(sb + kQ4KPackedD);
+    const __m256 dmin = Halves8(sb + kQ4KPackedDmin);
+    for (int t = 0; t < T; ++t) {
+      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m is stored twice, so
+      // VPMADDWD against the broadcast bsum pair gives it per row.
+      __m256i msum = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        const __m256i m = _mm256_cvtepu8_epi16(Load128(sb + kQ4KPackedM + 16 * g));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, Bcast4(act[t][s].bsums + 2 * g)));
+      }
+      const __m256 da = _mm256_set1_ps(act[t][s].d);
+      const __m256 x =
+          _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])),
+                        _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+      acc[t] = _mm256_add_ps(acc[t], x);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- Q6_K against Q8_K ----
+
+template <int T>
+void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
+              float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kQ6KPackedBytes;
+    const uint8_t* q = sb + kQ6KPackedQ;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      // i16 lanes 2r, 2r + 1: row r's scales of groups 2p, 2p + 1.
+      const __m256i pair = _mm256_cvtepi8_epi16(Load128(sb + kQ6KPackedSc + 16 * p));
+      // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g, per pair.
+      const __m256i neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pair, 5));
+      for (int t = 0; t < T; ++t) {
+        isum[t] =
+            _mm256_add_epi32(isum[t], _mm256_madd_epi16(neg32, Bcast4(act[t][s].bsums + 2 * p)));
+      }
+      for (int k = 0; k < 2; ++k) {
+        const __m256i sc = k == 0
+                               ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xa0), 0xa0)
+                               : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
+        const int g = 2 * p + k;
+        __m256i wq[4];
+        for (int c = 0; c < 4; ++c)
+          wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * g + c)));
+        for (int t = 0; t < T; ++t) {
+          const int8_t* ab = act[t][s].qs + 16 * g;
+          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[0], Bcast4(ab)),
+                                               _mm256_maddubs_epi16(wq[1], Bcast4(ab + 4)));
+          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[2], Bcast4(ab + 8)),
+                                               _mm256_maddubs_epi16(wq[3], Bcast4(ab + 12)));
+          isum[t] = _mm256_add_epi32(
+              isum[t], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
+        }
+      }
+    }
+    const __m256 d = Halves8(sb + kQ6KPackedD);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][s].d)),
+                                                   _mm256_cvtepi32_ps(isum[t])));
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- the loop over groups and tokens, shared by every type ----
+
+template <template <int> class Kernel>
+void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
+          float* y, int64_t y_stride) {
+  const int64_t g_begin = row_begin / kPackRows;
+  const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
+  alignas(32) float partial[kTile * kPackRows];
+  for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
+    const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const uint8_t* group = w.Group(g);
+      const int64_t r0 = std::max(row_begin, g * kPackRows);
+      const int64_t r1 = std::min(row_end, g * kPackRows + kPackRows);
+      const bool whole = r1 - r0 == kPackRows;
+      for (int64_t t = c0; t < c1; t += kTile) {
+        const int n = static_cast<int>(std::min<int64_t>(kTile, c1 - t));
+        float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
+        const int64_t out_stride = whole ? y_stride : kPackRows;
+        switch (n) {
+          case 4:
+            Kernel<4>::Run(w, group, a, t, out, out_stride);
+            break;
+          case 3:
+            Kernel<3>::Run(w, group, a, t, out, out_stride);
+            break;
+          case 2:
+            Kernel<2>::Run(w, group, a, t, out, out_stride);
+            break;
+          default:
+            Kernel<1>::Run(w, group, a, t, out, out_stride);
+            break;
+        }
+        if (whole) continue;
+        for (int k = 0; k < n; ++k) {
+          for (int64_t r = r0; r < r1; ++r) {
+            y[(t + k) * y_stride + (r - row_begin)] = partial[k * kPackRows + (r - g * kPackRows)];
+          }
+        }
+      }
+    }
+  }
+}
+
+static_assert(kTile == 4, "Gemm's switch instantiates tiles of 1 to 4 tokens");
+
+template <int T>
+struct Q8_0Kernel {
+  static constexpr auto Run = Tile32<0, T>;
+};
+template <int T>
+struct Q5_0Kernel {
+  static constexpr auto Run = Tile32<16, T>;
+};
+template <int T>
+struct Q4_0Kernel {
+  static constexpr auto Run = Tile32<8, T>;
+};
+template <int T>
+struct Q4_KKernel {
+  static constexpr auto Run = TileQ4_K<T>;
+};
+template <int T>
+struct Q6_KKernel {
+  static constexpr auto Run = TileQ6_K<T>;
+};
+
+}  // namespace
+
+GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
+  using TT = quant::TensorType;
+  switch (type) {
+    case TT::kQ8_0:
+      return Gemm<Q8_0Kernel>;
+    case TT::kQ5_0:
+      return Gemm<Q5_0Kernel>;
+    case TT::kQ4_0:
+      return Gemm<Q4_0Kernel>;
+    case TT::kQ4_K:
+      return Gemm<Q4_KKernel>;
+    case TT::kQ6_K:
+      return Gemm<Q6_KKernel>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ellm::kernels::internal
+
+#else  // !defined(__x86_64__)
+
+namespace ellm::kernels::internal {
+GemmPackedFn Avx2GemmPacked(quant::TensorType) { return nullptr; }
+}  // namespace ellm::kernels::internal
+
+#endif  // defined(__x86_64__)

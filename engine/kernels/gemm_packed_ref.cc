@@ -1,0 +1,134 @@
+// Scalar reference for the packed GEMM: the truth the SIMD kernels are tested
+// against. It reads the packed layout element by element and repeats
+// vec_dot_ref.cc's arithmetic in its order (exact integer sums per block,
+// the same float products and sequential sum over blocks), so each output
+// equals RefVecDot of the unpacked row bit for bit.
+// Built with -ffp-contract=off so each multiply and add rounds as written.
+#include <cstring>
+
+#include "kernels/gemm_packed_isa.h"
+#include "quant/fp16.h"
+#include "quant/q8_0.h"
+#include "quant/q8_k.h"
+
+namespace ellm::kernels::internal {
+namespace {
+
+using namespace ellm::quant;  // NOLINT(build/namespaces): block types and fp16 helpers
+
+inline size_t ChunkByte(int64_t e, int r) {
+  return static_cast<size_t>(e / 4) * 32 + static_cast<size_t>(4 * r + e % 4);
+}
+
+inline float PackedHalf(const uint8_t* p, int index) {
+  uint16_t h;
+  std::memcpy(&h, p + 2 * index, 2);
+  return Fp16ToFp32(h);
+}
+
+// One output of the Q8_0 family. kOffset: 0 (Q8_0, signed quants), 8 (Q4_0)
+// or 16 (Q5_0) is subtracted from the stored unsigned quant.
+template <int kOffset>
+float DotPacked32(const PackedMatrix& w, int64_t row, const BlockQ8_0* y) {
+  const int64_t nb = w.cols / 32;
+  const uint8_t* group = w.Group(row / kPackRows);
+  const int r = static_cast<int>(row % kPackRows);
+  const uint8_t* qs = group + PackedScaleBytes32(nb);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = qs + b * kPackedBlock32QuantBytes;
+    int sumi = 0;
+    for (int e = 0; e < 32; ++e) {
+      const int wq = kOffset == 0 ? static_cast<int8_t>(q[ChunkByte(e, r)])
+                                  : static_cast<int>(q[ChunkByte(e, r)]) - kOffset;
+      sumi += wq * y[b].qs[e];
+    }
+    const float dw = PackedHalf(group, static_cast<int>(kPackRows * b + r));
+    const float da = Fp16ToFp32(y[b].d);
+    if constexpr (kOffset == 0) {
+      sum += static_cast<float>(sumi) * (dw * da);  // as DotQ8_0
+    } else if constexpr (kOffset == 8) {
+      sum += static_cast<float>(sumi) * dw * da;  // as DotQ4_0
+    } else {
+      sum += (dw * da) * static_cast<float>(sumi);  // as DotQ5_0
+    }
+  }
+  return sum;
+}
+
+float DotPackedQ4_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
+  const uint8_t* group = w.Group(row / kPackRows);
+  const int r = static_cast<int>(row % kPackRows);
+  float sum = 0.0f;
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kQ4KPackedBytes;
+    int isum = 0, summs = 0;
+    for (int g = 0; g < 8; ++g) {
+      const int p = g / 2, shift = 4 * (g % 2);
+      int isuml = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int q = (sb[kQ4KPackedQ + 256 * p + ChunkByte(l, r)] >> shift) & 0x0f;
+        isuml += q * y[s].qs[32 * g + l];
+      }
+      isum += sb[kQ4KPackedSc + 16 * g + 2 * r] * isuml;
+      summs += sb[kQ4KPackedM + 16 * g + 2 * r] * (y[s].bsums[2 * g] + y[s].bsums[2 * g + 1]);
+    }
+    const float d = PackedHalf(sb + kQ4KPackedD, r) * y[s].d;
+    const float dmin = PackedHalf(sb + kQ4KPackedDmin, r) * y[s].d;
+    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sum;
+}
+
+float DotPackedQ6_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
+  const uint8_t* group = w.Group(row / kPackRows);
+  const int r = static_cast<int>(row % kPackRows);
+  float sum = 0.0f;
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kQ6KPackedBytes;
+    int isum = 0;
+    for (int g = 0; g < 16; ++g) {
+      int isuml = 0;
+      for (int e = 16 * g; e < 16 * g + 16; ++e) {
+        isuml += (sb[kQ6KPackedQ + ChunkByte(e, r)] - 32) * y[s].qs[e];
+      }
+      const int sc = static_cast<int8_t>(sb[kQ6KPackedSc + 16 * (g / 2) + 2 * r + g % 2]);
+      isum += sc * isuml;
+    }
+    sum += (PackedHalf(sb + kQ6KPackedD, r) * y[s].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+template <typename Block, float (*kDot)(const PackedMatrix&, int64_t, const Block*)>
+void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
+          float* y, int64_t y_stride) {
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const Block* act = reinterpret_cast<const Block*>(a.rows + t * a.stride);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      y[t * y_stride + (r - row_begin)] = kDot(w, r, act);
+    }
+  }
+}
+
+}  // namespace
+
+GemmPackedFn RefGemmPacked(quant::TensorType type) {
+  using T = quant::TensorType;
+  switch (type) {
+    case T::kQ8_0:
+      return Gemm<BlockQ8_0, DotPacked32<0>>;
+    case T::kQ4_0:
+      return Gemm<BlockQ8_0, DotPacked32<8>>;
+    case T::kQ5_0:
+      return Gemm<BlockQ8_0, DotPacked32<16>>;
+    case T::kQ4_K:
+      return Gemm<BlockQ8_K, DotPackedQ4_K>;
+    case T::kQ6_K:
+      return Gemm<BlockQ8_K, DotPackedQ6_K>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ellm::kernels::internal

@@ -1,0 +1,325 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "kv/block_codec.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+
+namespace ellm::kv {
+namespace {
+
+class HeapMemory final : public SliceMemory {
+ public:
+  void* Allocate(size_t bytes, int /*node*/) override {
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  }
+  void Free(void* p, size_t /*bytes*/) override { std::free(p); }
+};
+
+std::string Mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+int ElemBytes(KvType t) {
+  switch (t) {
+    case KvType::kF32:
+      return 4;
+    case KvType::kF16:
+    case KvType::kBF16:
+      return 2;
+    case KvType::kQ8_0:
+      return 1;
+  }
+  return 1;
+}
+
+void StoreRow(KvType type, const float* src, int dim, uint8_t* dst) {
+  switch (type) {
+    case KvType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(dim) * 4);
+      return;
+    case KvType::kF16: {
+      auto* d = reinterpret_cast<uint16_t*>(dst);
+      for (int i = 0; i < dim; ++i) d[i] = quant::Fp32ToFp16(src[i]);
+      return;
+    }
+    case KvType::kBF16: {
+      auto* d = reinterpret_cast<uint16_t*>(dst);
+      for (int i = 0; i < dim; ++i) d[i] = quant::Fp32ToBf16(src[i]);
+      return;
+    }
+    case KvType::kQ8_0:
+      quant::QuantizeRow(quant::TensorType::kQ8_0, src, dst, dim);
+      return;
+  }
+}
+
+}  // namespace
+
+SliceMemory& HeapSliceMemory() {
+  static HeapMemory heap;
+  return heap;
+}
+
+size_t KvRowBytes(KvType type, int dim) {
+  if (type == KvType::kQ8_0) return static_cast<size_t>(dim) / 32 * 34;
+  return static_cast<size_t>(dim) * static_cast<size_t>(ElemBytes(type));
+}
+
+KvCache::KvCache(const KvCacheOptions& o)
+    : o_(o), mem_(o.memory != nullptr ? o.memory : &HeapSliceMemory()) {}
+
+StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
+  if (o.n_head_kv < 1 || o.head_dim_k < 1 || o.head_dim_v < 1 || o.n_ctx < 1 || o.micro_batch < 1 ||
+      o.windows.empty()) {
+    return InvalidArgumentError("KV cache: bad shape");
+  }
+  if (o.type == KvType::kQ8_0 && (o.head_dim_k % 32 != 0 || o.head_dim_v % 32 != 0)) {
+    return InvalidArgumentError("KV type q8_0 needs head sizes that are multiples of 32 (have " +
+                                std::to_string(o.head_dim_k) + "/" + std::to_string(o.head_dim_v) +
+                                ")");
+  }
+  std::unique_ptr<KvCache> c(new KvCache(o));
+  c->k_row_bytes_ = KvRowBytes(o.type, o.head_dim_k);
+  c->v_row_bytes_ = KvRowBytes(o.type, o.head_dim_v);
+  c->slice_bytes_ = static_cast<size_t>(kBlockPositions) * (c->k_row_bytes_ + c->v_row_bytes_);
+  // A micro-batch at pos0 reads keys from pos0 - window + 1 up to
+  // pos0 + micro_batch - 1: that span touches at most this many blocks.
+  uint64_t ring_bytes = 0;
+  int n_full = 0;
+  const int64_t max_blocks = (o.n_ctx + kBlockPositions - 1) / kBlockPositions;
+  for (int w : o.windows) {
+    Layer layer;
+    layer.window = w;
+    if (w > 0) {
+      const int64_t span = w + o.micro_batch - 1;
+      const int64_t ring = std::min(max_blocks, (span + kBlockPositions - 1) / kBlockPositions + 1);
+      layer.blocks.resize(static_cast<size_t>(ring));
+      ring_bytes += static_cast<uint64_t>(ring) * c->BlockBytes();
+    } else {
+      layer.blocks.resize(static_cast<size_t>(max_blocks));
+      ++n_full;
+    }
+    c->layers_.push_back(std::move(layer));
+  }
+  if (o.memory_budget > 0) {
+    if (o.spill_dir.empty()) {
+      return InvalidArgumentError(
+          "a KV memory budget (kv.memory_budget) needs a spill directory "
+          "(kv.spill_dir)");
+    }
+    const uint64_t minimum =
+        ring_bytes + static_cast<uint64_t>(n_full + kMaxChunkBlocks) * c->BlockBytes();
+    if (o.memory_budget < minimum) {
+      return InvalidArgumentError("KV memory budget " + Mib(o.memory_budget) + " is below the " +
+                                  Mib(minimum) + " this model needs at least (sliding windows " +
+                                  Mib(ring_bytes) + ", one block per full-attention layer and " +
+                                  std::to_string(kMaxChunkBlocks) +
+                                  " blocks to read spilled ones back into)");
+    }
+    ELLM_ASSIGN_OR_RETURN(c->spill_, SpillFile::Open(o.spill_dir));
+    c->staging_.resize(static_cast<size_t>(kMaxChunkBlocks * c->BlockBytes()));
+    c->stats_.resident_bytes = c->staging_.size();
+    c->stats_.peak_resident_bytes = c->staging_.size();
+    c->staging_slices_.resize(kMaxChunkBlocks);
+    for (int64_t i = 0; i < kMaxChunkBlocks; ++i) {
+      for (int h = 0; h < o.n_head_kv; ++h) {
+        c->staging_slices_[i].push_back(c->staging_.data() + i * c->BlockBytes() +
+                                        h * c->slice_bytes_);
+      }
+    }
+  }
+  return c;
+}
+
+KvCache::~KvCache() {
+  for (Layer& l : layers_) {
+    for (Block& b : l.blocks) FreeSlices(&b);
+  }
+}
+
+void KvCache::FreeSlices(Block* block) {
+  if (block->slices.empty()) return;
+  for (uint8_t* s : block->slices) mem_->Free(s, slice_bytes_);
+  block->slices.clear();
+  stats_.resident_bytes -= BlockBytes();
+}
+
+Status KvCache::AllocateSlices(int il, Block* block) {
+  ELLM_RETURN_IF_ERROR(MakeRoom(BlockBytes()));
+  for (int h = 0; h < o_.n_head_kv; ++h) {
+    void* p = mem_->Allocate(slice_bytes_, NodeOf(il, h));
+    if (p == nullptr) {
+      for (uint8_t* s : block->slices) mem_->Free(s, slice_bytes_);
+      block->slices.clear();
+      return ResourceExhaustedError("out of memory allocating " + Mib(slice_bytes_) +
+                                    " of KV cache");
+    }
+    block->slices.push_back(static_cast<uint8_t*>(p));
+  }
+  stats_.resident_bytes += BlockBytes();
+  stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, stats_.resident_bytes);
+  return OkStatus();
+}
+
+// Spills the oldest full blocks of full-attention layers until `bytes` more fit.
+Status KvCache::MakeRoom(uint64_t bytes) {
+  if (o_.memory_budget == 0) return OkStatus();
+  while (stats_.resident_bytes + bytes > o_.memory_budget) {
+    int victim_layer = -1;
+    int64_t victim = std::numeric_limits<int64_t>::max();
+    for (int il = 0; il < n_layer(); ++il) {
+      const Layer& l = layers_[il];
+      if (l.window > 0) continue;
+      // The last allocated block may still be filling: never spill it.
+      for (int64_t b = 0; b + 1 < l.written_blocks && b < victim; ++b) {
+        if (!l.blocks[b].slices.empty()) {
+          victim = b;
+          victim_layer = il;
+          break;
+        }
+      }
+    }
+    if (victim_layer < 0) {
+      return ResourceExhaustedError("KV memory budget " + Mib(o_.memory_budget) +
+                                    " exhausted with nothing left to spill");
+    }
+    ELLM_RETURN_IF_ERROR(Spill(victim_layer, &layers_[victim_layer].blocks[victim]));
+  }
+  return OkStatus();
+}
+
+Status KvCache::Spill(int il, Block* block) {
+  (void)il;
+  std::vector<uint8_t>& raw = codec_scratch_;
+  raw.resize(BlockBytes());
+  for (int h = 0; h < o_.n_head_kv; ++h) {
+    std::memcpy(raw.data() + h * slice_bytes_, block->slices[h], slice_bytes_);
+  }
+  std::vector<uint8_t> enc;
+  EncodeBlock(raw.data(), raw.size(), ElemBytes(o_.type), o_.zstd_level, enc_scratch_, &enc);
+  ELLM_ASSIGN_OR_RETURN(uint64_t offset, spill_->Append(enc.data(), enc.size()));
+  block->spilled = true;
+  block->spill_offset = offset;
+  block->spill_bytes = enc.size();
+  stats_.spilled_bytes += raw.size();
+  stats_.spilled_encoded_bytes += enc.size();
+  FreeSlices(block);
+  return OkStatus();
+}
+
+Status KvCache::ReadBack(int il, const Block& block, uint8_t* dst) const {
+  std::vector<uint8_t> enc(block.spill_bytes);
+  ELLM_RETURN_IF_ERROR(spill_->Read(block.spill_offset, enc.size(), enc.data()));
+  return DecodeBlock(enc.data(), enc.size(), dst, BlockBytes(), enc_scratch_,
+                     "KV spill block " + std::to_string(block.index) + " of layer " +
+                         std::to_string(il) + " in '" + spill_->dir() + "'");
+}
+
+StatusOr<KvCache::Block*> KvCache::BlockForWrite(int il, int64_t b) {
+  Layer& l = layers_[il];
+  if (l.window > 0) {
+    Block& slot = l.blocks[static_cast<size_t>(b % static_cast<int64_t>(l.blocks.size()))];
+    if (slot.slices.empty()) ELLM_RETURN_IF_ERROR(AllocateSlices(il, &slot));
+    slot.index = b;
+    return &slot;
+  }
+  Block& block = l.blocks[static_cast<size_t>(b)];
+  if (block.slices.empty()) {
+    const bool spilled = block.spilled;
+    // Positions arrive in order, so the blocks before b are full now and
+    // may be spilled to make room for this one.
+    l.written_blocks = std::max(l.written_blocks, b + 1);
+    ELLM_RETURN_IF_ERROR(AllocateSlices(il, &block));
+    if (spilled) {
+      // Writing into a spilled block again (after a restore): bring it back.
+      std::vector<uint8_t> raw(BlockBytes());
+      ELLM_RETURN_IF_ERROR(ReadBack(il, block, raw.data()));
+      for (int h = 0; h < o_.n_head_kv; ++h) {
+        std::memcpy(block.slices[h], raw.data() + h * slice_bytes_, slice_bytes_);
+      }
+      block.spilled = false;
+    }
+    block.index = b;
+  }
+  return &block;
+}
+
+Status KvCache::Store(int il, int64_t pos, const float* k, const float* v) {
+  const int64_t b = pos / kBlockPositions;
+  const int64_t row = pos % kBlockPositions;
+  ELLM_ASSIGN_OR_RETURN(Block * block, BlockForWrite(il, b));
+  for (int h = 0; h < o_.n_head_kv; ++h) {
+    uint8_t* slice = block->slices[h];
+    StoreRow(o_.type, k + int64_t{h} * o_.head_dim_k, o_.head_dim_k, slice + row * k_row_bytes_);
+    StoreRow(o_.type, v + int64_t{h} * o_.head_dim_v, o_.head_dim_v,
+             slice + kBlockPositions * k_row_bytes_ + row * v_row_bytes_);
+  }
+  return OkStatus();
+}
+
+Status KvCache::Acquire(int il, int64_t b0, int64_t b1, std::vector<BlockView>* views) {
+  views->clear();
+  Layer& l = layers_[il];
+  int64_t staged = 0;
+  for (int64_t b = b0; b < b1; ++b) {
+    const Block* block;
+    if (l.window > 0) {
+      block = &l.blocks[static_cast<size_t>(b % static_cast<int64_t>(l.blocks.size()))];
+    } else {
+      block = &l.blocks[static_cast<size_t>(b)];
+    }
+    if (block->index != b) {
+      return InternalError("KV block " + std::to_string(b) + " of layer " + std::to_string(il) +
+                           " is not held");
+    }
+    if (!block->slices.empty()) {
+      views->push_back({b * kBlockPositions, block->slices.data()});
+      continue;
+    }
+    uint8_t* dst = staging_.data() + staged * BlockBytes();
+    ELLM_RETURN_IF_ERROR(ReadBack(il, *block, dst));
+    stats_.read_back_bytes += BlockBytes();
+    views->push_back({b * kBlockPositions, staging_slices_[staged].data()});
+    ++staged;
+  }
+  return OkStatus();
+}
+
+Status KvCache::Clear() {
+  for (Layer& l : layers_) {
+    for (Block& b : l.blocks) {
+      FreeSlices(&b);
+      b = Block{};
+    }
+    l.written_blocks = 0;
+  }
+  if (spill_ != nullptr) ELLM_RETURN_IF_ERROR(spill_->Clear());
+  return OkStatus();
+}
+
+StatusOr<std::vector<const uint8_t*>> KvCache::SlicesForSave(int il, int64_t b) {
+  std::vector<BlockView> views;
+  ELLM_RETURN_IF_ERROR(Acquire(il, b, b + 1, &views));
+  return std::vector<const uint8_t*>(views[0].slices, views[0].slices + o_.n_head_kv);
+}
+
+StatusOr<std::vector<uint8_t*>> KvCache::SlicesForRestore(int il, int64_t b) {
+  ELLM_ASSIGN_OR_RETURN(Block * block, BlockForWrite(il, b));
+  return block->slices;
+}
+
+std::vector<int64_t> KvCache::HeldBlocks(int il) const {
+  const Layer& l = layers_[il];
+  std::vector<int64_t> out;
+  if (l.window > 0) {
+    for (const Block& b : l.blocks) out.push_back(b.slices.empty() ? -1 : b.index);
+  } else {
+    for (int64_t b = 0; b < l.written_blocks; ++b) out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace ellm::kv

@@ -1,0 +1,67 @@
+#include "kv/spill_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+namespace ellm::kv {
+
+StatusOr<std::unique_ptr<SpillFile>> SpillFile::Open(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    std::string path = dir + "/ellm-spill-XXXXXX";
+    fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(path.c_str());
+  }
+  if (fd < 0) {
+    return ErrnoError(errno, "KV spill directory '" + dir + "' (kv.spill_dir) is not writable");
+  }
+  return std::unique_ptr<SpillFile>(new SpillFile(fd, dir));
+}
+
+SpillFile::~SpillFile() { ::close(fd_); }
+
+StatusOr<uint64_t> SpillFile::Append(const uint8_t* data, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::pwrite(fd_, data + done, n - done, static_cast<off_t>(end_ + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : ENOSPC;
+      // Leave no partial block behind; the next append overwrites from end_.
+      (void)::ftruncate(fd_, static_cast<off_t>(end_));
+      Status s = ErrnoError(err, "spilling " + std::to_string(n) + " bytes of KV cache to '" +
+                                     dir_ + "' (kv.spill_dir)");
+      if (err == EFBIG || err == ENOSPC || err == EDQUOT) {
+        return ResourceExhaustedError(s.message());
+      }
+      return s;
+    }
+    done += static_cast<size_t>(w);
+  }
+  const uint64_t at = end_;
+  end_ += n;
+  return at;
+}
+
+Status SpillFile::Read(uint64_t offset, size_t n, uint8_t* out) const {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoError(errno, "reading spilled KV cache from '" + dir_ + "'");
+    if (r == 0) return DataLossError("spilled KV block in '" + dir_ + "' is truncated");
+    done += static_cast<size_t>(r);
+  }
+  return OkStatus();
+}
+
+Status SpillFile::Clear() {
+  if (::ftruncate(fd_, 0) != 0) return ErrnoError(errno, "truncating KV spill file in " + dir_);
+  end_ = 0;
+  return OkStatus();
+}
+
+}  // namespace ellm::kv

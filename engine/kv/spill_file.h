@@ -1,0 +1,45 @@
+// An anonymous, append-only file of encoded KV blocks in a spill directory.
+// The file is created with O_TMPFILE (or created and unlinked at once where
+// the file system lacks it), so it has no name: it disappears when the
+// session closes it or the process dies, and a restart finds nothing to
+// clean up. Not thread-safe: one owner (the session's KV cache).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/base/status.h"
+
+namespace ellm::kv {
+
+class SpillFile {
+ public:
+  // Fails with a message naming `dir` when it is missing or not writable.
+  static StatusOr<std::unique_ptr<SpillFile>> Open(const std::string& dir);
+  ~SpillFile();
+  SpillFile(const SpillFile&) = delete;
+  SpillFile& operator=(const SpillFile&) = delete;
+
+  // Appends bytes; returns their offset. ENOSPC/EFBIG/EIO become
+  // RESOURCE_EXHAUSTED / errno errors naming the directory; nothing is
+  // half-appended (a failed append leaves the end where it was).
+  StatusOr<uint64_t> Append(const uint8_t* data, size_t n);
+  // Reads n bytes at offset into out.
+  Status Read(uint64_t offset, size_t n, uint8_t* out) const;
+  // Forgets everything written (truncates to 0).
+  Status Clear();
+  uint64_t size() const { return end_; }
+  const std::string& dir() const { return dir_; }
+  // For fault-injection tests only: the open descriptor.
+  int fd_for_test() const { return fd_; }
+
+ private:
+  SpillFile(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}
+  int fd_;
+  std::string dir_;
+  uint64_t end_ = 0;
+};
+
+}  // namespace ellm::kv

@@ -1,0 +1,102 @@
+// Every SIMD attention tile kernel against its scalar reference, on odd
+// shapes (row, key and dimension tails).
+#include "kernels/attn_tile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "quant/fp16.h"
+
+namespace ellm::kernels {
+namespace {
+
+std::vector<float> Random(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+const AttnTileKernels& Ref() { return GetAttnTileAt(IsaLevel::kScalar); }
+const AttnTileKernels& Simd() { return GetAttnTileAt(IsaLevel::kAvx2); }
+
+TEST(AttnTile, ScoresMatchReferenceOnOddShapes) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(1);
+  for (int rows : {1, 2, 3, 7, 32}) {
+    for (int keys : {1, 4, 5, 63, 64}) {
+      for (int dim : {8, 13, 64, 256}) {
+        auto q = Random(rows * (dim + 3), rng), k = Random(keys * (dim + 1), rng);
+        std::vector<float> want(rows * 70), got(rows * 70);
+        Ref().scores(rows, keys, dim, q.data(), dim + 3, k.data(), dim + 1, want.data(), 70);
+        Simd().scores(rows, keys, dim, q.data(), dim + 3, k.data(), dim + 1, got.data(), 70);
+        for (int r = 0; r < rows; ++r) {
+          for (int j = 0; j < keys; ++j) {
+            // f32 sums of `dim` unit-normal products in another order.
+            ASSERT_NEAR(got[r * 70 + j], want[r * 70 + j], 1e-5 * dim)
+                << rows << "x" << keys << "x" << dim;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttnTile, AccumulateMatchesReferenceOnOddShapes) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(2);
+  for (int rows : {1, 2, 5, 32}) {
+    for (int keys : {1, 3, 64}) {
+      for (int dim : {7, 32, 40, 256}) {
+        auto p = Random(rows * 64, rng), v = Random(keys * dim, rng);
+        auto want = Random(rows * dim, rng);
+        auto got = want;
+        Ref().accumulate(rows, keys, dim, p.data(), 64, v.data(), dim, want.data(), dim);
+        Simd().accumulate(rows, keys, dim, p.data(), 64, v.data(), dim, got.data(), dim);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], 1e-5 * keys) << rows << "x" << keys << "x" << dim;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttnTile, ExpIsAccurateAndZeroAtMinusInfinity) {
+  std::vector<float> x;
+  for (float v = -90.0f; v < 88.0f; v += 0.0137f) x.push_back(v);
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(0.0f);
+  std::vector<float> y(x.size());
+  Simd().exp(static_cast<int64_t>(x.size()), x.data(), y.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp(double(x[i]));
+    if (x[i] < -87.3f) {
+      ASSERT_LE(y[i], 1.2e-38f) << x[i];
+    } else {
+      ASSERT_NEAR(y[i] / want, 1.0, 2e-7) << x[i];
+    }
+  }
+  EXPECT_EQ(y[x.size() - 2], 0.0f);
+  EXPECT_EQ(y[x.size() - 1], 1.0f);
+}
+
+TEST(AttnTile, HalfConversionsMatchReference) {
+  std::mt19937 rng(3);
+  std::vector<uint16_t> h(77);
+  for (auto& v : h) v = quant::Fp32ToFp16(std::normal_distribution<float>(0, 100)(rng));
+  std::vector<float> a(77), b(77);
+  Ref().f16_to_f32(77, h.data(), a.data());
+  Simd().f16_to_f32(77, h.data(), b.data());
+  EXPECT_EQ(a, b);
+  for (auto& v : h) v = quant::Fp32ToBf16(std::normal_distribution<float>(0, 100)(rng));
+  Ref().bf16_to_f32(77, h.data(), a.data());
+  Simd().bf16_to_f32(77, h.data(), b.data());
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace ellm::kernels

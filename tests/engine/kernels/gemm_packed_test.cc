@@ -1,0 +1,196 @@
+// Packed GEMM kernels against the row-wise scalar dot products.
+//
+// Every level of the packed GEMM repeats vec_dot_ref's arithmetic on the
+// packed layout (exact integer sums per block, the same float products and
+// one sequential sum over blocks, no fused multiply-adds), so each output
+// must equal RefVecDot of the unpacked row bit for bit: a packing, indexing,
+// tail or overflow error shows as an inequality, not as a drift to bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ellm/engine/cpu_features.h"
+#include "kernels/gemm_packed.h"
+#include "kernels/vec_dot.h"
+#include "ops/packed_weight.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+
+namespace ellm::kernels {
+namespace {
+
+using quant::TensorType;
+
+// Byte offsets of the f16 scales in one block (random bytes there could be
+// NaN).
+std::vector<int> ScaleOffsets(TensorType t) {
+  switch (t) {
+    case TensorType::kQ4_K:
+      return {0, 2};
+    case TensorType::kQ6_K:
+      return {208};
+    default:
+      return {0};
+  }
+}
+
+struct Problem {
+  TensorType type;
+  int64_t rows, cols, tokens;
+  std::vector<uint8_t> w;    // rows x row_bytes, GGUF layout
+  std::vector<uint8_t> act;  // tokens x act_stride, ActivationTypeFor(type)
+  size_t row_bytes = 0, act_stride = 0;
+  std::vector<float> block_d;
+  std::vector<int32_t> block_sum;
+
+  GemmActivations Activations() const {
+    GemmActivations a;
+    a.rows = act.data();
+    a.stride = act_stride;
+    a.n_tokens = tokens;
+    if (!block_d.empty()) {
+      a.block_d = block_d.data();
+      a.block_sum = block_sum.data();
+    }
+    return a;
+  }
+  const uint8_t* Row(int64_t r) const { return w.data() + r * row_bytes; }
+  const uint8_t* Act(int64_t t) const { return act.data() + t * act_stride; }
+};
+
+Problem MakeProblem(TensorType type, int64_t rows, int64_t cols, int64_t tokens, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Problem p{type, rows, cols, tokens};
+  const auto& tr = quant::Traits(type);
+  p.row_bytes = quant::RowBytes(tr, cols);
+  p.w.resize(p.row_bytes * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : p.w) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
+  for (size_t off = 0; off < p.w.size(); off += tr.block_bytes) {
+    for (int s : ScaleOffsets(type)) {
+      const float v = std::pow(10.0f, exponent(rng)) * (byte(rng) & 1 ? 1.0f : -1.0f);
+      const uint16_t h = quant::Fp32ToFp16(v);
+      std::memcpy(p.w.data() + off + s, &h, 2);
+    }
+  }
+  const TensorType at = quant::ActivationTypeFor(type);
+  p.act_stride = quant::RowBytes(quant::Traits(at), cols) + 4;  // a padded stride
+  p.act.resize(p.act_stride * tokens);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (float& v : x) v = normal(rng);
+    quant::QuantizeRow(at, x.data(), p.act.data() + t * p.act_stride, cols);
+  }
+  if (at == TensorType::kQ8_0) {
+    p.block_d.resize(tokens * cols / 32);
+    p.block_sum.resize(tokens * cols / 32);
+    SummarizeQ8_0(p.act.data(), p.act_stride, tokens, cols, p.block_d.data(), p.block_sum.data());
+  }
+  return p;
+}
+
+std::unique_ptr<ops::PackedWeight> Pack(const Problem& p) {
+  const ops::PackSource src{p.type, p.rows, p.cols, p.w.data(), p.row_bytes, false};
+  auto packed = ops::PackWeights({&src, 1}, 2);
+  return std::move(packed[0]);
+}
+
+std::vector<int64_t> Columns(TensorType t) {
+  if (quant::Traits(t).block_elems == 32) return {32, 96, 640, 1024, 2048};
+  return {256, 768, 1024, 2048};
+}
+
+const TensorType kTypes[] = {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
+                             TensorType::kQ4_K, TensorType::kQ6_K};
+
+std::string Where(const Problem& p, int64_t r, int64_t t) {
+  return std::string(quant::TypeName(p.type)) + " rows=" + std::to_string(p.rows) +
+         " cols=" + std::to_string(p.cols) + " tokens=" + std::to_string(p.tokens) +
+         " r=" + std::to_string(r) + " t=" + std::to_string(t);
+}
+
+class GemmPacked : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(GemmPacked, ReferenceEqualsRowWiseReferenceBitForBit) {
+  const TensorType type = GetParam();
+  const GemmPackedFn gemm = GetGemmPackedAt(type, IsaLevel::kScalar);
+  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+  ASSERT_NE(gemm, nullptr);
+  uint32_t seed = 1;
+  for (int64_t cols : Columns(type)) {
+    for (int64_t rows : {1, 8, 13}) {
+      const Problem p = MakeProblem(type, rows, cols, 3, seed++);
+      const auto packed = Pack(p);
+      std::vector<float> y(p.tokens * rows);
+      gemm(packed->matrix(), 0, rows, p.Activations(), y.data(), rows);
+      for (int64_t t = 0; t < p.tokens; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(y[t * rows + r], dot(cols, p.Row(r), p.Act(t))) << Where(p, r, t);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 here";
+  const TensorType type = GetParam();
+  const GemmPackedFn gemm = GetGemmPackedAt(type, IsaLevel::kAvx2);
+  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+  ASSERT_NE(gemm, nullptr);
+  uint32_t seed = 100;
+  for (int64_t cols : Columns(type)) {
+    for (int64_t tokens : {1, 3, 5, 17, 70}) {
+      const int64_t rows = tokens % 2 == 0 ? 16 : 21;  // 21: a group of 5 real rows
+      const Problem p = MakeProblem(type, rows, cols, tokens, seed++);
+      const auto packed = Pack(p);
+      std::vector<float> y(p.tokens * rows);
+      gemm(packed->matrix(), 0, rows, p.Activations(), y.data(), rows);
+      for (int64_t t = 0; t < p.tokens; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(y[t * rows + r], dot(cols, p.Row(r), p.Act(t))) << Where(p, r, t);
+        }
+      }
+    }
+  }
+}
+
+// A row range that starts and ends inside groups, written to a wider y: only
+// the requested rows are written, each where the contract says.
+TEST_P(GemmPacked, UnalignedRowRangeWritesOnlyItsRows) {
+  const TensorType type = GetParam();
+  const int64_t cols = quant::Traits(type).block_elems == 32 ? 640 : 1024;
+  const Problem p = MakeProblem(type, 29, cols, 5, 7);
+  const auto packed = Pack(p);
+  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2}) {
+    if (HostCpu().Level() < level) continue;
+    const GemmPackedFn gemm = GetGemmPackedAt(type, level);
+    const int64_t begin = 3, end = 27, stride = 40;
+    std::vector<float> y(p.tokens * stride, -1234.5f);
+    gemm(packed->matrix(), begin, end, p.Activations(), y.data(), stride);
+    for (int64_t t = 0; t < p.tokens; ++t) {
+      for (int64_t k = 0; k < stride; ++k) {
+        const float got = y[t * stride + k];
+        if (k >= end - begin) {
+          ASSERT_EQ(got, -1234.5f) << "wrote past the range at k=" << k;
+          continue;
+        }
+        ASSERT_EQ(got, dot(cols, p.Row(begin + k), p.Act(t))) << Where(p, begin + k, t);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GemmPacked, ::testing::ValuesIn(kTypes),
+                         [](const auto& p) { return std::string(quant::TypeName(p.param)); });
+
+}  // namespace
+}  // namespace ellm::kernels

@@ -1,0 +1,213 @@
+// The block KV cache under a memory budget: spilled blocks come back bit
+// for bit, the budget holds, and disk trouble fails cleanly.
+#include "kv/kv_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "ellm/engine/thread_pool.h"
+#include "model/attention.h"
+
+namespace ellm::kv {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kHeads = 4, kKvHeads = 2, kDim = 64;
+
+struct TempDir {
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("ellm-kv-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+  static inline int counter = 0;
+};
+
+KvCacheOptions Options(int64_t n_ctx, KvType type) {
+  KvCacheOptions o;
+  o.n_head_kv = kKvHeads;
+  o.head_dim_k = kDim;
+  o.head_dim_v = kDim;
+  o.windows = {0, 100, 0};  // two full-attention layers around a sliding one
+  o.n_ctx = n_ctx;
+  o.micro_batch = 64;
+  o.type = type;
+  return o;
+}
+
+uint64_t BlockBytes(const KvCache& c) { return c.slice_bytes() * kKvHeads; }
+
+// Stores pseudo-random K/V for every position and runs attention on every
+// layer, micro-batch by micro-batch; returns all outputs.
+StatusOr<std::vector<float>> RunAll(KvCache& cache, int64_t n) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 1);
+  ThreadPool pool({.threads = 2});
+  model::AttentionScratch scratch;
+  std::vector<float> all;
+  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+  for (int64_t pos0 = 0; pos0 < n; pos0 += 64) {
+    const int64_t m = std::min<int64_t>(64, n - pos0);
+    for (int il = 0; il < cache.n_layer(); ++il) {
+      for (int64_t t = pos0; t < pos0 + m; ++t) {
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        ELLM_RETURN_IF_ERROR(cache.Store(il, t, k.data(), v.data()));
+      }
+      std::vector<float> q(m * kHeads * kDim), out(m * kHeads * kDim);
+      for (float& x : q) x = nd(rng) * 0.3f;
+      const int window = cache.options().windows[il];
+      ELLM_RETURN_IF_ERROR(model::Attention({kHeads, kKvHeads, kDim, kDim, window}, cache, il,
+                                            q.data(), m, pos0, out.data(), pool, scratch));
+      all.insert(all.end(), out.begin(), out.end());
+    }
+  }
+  return all;
+}
+
+class KvSpill : public ::testing::TestWithParam<KvType> {};
+
+TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {
+  const int64_t n = 2000;
+  auto plain = KvCache::Create(Options(n, GetParam()));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto want = RunAll(**plain, n);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_EQ((*plain)->stats().spilled_bytes, 0u);
+
+  TempDir dir;
+  KvCacheOptions o = Options(n, GetParam());
+  o.spill_dir = dir.path;
+  // Ring (2 blocks) + one block per full layer + staging: the minimum.
+  o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**plain);
+  auto spilled = KvCache::Create(o);
+  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+  auto got = RunAll(**spilled, n);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), want->size());
+  EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(float)), 0);
+  const KvStats st = (*spilled)->stats();
+  // 2000 positions = 8 blocks per full layer, all but the last spilled.
+  EXPECT_EQ(st.spilled_bytes, 2 * 7 * BlockBytes(**plain));
+  EXPECT_GT(st.read_back_bytes, st.spilled_bytes);
+  EXPECT_LE(st.peak_resident_bytes, o.memory_budget);
+  EXPECT_GT(st.compression_ratio(), 1.0);
+  std::printf("%s: spilled %llu bytes, ratio %.3f, peak resident %llu of %llu\n",
+              std::string(KvTypeName(GetParam())).c_str(),
+              static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
+              static_cast<unsigned long long>(st.peak_resident_bytes),
+              static_cast<unsigned long long>(o.memory_budget));
+  // The spill file has no name: nothing is left in the directory.
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KvSpill,
+                         ::testing::Values(KvType::kF16, KvType::kBF16, KvType::kF32,
+                                           KvType::kQ8_0));
+
+TEST(KvCache, BudgetBelowTheMinimumSaysHowMuchIsNeeded) {
+  TempDir dir;
+  KvCacheOptions o = Options(4096, KvType::kF16);
+  o.spill_dir = dir.path;
+  o.memory_budget = 1 << 19;
+  auto c = KvCache::Create(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("is below the"), std::string::npos) << c.status().ToString();
+  o.spill_dir.clear();
+  o.memory_budget = 1 << 30;
+  c = KvCache::Create(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("kv.spill_dir"), std::string::npos);
+}
+
+TEST(KvCache, MissingSpillDirectoryIsNamed) {
+  KvCacheOptions o = Options(4096, KvType::kF16);
+  o.spill_dir = "/nonexistent/ellm-spill";
+  o.memory_budget = 1 << 30;
+  auto c = KvCache::Create(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/nonexistent/ellm-spill"), std::string::npos)
+      << c.status().ToString();
+}
+
+TEST(KvCache, CorruptSpilledBlockFailsWithDataLoss) {
+  TempDir dir;
+  KvCacheOptions o = Options(1000, KvType::kF16);
+  o.spill_dir = dir.path;
+  auto probe = KvCache::Create(Options(1000, KvType::kF16));
+  ASSERT_TRUE(probe.ok());
+  o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**probe);
+  auto c = KvCache::Create(o);
+  ASSERT_TRUE(c.ok());
+  // 600 positions: blocks 0 and 1 of each full layer get spilled.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+  for (int64_t p = 0; p < 600; ++p) {
+    for (int il = 0; il < 3; ++il) {
+      for (float& x : k) x = nd(rng);
+      for (float& x : v) x = nd(rng);
+      ASSERT_TRUE((*c)->Store(il, p, k.data(), v.data()).ok());
+    }
+  }
+  ASSERT_GT((*c)->stats().spilled_bytes, 0u);
+  const int fd = (*c)->spill_file_for_test()->fd_for_test();
+  const uint8_t junk[64] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(::pwrite(fd, junk, sizeof(junk), 1000), static_cast<ssize_t>(sizeof(junk)));
+  std::vector<KvCache::BlockView> views;
+  Status s = (*c)->Acquire(0, 0, 1, &views);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s.ToString();
+}
+
+// A full disk (simulated by a file-size limit) fails the store that needed
+// to spill with RESOURCE_EXHAUSTED naming the directory; nothing crashes.
+TEST(KvCache, FullDiskFailsTheStoreCleanly) {
+  TempDir dir;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    KvCacheOptions o = Options(4000, KvType::kF32);
+    o.spill_dir = dir.path;
+    auto probe = KvCache::Create(Options(4000, KvType::kF32));
+    o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**probe);
+    auto c = KvCache::Create(o);
+    if (!c.ok()) ::_exit(10);
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+    for (int64_t p = 0; p < 4000; ++p) {
+      for (int il = 0; il < 3; ++il) {
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        Status s = (*c)->Store(il, p, k.data(), v.data());
+        if (!s.ok()) {
+          const bool named = s.message().find(dir.path.string()) != std::string::npos;
+          ::_exit(s.code() == StatusCode::kResourceExhausted && named ? 0 : 11);
+        }
+      }
+    }
+    ::_exit(12);  // never ran out of room
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace ellm::kv

@@ -1,0 +1,113 @@
+// ops::MatMul with packed weights against the row-wise path on the same
+// matrix. Both encode the activations identically; they differ only in the
+// order of float work, bounded as in kernels/gemm_packed.h: 1e-5 of
+// S = sum_i (|w_i| + |m_i|) * |a_i| (m_i: Q4_K's min term), here taken with
+// the f32 inputs x for a (twice the bound, for the activation rounding).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ellm/engine/thread_pool.h"
+#include "ops/matmul.h"
+#include "ops/packed_weight.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+
+namespace ellm::ops {
+namespace {
+
+using quant::TensorType;
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  model::Weight w;
+};
+
+Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  Matrix m;
+  const auto& tr = quant::Traits(type);
+  const uint64_t row_bytes = quant::RowBytes(tr, cols);
+  m.bytes.resize(row_bytes * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : m.bytes) b = static_cast<uint8_t>(byte(rng));
+  const int scale_at = type == TensorType::kQ6_K ? 208 : 0;
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  for (size_t off = 0; off < m.bytes.size(); off += tr.block_bytes) {
+    for (int k = 0; k < (type == TensorType::kQ4_K ? 2 : 1); ++k) {
+      const uint16_t h = quant::Fp32ToFp16(scale(rng));
+      std::memcpy(m.bytes.data() + off + scale_at + 2 * k, &h, 2);
+    }
+  }
+  m.w.type = type;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.row_bytes = row_bytes;
+  m.w.data = m.bytes.data();
+  return m;
+}
+
+double Bound(const model::Weight& w, int64_t r, const float* x) {
+  std::vector<float> wf(w.cols), mf(w.cols, 0.0f);
+  quant::DequantizeRow(w.type, w.Row(r), wf.data(), w.cols);
+  if (w.type == TensorType::kQ4_K) {
+    std::vector<uint8_t> zeroed(w.Row(r), w.Row(r) + w.row_bytes);
+    for (size_t b = 0; b < zeroed.size(); b += 144) std::memset(zeroed.data() + b + 16, 0, 128);
+    quant::DequantizeRow(w.type, zeroed.data(), mf.data(), w.cols);
+  }
+  double s = 0.0;
+  for (int64_t i = 0; i < w.cols; ++i) s += (std::fabs(wf[i]) + std::fabs(mf[i])) * std::fabs(x[i]);
+  return 2e-5 * s;
+}
+
+TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
+  ThreadPool pool({.threads = 2});
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  struct Case {
+    TensorType type;
+    int64_t rows, cols;
+  };
+  const Case cases[] = {{TensorType::kQ5_0, 1024, 640}, {TensorType::kQ5_0, 100, 2048},
+                        {TensorType::kQ8_0, 257, 640},  {TensorType::kQ4_0, 64, 640},
+                        {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ6_K, 77, 2048}};
+  for (const Case& c : cases) {
+    Matrix m = RandomMatrix(c.type, c.rows, c.cols, rng);
+    const PackSource src{c.type, c.rows, c.cols, m.w.data, m.w.row_bytes, false};
+    const auto packed = PackWeights({&src, 1}, 2);
+    model::Weight pw = m.w;
+    pw.packed = packed[0].get();
+    for (int64_t n : {1, 7, 33}) {
+      std::vector<float> x(n * c.cols);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> want(n * c.rows), got(n * c.rows);
+      MatMulScratch scratch;
+      MatMul(m.w, x.data(), n, want.data(), pool, scratch);
+      MatMul(pw, x.data(), n, got.data(), pool, scratch);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < c.rows; ++r) {
+          ASSERT_NEAR(got[t * c.rows + r], want[t * c.rows + r], Bound(m.w, r, &x[t * c.cols]))
+              << quant::TypeName(c.type) << " rows=" << c.rows << " n=" << n << " t=" << t
+              << " r=" << r;
+        }
+      }
+      // A slice of rows that is not group-aligned, as the logits use.
+      const int64_t begin = 5, end = c.rows - 3;
+      std::vector<float> slice(n * (end - begin));
+      MatMulRows(pw, x.data(), n, begin, end, slice.data(), pool, scratch);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = begin; r < end; ++r) {
+          ASSERT_NEAR(slice[t * (end - begin) + r - begin], want[t * c.rows + r],
+                      Bound(m.w, r, &x[t * c.cols]))
+              << quant::TypeName(c.type) << " slice r=" << r;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ellm::ops
