@@ -35,7 +35,7 @@ def fresh(llm):
     llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
 
 
-def llama_cpp_run(model, depth, gen, threads, flash_attn):
+def llama_cpp_run(model, depth, gen, threads, flash_attn, reps):
     from llama_cpp import Llama
     llm = Llama(model_path=model, n_ctx=depth + gen + 8, n_batch=512, n_ubatch=512,
                 n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
@@ -43,7 +43,7 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn):
     rng = np.random.default_rng(1234)
     prompt = [llm.token_bos()] + [int(x) for x in rng.integers(1000, 200000, depth - 1)]
     best = None
-    for rep in range(2):  # first is a warm-up
+    for rep in range(reps):  # with 2, the first is a warm-up
         fresh(llm)
         t0 = time.perf_counter()
         llm.eval(prompt)
@@ -54,20 +54,20 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn):
             llm.eval([tok])
             tok = int(np.argmax(last_logits(llm)))
         t3 = time.perf_counter()
-        if rep:
+        if rep == reps - 1:
             best = (depth / (t1 - t0), gen / (t3 - t2))
     del llm
     return best
 
 
-def ellm_run(ellm, model, depth, gen, threads):
+def ellm_run(ellm, model, depth, gen, threads, reps, extra):
     best = None
-    for rep in range(2):
+    for rep in range(reps):
         out = subprocess.run([ellm, "bench", "--model", model, "--depth", str(depth), "--gen",
-                              str(gen), "--threads", str(threads), "--json"],
+                              str(gen), "--threads", str(threads), "--json"] + extra,
                              check=True, capture_output=True, text=True).stdout
         r = json.loads(out)
-        if rep:
+        if rep == reps - 1:
             best = (r["prefill_tokens_per_s"], r["decode_tokens_per_s"], r["peak_rss_bytes"])
     return best
 
@@ -79,18 +79,23 @@ def main():
     ap.add_argument("--depths", type=int, nargs="+", default=[512, 2048])
     ap.add_argument("--gen", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=2,
+                    help="runs per engine and depth; the last counts (1 = no warm-up)")
+    ap.add_argument("--ellm-args", default="", help="extra `ellm bench` flags, e.g. '--kv-type f16'")
     args = ap.parse_args()
 
     rows = []
     for d in args.depths:
-        e = ellm_run(args.ellm, args.model, d, args.gen, args.threads)
-        off = llama_cpp_run(args.model, d, args.gen, args.threads, False)
-        on = llama_cpp_run(args.model, d, args.gen, args.threads, True)
+        e = ellm_run(args.ellm, args.model, d, args.gen, args.threads, args.reps,
+                     args.ellm_args.split())
+        off = llama_cpp_run(args.model, d, args.gen, args.threads, False, args.reps)
+        on = llama_cpp_run(args.model, d, args.gen, args.threads, True, args.reps)
         l_prefill, l_decode = max(off[0], on[0]), max(off[1], on[1])
         rows.append((d, e, (l_prefill, l_decode), off, on))
         print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp fa-off {off[0]:.1f}/{off[1]:.1f}"
               f" fa-on {on[0]:.1f}/{on[1]:.1f} (prefill/decode tokens/s)", file=sys.stderr)
-    print(f"\nload average {os.getloadavg()[0]:.2f}, threads {args.threads}, gen {args.gen}\n")
+    print(f"\nload average {os.getloadavg()[0]:.2f}, threads {args.threads}, gen {args.gen}, "
+          f"reps {args.reps}, ellm args '{args.ellm_args}'\n")
     print("| depth | ellm prefill t/s | llama.cpp prefill t/s | ratio | ellm decode t/s | "
           "llama.cpp decode t/s | ratio | ellm peak RSS MiB |")
     print("|---|---|---|---|---|---|---|---|")

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "ellm/engine/numa.h"
+
 namespace ellm::daemon {
 namespace {
 
@@ -50,6 +52,8 @@ Status ModelConfig::Validate() const {
   if (kv_type != "f16" && kv_type != "f32" && kv_type != "bf16" && kv_type != "q8_0") {
     return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16, bf16, f32 or q8_0");
   }
+  auto mode = ParseNumaMode(numa);
+  if (!mode.ok()) return mode.status().WithContext("model.numa");
   return OkStatus();
 }
 
@@ -166,13 +170,17 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     ELLM_RETURN_IF_ERROR(CheckKeys(
         src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
-      ELLM_RETURN_IF_ERROR(
-          CheckKeys(src, n, "model", {"path", "threads", "context", "micro_batch", "kv_type"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(
+          src, n, "model",
+          {"path", "threads", "context", "micro_batch", "kv_type", "numa", "numa_node", "mlock"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa", c.model.numa));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa_node", c.model.numa_node));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", c.model.mlock));
     }
     if (YAML::Node n = root["kv"]) {
       ELLM_RETURN_IF_ERROR(

@@ -5,6 +5,10 @@ namespace ellm::daemon {
 pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   pipelines::GeneratorOptions o;
   o.engine.threads = config.model.threads;
+  auto numa = ParseNumaMode(config.model.numa);
+  o.engine.numa = numa.ok() ? *numa : NumaMode::kOff;
+  o.engine.numa_node = config.model.numa_node;
+  o.engine.mlock = config.model.mlock;
   o.context = config.model.context;
   o.micro_batch = config.model.micro_batch;
   auto type = ParseKvType(config.model.kv_type);

@@ -12,10 +12,16 @@
 namespace ellm::kv {
 namespace {
 
+std::string Mib(uint64_t bytes);
+
 class HeapMemory final : public SliceMemory {
  public:
-  void* Allocate(size_t bytes, int /*node*/) override {
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  StatusOr<void*> Allocate(size_t bytes, int /*node*/) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) {
+      return ResourceExhaustedError("out of memory allocating " + Mib(bytes) + " of KV cache");
+    }
+    return p;
   }
   void Free(void* p, size_t /*bytes*/) override { std::free(p); }
 };
@@ -150,14 +156,13 @@ void KvCache::FreeSlices(Block* block) {
 Status KvCache::AllocateSlices(int il, Block* block) {
   ELLM_RETURN_IF_ERROR(MakeRoom(BlockBytes()));
   for (int h = 0; h < o_.n_head_kv; ++h) {
-    void* p = mem_->Allocate(slice_bytes_, NodeOf(il, h));
-    if (p == nullptr) {
+    StatusOr<void*> p = mem_->Allocate(slice_bytes_, NodeOf(il, h));
+    if (!p.ok()) {
       for (uint8_t* s : block->slices) mem_->Free(s, slice_bytes_);
       block->slices.clear();
-      return ResourceExhaustedError("out of memory allocating " + Mib(slice_bytes_) +
-                                    " of KV cache");
+      return p.status();
     }
-    block->slices.push_back(static_cast<uint8_t*>(p));
+    block->slices.push_back(static_cast<uint8_t*>(*p));
   }
   stats_.resident_bytes += BlockBytes();
   stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, stats_.resident_bytes);

@@ -38,12 +38,12 @@ inline constexpr int64_t kBlockPositions = 256;
 // Most blocks one Acquire may return (bounds the staging area).
 inline constexpr int64_t kMaxChunkBlocks = 4;
 
-// Where slices come from. Allocate returns nullptr when memory is short;
-// node -1 = no placement.
+// Where slices come from (NUMA node memory, locked memory, the heap).
+// node -1 = no placement. Errors say why (out of memory, RLIMIT_MEMLOCK).
 class SliceMemory {
  public:
   virtual ~SliceMemory() = default;
-  virtual void* Allocate(size_t bytes, int node) = 0;
+  virtual StatusOr<void*> Allocate(size_t bytes, int node) = 0;
   virtual void Free(void* p, size_t bytes) = 0;
 };
 // Plain heap memory, ignoring nodes.

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "ellm/engine/engine.h"
 #include "ellm/engine/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_state_file.h"
+#include "kv/node_slice_memory.h"
 #include "model/attention.h"
 #include "model/model.h"
 #include "ops/elementwise.h"
@@ -216,7 +218,11 @@ Session::Session(Engine* engine, std::unique_ptr<State> state)
 Session::~Session() = default;
 
 Engine::Engine() = default;
-Engine::~Engine() = default;
+Engine::~Engine() {
+  pool_.reset();
+  model_.reset();  // the packed weights point into the replicas
+  for (const auto& [p, bytes] : replica_buffers_) replica_memory_->Free(p, bytes);
+}
 int Engine::threads() const { return pool_->size(); }
 
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
@@ -232,9 +238,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
         "model '" + path + "': the tokenizer has " + std::to_string(e->tokenizer_->vocab_size()) +
         " tokens but token_embd.weight only " + std::to_string(hp.n_vocab) + " rows");
   }
-  ThreadPool::Options po;
-  po.threads = options.threads;
-  e->pool_ = std::make_unique<ThreadPool>(po);
+  ELLM_RETURN_IF_ERROR(e->SetUpNuma(options));
   e->info_.path = path;
   e->info_.fingerprint = ModelFingerprint(e->model_->file().bytes());
   e->info_.architecture = std::string(e->model_->spec().name);
@@ -245,6 +249,76 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
   e->info_.n_layer = hp.n_layer;
   e->info_.n_embd = hp.n_embd;
   return e;
+}
+
+Status Engine::SetUpNuma(const EngineOptions& options) {
+  const HParams& hp = model_->hparams();
+  std::optional<StaticTopology> system;
+  if (options.topology == nullptr) system.emplace(SystemTopology());
+  const Topology& topology = options.topology != nullptr ? *options.topology : *system;
+  std::vector<int64_t> positions;  // only which layers are alike matters
+  for (const Layer& l : model_->layers()) positions.push_back(l.sliding ? hp.sliding_window : 0);
+  ELLM_ASSIGN_OR_RETURN(NumaPlan plan, PlanNuma(topology, options.numa, options.threads, hp.n_layer,
+                                                hp.n_head_kv, options.numa_node, positions));
+  ThreadPool::Options po;
+  po.threads = options.numa == NumaMode::kOff ? options.threads : plan.threads;
+  po.cpus = plan.cpus;
+  pool_ = std::make_unique<ThreadPool>(po);
+  if (!plan.cpus.empty()) {
+    // The caller's thread is worker 0 of every parallel loop: pin it too.
+    ELLM_RETURN_IF_ERROR(PinCallingThread(plan.cpus[0]));
+  }
+  numa_plan_ = std::make_unique<NumaPlan>(std::move(plan));
+  if (options.numa != NumaMode::kOff || options.mlock || options.node_memory != nullptr) {
+    NodeMemory& memory = options.node_memory != nullptr ? *options.node_memory : SystemNodeMemory();
+    kv_memory_ = std::make_unique<kv::NodeSliceMemory>(memory, options.mlock);
+  }
+  ELLM_RETURN_IF_ERROR(PlaceWeights(options));
+  if (options.mlock) {
+    std::span<const uint8_t> file = model_->file().bytes();
+    ELLM_RETURN_IF_ERROR(LockMemory(file.data(), file.size(), "model weights (file mapping)"));
+    for (const auto& p : model_->packed()) {
+      ELLM_RETURN_IF_ERROR(LockMemory(p->buffer(), p->bytes(), "model weights (repacked)"));
+    }
+    for (const auto& [p, bytes] : replica_buffers_) {
+      ELLM_RETURN_IF_ERROR(LockMemory(p, bytes, "model weights (NUMA replica)"));
+    }
+  }
+  return OkStatus();
+}
+
+// The repacked layer matrices (the bulk of the weights) go where the plan
+// says: interleaved over the nodes (distribute), onto the one node
+// (isolate), or copied onto every node with each thread reading its own
+// node's copy (replicate). The tied embedding/output matrix stays in the
+// file mapping, whose page-cache pages cannot be bound.
+Status Engine::PlaceWeights(const EngineOptions& options) {
+  const NumaPlan& plan = *numa_plan_;
+  if (plan.weight_nodes.empty()) return OkStatus();
+  if (plan.weights == WeightPlacement::kReplicate) {
+    if (plan.weight_nodes.size() < 2) return OkStatus();  // one node: the primary copy serves
+    replica_memory_ = options.node_memory != nullptr ? options.node_memory : &SystemNodeMemory();
+    for (const auto& p : model_->packed()) {
+      for (int node : plan.weight_nodes) {
+        ELLM_ASSIGN_OR_RETURN(void* buf, replica_memory_->Allocate(p->bytes(), node));
+        replica_buffers_.emplace_back(buf, p->bytes());
+        p->AddReplica(static_cast<uint8_t*>(buf));
+      }
+    }
+    // Each pool thread (the caller is thread 0) reads its node's replica.
+    pool_->Run([&](int thread, int) {
+      const int node = plan.ThreadNode(thread);
+      const auto it = std::find(plan.weight_nodes.begin(), plan.weight_nodes.end(), node);
+      ops::SetThreadReplica(static_cast<int>(it - plan.weight_nodes.begin()));
+    });
+    return OkStatus();
+  }
+  if (options.node_memory != nullptr) return OkStatus();  // tests: no real binding
+  for (const auto& p : model_->packed()) {
+    ELLM_RETURN_IF_ERROR(
+        MoveRangeToNodes(const_cast<uint8_t*>(p->buffer()), p->bytes(), plan.weight_nodes));
+  }
+  return OkStatus();
 }
 
 StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& options) {
@@ -270,6 +344,11 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
   ko.memory_budget = o.kv_memory_budget;
   ko.spill_dir = o.spill_dir;
   ko.zstd_level = o.spill_zstd_level;
+  if (numa_plan_->mode != NumaMode::kOff) {
+    const NumaPlan* plan = numa_plan_.get();
+    ko.node_of = [plan](int layer, int kv_head) { return plan->KvNode(layer, kv_head); };
+  }
+  ko.memory = kv_memory_.get();
   ELLM_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvCache> cache, kv::KvCache::Create(ko));
   auto state = std::make_unique<Session::State>(*model_, o, std::move(cache));
   return std::unique_ptr<Session>(new Session(this, std::move(state)));

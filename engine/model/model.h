@@ -71,6 +71,7 @@ class Model {
   const Weight& output() const { return output_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
   const std::vector<Layer>& layers() const { return layers_; }
+  const std::vector<std::unique_ptr<ops::PackedWeight>>& packed() const { return packed_; }
 
  private:
   Model(gguf::GgufFile file) : file_(std::move(file)) {}

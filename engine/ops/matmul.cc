@@ -14,9 +14,9 @@ constexpr int64_t kGroupsPerTask = 2;
 
 // The packed path: activations encoded as for the row-wise kernels (plus the
 // Q8_0 block summaries), then tasks of whole row groups, all tokens each.
-void PackedMatMulRows(const kernels::PackedMatrix& pm, const float* x, int64_t n_tokens,
-                      int64_t row_begin, int64_t row_end, float* y, ThreadPool& pool,
-                      MatMulScratch& scratch) {
+void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, int64_t row_begin,
+                      int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
+  const kernels::PackedMatrix& pm = pw.matrix();
   const quant::TensorType act_type = quant::ActivationTypeFor(pm.type);
   const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), pm.cols);
   scratch.act.resize(act_row_bytes * n_tokens);
@@ -51,7 +51,8 @@ void PackedMatMulRows(const kernels::PackedMatrix& pm, const float* x, int64_t n
   pool.ParallelFor(g_last - g_first, kGroupsPerTask, [&](int64_t k0, int64_t k1) {
     const int64_t r0 = std::max(row_begin, (g_first + k0) * kernels::kPackRows);
     const int64_t r1 = std::min(row_end, (g_first + k1) * kernels::kPackRows);
-    gemm(pm, r0, r1, a, y + (r0 - row_begin), n_rows);
+    // Each thread reads its own node's replica when weights are replicated.
+    gemm(pw.MatrixForThisThread(), r0, r1, a, y + (r0 - row_begin), n_rows);
   });
 }
 
@@ -60,7 +61,7 @@ void PackedMatMulRows(const kernels::PackedMatrix& pm, const float* x, int64_t n
 void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
   if (w.packed != nullptr) {
-    PackedMatMulRows(w.packed->matrix(), x, n_tokens, row_begin, row_end, y, pool, scratch);
+    PackedMatMulRows(*w.packed, x, n_tokens, row_begin, row_end, y, pool, scratch);
     return;
   }
   const quant::TensorType act_type = quant::ActivationTypeFor(w.type);

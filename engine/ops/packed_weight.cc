@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <thread>
 
@@ -48,6 +49,26 @@ void PackItem(const PackSource& src, const kernels::PackedMatrix& m, const WorkI
 }
 
 }  // namespace
+
+namespace {
+thread_local int tls_replica = -1;
+}  // namespace
+
+void SetThreadReplica(int replica) { tls_replica = replica; }
+int ThreadReplica() { return tls_replica; }
+
+void PackedWeight::AddReplica(uint8_t* buffer) {
+  std::memcpy(buffer, buffer_, bytes_);
+  kernels::PackedMatrix m = matrix_;
+  m.data = buffer;
+  replicas_.push_back(m);
+}
+
+const kernels::PackedMatrix& PackedWeight::MatrixForThisThread() const {
+  const int r = tls_replica;
+  return r >= 0 && r < static_cast<int>(replicas_.size()) ? replicas_[static_cast<size_t>(r)]
+                                                          : matrix_;
+}
 
 PackedWeight::~PackedWeight() { ::operator delete(buffer_, std::align_val_t(kernels::kPackAlign)); }
 

@@ -14,6 +14,11 @@
 
 namespace ellm::ops {
 
+// Which weight replica the calling thread reads (-1 = the primary copy);
+// set once per engine thread when NUMA replication is on.
+void SetThreadReplica(int replica);
+int ThreadReplica();
+
 // A stored matrix to pack: `rows` rows of `cols` elements in `type`, row r
 // at data + r * row_bytes.
 struct PackSource {
@@ -39,11 +44,20 @@ class PackedWeight {
 
   const kernels::PackedMatrix& matrix() const { return matrix_; }
   size_t bytes() const { return bytes_; }
+  const uint8_t* buffer() const { return buffer_; }
+
+  // NUMA replicas (numa mode replicate): copies of the packed bytes in
+  // memory the caller placed on each node. Replica i serves the threads
+  // whose ThreadReplica() is i; other threads use matrix(). Not thread-safe
+  // with concurrent MatMul: add replicas before the first product.
+  void AddReplica(uint8_t* buffer);  // REQUIRES: buffer holds bytes() bytes, outlives this
+  const kernels::PackedMatrix& MatrixForThisThread() const;
 
  private:
   friend std::vector<std::unique_ptr<PackedWeight>> PackWeights(std::span<const PackSource>, int);
   PackedWeight() = default;
   kernels::PackedMatrix matrix_;
+  std::vector<kernels::PackedMatrix> replicas_;
   uint8_t* buffer_ = nullptr;
   size_t bytes_ = 0;
 };

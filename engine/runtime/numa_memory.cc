@@ -60,7 +60,7 @@ bool OneNodeMachine() { return numa_available() < 0 || numa_num_configured_nodes
 // Applies `policy` over `nodes` to [addr, addr + bytes) (page-aligned).
 // `what` prefixes errors.
 Status Bind(void* addr, size_t bytes, int policy, const std::vector<int>& nodes,
-            const std::string& what) {
+            const std::string& what, unsigned flags = 0) {
   if (numa_available() < 0) {
     for (int node : nodes) {
       if (node != 0) {
@@ -86,7 +86,7 @@ Status Bind(void* addr, size_t bytes, int policy, const std::vector<int>& nodes,
   int err = 0;
   if (bad.empty()) {
     // libnuma passes size + 1: the kernel reads maxnode - 1 bits.
-    rc = mbind(addr, bytes, policy, mask->maskp, mask->size + 1, 0);
+    rc = mbind(addr, bytes, policy, mask->maskp, mask->size + 1, flags);
     err = errno;
   }
   numa_bitmask_free(mask);
@@ -195,6 +195,15 @@ Status InterleaveRange(void* addr, size_t bytes, const std::vector<int>& nodes) 
   uintptr_t end = RoundUpToPages(reinterpret_cast<uintptr_t>(addr) + bytes);
   return Bind(reinterpret_cast<void*>(begin), end - begin, MPOL_INTERLEAVE, nodes,
               "interleaving " + FormatBytes(bytes) + " over NUMA nodes");
+}
+
+Status MoveRangeToNodes(void* addr, size_t bytes, const std::vector<int>& nodes) {
+  if (bytes == 0 || nodes.empty()) return OkStatus();
+  uintptr_t begin = reinterpret_cast<uintptr_t>(addr) / PageSize() * PageSize();
+  uintptr_t end = RoundUpToPages(reinterpret_cast<uintptr_t>(addr) + bytes);
+  return Bind(reinterpret_cast<void*>(begin), end - begin,
+              nodes.size() == 1 ? MPOL_BIND : MPOL_INTERLEAVE, nodes,
+              "placing " + FormatBytes(bytes) + " of weights on NUMA nodes", MPOL_MF_MOVE);
 }
 
 StatusOr<int> NodeOfPage(const void* p) {

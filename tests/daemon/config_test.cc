@@ -96,3 +96,30 @@ TEST(Config, ReadsAndValidatesMetricsKeys) {
 
 }  // namespace
 }  // namespace ellm::daemon
+
+namespace ellm::daemon {
+namespace {
+
+TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
+  auto c = ParseConfig(
+      "model: {kv_type: q8_0, numa: distribute, mlock: true}\n"
+      "kv: {memory_budget: 512, spill_dir: /tmp/spill}\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model.kv_type, "q8_0");
+  EXPECT_EQ(c->model.numa, "distribute");
+  EXPECT_TRUE(c->model.mlock);
+  EXPECT_EQ(c->kv.memory_budget_mib, 512);
+  EXPECT_EQ(c->kv.spill_dir, "/tmp/spill");
+  EXPECT_FALSE(ParseConfig("model: {numa: sideways}\n", "c").ok());
+  EXPECT_TRUE(ParseConfig("model: {numa: replicate}\n", "c").ok());
+  EXPECT_FALSE(ParseConfig("kv: {memory_budget: -1}\n", "c").ok());
+  EXPECT_FALSE(ParseConfig("kv: {memory_budget: 64, spill_dir: \"\"}\n", "c").ok());
+  auto unknown = ParseConfig("kv:\n  budget: 5\n", "c.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("c.yaml:2"), std::string::npos)
+      << unknown.status().ToString();
+}
+
+}  // namespace
+}  // namespace ellm::daemon

@@ -43,7 +43,7 @@ class Gemma3Golden : public ::testing::Test {
   }
   // Logits after evaluating `ids` (the last position's).
   static std::vector<float> Logits(const std::vector<TokenId>& ids) {
-    auto session = engine_->NewSession({.n_ctx = 1024});
+    auto session = engine_->NewSession({.n_ctx = 1024, .kv_type = KvType::kF16});
     EXPECT_TRUE(session.ok());
     std::vector<float> out;
     Status s = (*session)->Eval(ids, LogitsFor::kLast, [&](int64_t, std::span<const float> l) {
@@ -103,7 +103,7 @@ TEST_F(Gemma3Golden, GreedyChatContinuationsMatchLlamaCpp) {
   for (const json& row : ReadJsonl(RefDir() + "/greedy.jsonl")) {
     std::vector<TokenId> prompt = row["prompt_tokens"].get<std::vector<TokenId>>();
     ASSERT_EQ(engine_->tokenizer().Encode(row["formatted"].get<std::string>(), true, true), prompt);
-    auto session = engine_->NewSession({.n_ctx = 1024});
+    auto session = engine_->NewSession({.n_ctx = 1024, .kv_type = KvType::kF16});
     ASSERT_TRUE(session.ok());
     std::vector<float> logits;
     auto keep = [&](int64_t, std::span<const float> l) { logits.assign(l.begin(), l.end()); };
@@ -162,6 +162,7 @@ TEST_F(Gemma3Golden, PerplexityMatchesLlamaCppWithinOnePercent) {
     const int64_t ctx = r["ctx"];
     const int64_t chunks = ctx <= 1024 ? 4 : 1;
     PerplexityOptions o{.ctx = ctx, .micro_batch = 512, .max_chunks = chunks};
+    o.session.kv_type = KvType::kF16;  // llama.cpp's cache type in the reference run
     auto ours = ComputePerplexity(*engine_, text, o);
     ASSERT_TRUE(ours.ok()) << ours.status().ToString();
     double want = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +150,41 @@ TEST_F(KvStateModel, RestoredPrefixContinuesExactlyAndRefusesOthers) {
   // Truncated.
   std::ofstream(state, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
   EXPECT_EQ((*b)->RestoreState(state, all).status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace ellm
+
+namespace ellm {
+namespace {
+
+// The 32K case the budget exists for: resident KV stays within a budget
+// far below what the run needs, measured by the cache itself.
+TEST_F(KvStateModel, ThirtyTwoKPrefillStaysWithinTheBudget) {
+  ELLM_REQUIRE_MODEL(path);
+  std::vector<TokenId> ids = Text(*engine_, 2000);
+  while (ids.size() < 32000) ids.insert(ids.end(), ids.begin() + 1, ids.begin() + 2000);
+  ids.resize(32000);
+  Dir dir;
+  const uint64_t budget = 24ull << 20;  // of ~110 MiB the run holds in memory
+  auto s = engine_->NewSession({.n_ctx = 32768,
+                                .micro_batch = 512,
+                                .kv_memory_budget = budget,
+                                .spill_dir = dir.path.string()});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  TokenId next = -1;
+  Status st = (*s)->Eval(ids, LogitsFor::kLast, [&](int64_t, std::span<const float> l) {
+    next = static_cast<TokenId>(std::max_element(l.begin(), l.end()) - l.begin());
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_GE(next, 0);
+  const KvStats k = (*s)->kv_stats();
+  std::printf("32K: spilled %llu MiB (ratio %.2f), peak resident %llu of %llu MiB\n",
+              static_cast<unsigned long long>(k.spilled_bytes >> 20), k.compression_ratio(),
+              static_cast<unsigned long long>(k.peak_resident_bytes >> 20),
+              static_cast<unsigned long long>(budget >> 20));
+  EXPECT_LE(k.peak_resident_bytes, budget);
+  EXPECT_GT(k.spilled_bytes, 80ull << 20);
 }
 
 }  // namespace

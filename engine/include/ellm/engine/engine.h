@@ -15,10 +15,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/engine/chat.h"
+#include "ellm/engine/numa.h"
+#include "ellm/engine/numa_memory.h"
 #include "ellm/engine/tokenizer.h"
 
 namespace ellm {
@@ -26,20 +29,36 @@ namespace ellm {
 namespace model {
 class Model;
 }
+namespace kv {
+class SliceMemory;
+}
 class ThreadPool;
 class Session;
 
 struct EngineOptions {
   int threads = 0;  // 0 = one per hardware thread
+  // NUMA placement (numa.h): off (no pinning, no binding), distribute
+  // (threads spread over the nodes, each KV head's slices on the node whose
+  // threads read them, repacked weights interleaved), isolate (everything on
+  // numa_node), replicate (as distribute, with a copy of the repacked
+  // weights on every node, each thread reading its own node's).
+  NumaMode numa = NumaMode::kOff;
+  int numa_node = -1;  // for isolate; -1 = the first node
+  // Lock the weights and the KV cache in RAM (mlock); the error names
+  // RLIMIT_MEMLOCK when the limit is too low.
+  bool mlock = false;
+  // Tests replace the machine's topology and node memory; null = the real ones.
+  const Topology* topology = nullptr;
+  NodeMemory* node_memory = nullptr;
 };
 
 // How the KV cache stores keys and values; serialized in configs and saved
 // states, append-only. Attention rounds Q to the storage's precision before
 // the products with K (as llama.cpp does), and works in f32 from there.
 enum class KvType {
-  kF16 = 0,   // llama.cpp's default
+  kF16 = 0,   // llama.cpp's default (the golden tests compare with it)
   kF32 = 1,   // no rounding at all
-  kBF16 = 2,  // f32's range, 8 bits of mantissa: never overflows
+  kBF16 = 2,  // our default: f32's range (never overflows), perplexity as f16's
   kQ8_0 = 3,  // blocks of 32 int8 with an f16 scale: about half of f16's bytes
 };
 // "f16", "f32", "bf16", "q8_0"; and back (error naming the accepted names).
@@ -54,7 +73,7 @@ using ProgressCallback = std::function<bool(int64_t done, int64_t total)>;
 struct SessionOptions {
   int64_t n_ctx = 4096;       // positions this session may reach
   int64_t micro_batch = 256;  // tokens per forward step during prefill
-  KvType kv_type = KvType::kF16;
+  KvType kv_type = KvType::kBF16;
   // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
   // layers beyond it are spilled, compressed, to spill_dir and read back
   // when attention needs them; results are bit-identical either way.
@@ -99,6 +118,8 @@ class Engine {
   // The chat template recognised from the file at load, or why there is none.
   StatusOr<ChatFormat> chat_format() const { return chat_format_; }
   int threads() const;
+  // The NUMA layout in use (mode off: nothing pinned or bound).
+  const NumaPlan& numa_plan() const { return *numa_plan_; }
 
   // REQUIRES: options.n_ctx >= 1, micro_batch >= 1. n_ctx above the model's
   // training context is an error.
@@ -107,9 +128,15 @@ class Engine {
  private:
   friend class Session;
   Engine();
+  Status SetUpNuma(const EngineOptions& options);
+  Status PlaceWeights(const EngineOptions& options);
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<NumaPlan> numa_plan_;
+  std::unique_ptr<kv::SliceMemory> kv_memory_;  // null = the heap
+  NodeMemory* replica_memory_ = nullptr;
+  std::vector<std::pair<void*, size_t>> replica_buffers_;  // numa replicate
   ModelInfo info_;
   StatusOr<ChatFormat> chat_format_ = UnimplementedError("no model loaded");
 };

@@ -72,6 +72,12 @@ Status InterleaveRange(void* addr, size_t bytes, const std::vector<int>& nodes);
 
 // The node holding the page at `p` (move_pages(2) query). NotFound if the
 // page has not been touched yet.
+// Binds [addr, addr + bytes) (widened to whole pages) to `nodes` (one node:
+// bound there; several: interleaved) and migrates pages already touched
+// (MPOL_MF_MOVE). For weights packed into ordinary memory before the plan
+// was known. A one-node machine whose kernel refuses mbind succeeds.
+Status MoveRangeToNodes(void* addr, size_t bytes, const std::vector<int>& nodes);
+
 StatusOr<int> NodeOfPage(const void* p);
 
 // mlock(2) of [addr, addr + bytes): every page is faulted in now and never
