@@ -56,6 +56,10 @@ StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->db));
 
   pipelines::GeneratorOptions go = daemon::GeneratorOptionsFrom(config);
+  if (config_path.empty()) {
+    // Without a config, keep the prefix cache beside the store, not in /var/lib.
+    go.prefix_cache_dir = (std::filesystem::path(rt->db).parent_path() / "prefix-cache").string();
+  }
   go.engine.threads = static_cast<int>(threads);
   go.context = ctx;
   if (go.kv_memory_budget > 0) {

@@ -62,6 +62,7 @@ Status KvConfig::Validate() const {
   if (memory_budget_mib > 0 && spill_dir.empty()) {
     return InvalidArgumentError("kv.memory_budget needs kv.spill_dir");
   }
+  if (prefix_cache_mib < 0) return InvalidArgumentError("kv.prefix_cache_mib must be >= 0");
   if (spill_zstd_level < 1 || spill_zstd_level > 19) {
     return InvalidArgumentError("kv.spill_zstd_level must be 1..19");
   }

@@ -30,6 +30,9 @@ struct KvConfig {
   int64_t memory_budget_mib = 0;  // key kv.memory_budget (MiB); 0 = no limit
   std::string spill_dir = "/var/lib/ellm/spill";
   int spill_zstd_level = 1;
+  // Saved KV states of shared document prefixes; empty = no reuse.
+  std::string prefix_cache_dir = "/var/lib/ellm/prefix-cache";
+  int64_t prefix_cache_mib = 1024;
   Status Validate() const;
 };
 

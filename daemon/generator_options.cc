@@ -16,6 +16,8 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   o.kv_memory_budget = static_cast<uint64_t>(config.kv.memory_budget_mib) << 20;
   o.spill_dir = config.kv.spill_dir;
   o.spill_zstd_level = config.kv.spill_zstd_level;
+  o.prefix_cache_dir = config.kv.prefix_cache_dir;
+  o.prefix_cache_bytes = static_cast<uint64_t>(config.kv.prefix_cache_mib) << 20;
   return o;
 }
 

@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
+
+#include <filesystem>
+
 #include <algorithm>
 #include <chrono>
 
@@ -68,6 +72,69 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
   return g;
 }
 
+std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
+  // FNV-1a over the model, the KV type and the tokens; a collision only
+  // costs a miss, since restoring checks the exact tokens.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
+  };
+  mix(info().fingerprint.data(), info().fingerprint.size());
+  const auto type = static_cast<int>(options_.kv_type);
+  mix(&type, sizeof(type));
+  mix(prefix.data(), prefix.size_bytes());
+  char name[40];
+  std::snprintf(name, sizeof(name), "%016llx-%zu.kvs", static_cast<unsigned long long>(h),
+                prefix.size());
+  return options_.prefix_cache_dir + "/" + name;
+}
+
+StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix) {
+  if (n_prefix <= 0 || n_prefix >= static_cast<int64_t>(ids.size())) return 0;
+  const auto prefix = ids.first(static_cast<size_t>(n_prefix));
+  auto prefill = [&]() -> Status {
+    session_->Reset();
+    return session_->Eval(prefix, LogitsFor::kNone, nullptr);
+  };
+  if (options_.prefix_cache_dir.empty()) {
+    // The same split as with a cache, so answers do not depend on cache hits.
+    ELLM_RETURN_IF_ERROR(prefill());
+    return 0;
+  }
+  const std::string path = PrefixPath(prefix);
+  auto restored = session_->RestoreState(path, ids);
+  if (restored.ok() && *restored == n_prefix) {
+    std::error_code ec;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+    return n_prefix;
+  }
+  ELLM_RETURN_IF_ERROR(prefill());
+  std::error_code ec;
+  std::filesystem::create_directories(options_.prefix_cache_dir, ec);
+  // A cache that cannot be written (disk full, permissions) costs only the reuse.
+  if (session_->SaveState(path).ok()) TrimPrefixCache();
+  return 0;
+}
+
+// Removes the least recently used states until the cache fits its bound.
+void Generator::TrimPrefixCache() const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  uint64_t total = 0;
+  for (const auto& e : fs::directory_iterator(options_.prefix_cache_dir, ec)) {
+    if (e.path().extension() != ".kvs") continue;
+    total += e.file_size(ec);
+    files.emplace_back(e.last_write_time(ec), e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& [when, path] : files) {
+    if (total <= options_.prefix_cache_bytes) break;
+    const uint64_t size = fs::file_size(path, ec);
+    if (fs::remove(path, ec)) total -= size;
+  }
+}
+
 int64_t Generator::CountTokens(const std::string& text) const {
   return static_cast<int64_t>(engine_->tokenizer().Encode(text, false, false).size());
 }
@@ -85,7 +152,7 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
                                                  const GenerationSettings& settings,
                                                  const std::vector<Section>& sections,
                                                  const std::atomic<bool>& cancel,
-                                                 const ProgressFn& progress) {
+                                                 const ProgressFn& progress, size_t shared_prefix) {
   const Tokenizer& tok = engine_->tokenizer();
   std::string text = prompt;
   bool chat = format == PromptFormat::kChat;
@@ -98,7 +165,18 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
   } else if (!system.empty()) {
     text = system + "\n\n" + prompt;
   }
-  std::vector<TokenId> ids = tok.Encode(text, true, chat);
+  std::vector<TokenId> ids;
+  int64_t n_prefix = 0;
+  const size_t prompt_at = shared_prefix > 0 ? text.find(prompt) : std::string::npos;
+  if (prompt_at != std::string::npos && shared_prefix < prompt.size()) {
+    const size_t cut = prompt_at + shared_prefix;
+    ids = tok.Encode(text.substr(0, cut), true, chat);
+    n_prefix = static_cast<int64_t>(ids.size());
+    std::vector<TokenId> rest = tok.Encode(text.substr(cut), false, chat);
+    ids.insert(ids.end(), rest.begin(), rest.end());
+  } else {
+    ids = tok.Encode(text, true, chat);
+  }
   int64_t budget = 0;
   for (const Section& s : sections) budget += s.max_tokens + CountTokens(s.lead);
   Generation out;
@@ -134,7 +212,10 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
 
   session_->Reset();
   auto t0 = Clock::now();
-  ELLM_ASSIGN_OR_RETURN(bool fed, feed(ids, true));
+  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens, PrefixFromCache(ids, n_prefix));
+  for (int64_t i = 0; i < out.reused_prefix_tokens; ++i) sampler.Accept(ids[i]);
+  ELLM_ASSIGN_OR_RETURN(
+      bool fed, feed(std::vector<TokenId>(ids.begin() + session_->position(), ids.end()), true));
   if (!fed) {
     out.cancelled = true;
     return out;

@@ -436,8 +436,16 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       sections.push_back({before + head + s.lead, s.max_tokens, s.stop});
     }
   }
-  auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
-                                        spec_.generation, sections, cancel, progress_);
+  // The first document's block may be shared with other jobs (one contract
+  // compared with many): offer it to the generator's prefix cache.
+  size_t shared_prefix = 0;
+  if (r.strategy == "single-pass" && !docs.empty() && !docs.front().text.empty()) {
+    const size_t at = prompt->find(docs.front().text);
+    if (at != std::string::npos) shared_prefix = at + docs.front().text.size();
+  }
+  auto g =
+      generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, spec_.generation,
+                                   sections, cancel, progress_, shared_prefix);
   if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
   if (g->cancelled) return ProcessorResult::Cancelled();
   AddGeneration(r, *g);

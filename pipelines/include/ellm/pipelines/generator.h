@@ -28,6 +28,10 @@ struct GeneratorOptions {
   uint64_t kv_memory_budget = 0;  // bytes; see SessionOptions
   std::string spill_dir;
   int spill_zstd_level = 1;
+  // Prefix reuse: saved KV states of shared prompt prefixes (a contract
+  // compared with many others is prefilled once). Empty = off.
+  std::string prefix_cache_dir;
+  uint64_t prefix_cache_bytes = 1ull << 30;  // oldest states removed past this
 };
 
 // What the caller is told while a generation runs. `stage` is "prefill" or
@@ -45,6 +49,7 @@ struct Generation {
   int64_t generated_tokens = 0;
   int64_t prefill_ms = 0;
   int64_t decode_ms = 0;
+  int64_t reused_prefix_tokens = 0;  // restored from the prefix cache, not prefilled
   bool cancelled = false;
 };
 
@@ -79,13 +84,25 @@ class Generator {
     int max_tokens = 128;
     std::vector<std::string> stop;  // empty: settings.stop
   };
+  //
+  // shared_prefix: how many leading characters of `prompt` other jobs may
+  // share (e.g. the first document of a comparison); 0 = none. The prompt
+  // is then tokenized in two parts at that point (with or without a cache,
+  // so results do not depend on cache hits), and with a prefix cache the
+  // first part's KV state is restored when saved before, saved otherwise.
   StatusOr<Generation> GenerateSections(const std::string& system, const std::string& prompt,
                                         PromptFormat format, const GenerationSettings& settings,
                                         const std::vector<Section>& sections,
-                                        const std::atomic<bool>& cancel,
-                                        const ProgressFn& progress);
+                                        const std::atomic<bool>& cancel, const ProgressFn& progress,
+                                        size_t shared_prefix = 0);
 
  private:
+  // Restores or prefills ids[0, n_prefix) through the prefix cache; returns
+  // the tokens restored (0 when prefilled here or when the cache is off).
+  StatusOr<int64_t> PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix);
+  std::string PrefixPath(std::span<const TokenId> prefix) const;
+  void TrimPrefixCache() const;
+
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Session> session_;
   GeneratorOptions options_;
