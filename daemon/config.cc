@@ -184,8 +184,11 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", c.model.mlock));
     }
     if (YAML::Node n = root["kv"]) {
-      ELLM_RETURN_IF_ERROR(
-          CheckKeys(src, n, "kv", {"memory_budget", "spill_dir", "spill_zstd_level"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "kv",
+                                     {"memory_budget", "spill_dir", "spill_zstd_level",
+                                      "prefix_cache_dir", "prefix_cache_mib"}));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_dir", c.kv.prefix_cache_dir));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_mib", c.kv.prefix_cache_mib));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "memory_budget", c.kv.memory_budget_mib));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_dir", c.kv.spill_dir));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_zstd_level", c.kv.spill_zstd_level));

@@ -103,7 +103,7 @@ namespace {
 TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
   auto c = ParseConfig(
       "model: {kv_type: q8_0, numa: distribute, mlock: true}\n"
-      "kv: {memory_budget: 512, spill_dir: /tmp/spill}\n",
+      "kv: {memory_budget: 512, spill_dir: /tmp/spill, prefix_cache_dir: /tmp/pc}\n",
       "c.yaml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->model.kv_type, "q8_0");
@@ -111,6 +111,7 @@ TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
   EXPECT_TRUE(c->model.mlock);
   EXPECT_EQ(c->kv.memory_budget_mib, 512);
   EXPECT_EQ(c->kv.spill_dir, "/tmp/spill");
+  EXPECT_EQ(c->kv.prefix_cache_dir, "/tmp/pc");
   EXPECT_FALSE(ParseConfig("model: {numa: sideways}\n", "c").ok());
   EXPECT_TRUE(ParseConfig("model: {numa: replicate}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("kv: {memory_budget: -1}\n", "c").ok());
