@@ -122,11 +122,16 @@ int RunKafka(Context& ctx) {
   runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
     ctx.metrics->JobFinished(pipeline, ok, seconds);
   };
-  runner_options.on_result = [&ctx](const ellm::store::ResultRecord& r) {
-    ctx.metrics->Generation(r.prompt_tokens, r.prefill_ms, r.generated_tokens, r.decode_ms);
+  auto kv_gauges = [&ctx] {
+    const ellm::KvStats kv = ctx.generator->kv_stats();
+    ctx.metrics->SetKvBytes(static_cast<int64_t>(kv.resident_bytes),
+                            static_cast<int64_t>(kv.spilled_bytes));
   };
-  // No KV spill yet (issue #5): everything the session holds is resident.
-  ctx.metrics->SetKvBytes(static_cast<int64_t>(ctx.generator->kv_bytes()), 0);
+  runner_options.on_result = [&ctx, kv_gauges](const ellm::store::ResultRecord& r) {
+    ctx.metrics->Generation(r.prompt_tokens, r.prefill_ms, r.generated_tokens, r.decode_ms);
+    kv_gauges();  // the last job's KV: resident now, spilled during it
+  };
+  kv_gauges();
   ellm::daemon::JobRunner runner(ctx.store, producer->get(), ctx.registry, runner_options);
 
   ellm::ingest::JobConsumerOptions consumer_options;

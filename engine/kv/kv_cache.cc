@@ -301,6 +301,8 @@ Status KvCache::Clear() {
     }
     l.written_blocks = 0;
   }
+  // Spill counters describe one sequence; residency carries on.
+  stats_.spilled_bytes = stats_.spilled_encoded_bytes = stats_.read_back_bytes = 0;
   if (spill_ != nullptr) ELLM_RETURN_IF_ERROR(spill_->Clear());
   return OkStatus();
 }

@@ -102,7 +102,8 @@ class KvCache {
   // read back or fails its checksum (DATA_LOSS).
   Status Acquire(int il, int64_t b0, int64_t b1, std::vector<BlockView>* views);
 
-  // Forgets every position; spilled blocks are dropped from the file.
+  // Forgets every position; spilled blocks are dropped from the file and
+  // the spill counters of stats() start again.
   Status Clear();
 
   KvStats stats() const { return stats_; }

@@ -67,6 +67,8 @@ class Generator {
   const ModelInfo& info() const { return engine_->info(); }
   // KV cache bytes held in memory by the generator's session.
   uint64_t kv_bytes() const { return session_->kv_bytes(); }
+  // The session's KV cache since the last generation began (spill included).
+  KvStats kv_stats() const { return session_->kv_stats(); }
 
   // Runs `prompt` (already rendered; with `format` kChat it is wrapped in
   // the model's chat template with `system`). OutOfRange when the prompt
