@@ -18,9 +18,9 @@ struct ModelConfig {
   int context = 32768;
   int micro_batch = 256;
   std::string kv_type = "f16";  // f16, bf16, f32 or q8_0
-  std::string numa = "off";      // off, distribute, isolate, replicate
-  int numa_node = -1;            // isolate: the node; -1 = the first
-  bool mlock = false;            // lock weights and KV cache in RAM
+  std::string numa = "off";     // off, distribute, isolate, replicate
+  int numa_node = -1;           // isolate: the node; -1 = the first
+  bool mlock = false;           // lock weights and KV cache in RAM
   Status Validate() const;
 };
 
