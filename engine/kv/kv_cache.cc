@@ -28,19 +28,6 @@ class HeapMemory final : public SliceMemory {
 
 std::string Mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
-int ElemBytes(KvType t) {
-  switch (t) {
-    case KvType::kF32:
-      return 4;
-    case KvType::kF16:
-    case KvType::kBF16:
-      return 2;
-    case KvType::kQ8_0:
-      return 1;
-  }
-  return 1;
-}
-
 void StoreRow(KvType type, const float* src, int dim, uint8_t* dst) {
   switch (type) {
     case KvType::kF32:
@@ -69,9 +56,22 @@ SliceMemory& HeapSliceMemory() {
   return heap;
 }
 
+int KvElemBytes(KvType t) {
+  switch (t) {
+    case KvType::kF32:
+      return 4;
+    case KvType::kF16:
+    case KvType::kBF16:
+      return 2;
+    case KvType::kQ8_0:
+      return 1;
+  }
+  return 1;
+}
+
 size_t KvRowBytes(KvType type, int dim) {
   if (type == KvType::kQ8_0) return static_cast<size_t>(dim) / 32 * 34;
-  return static_cast<size_t>(dim) * static_cast<size_t>(ElemBytes(type));
+  return static_cast<size_t>(dim) * static_cast<size_t>(KvElemBytes(type));
 }
 
 KvCache::KvCache(const KvCacheOptions& o)
@@ -204,7 +204,7 @@ Status KvCache::Spill(int il, Block* block) {
     std::memcpy(raw.data() + h * slice_bytes_, block->slices[h], slice_bytes_);
   }
   std::vector<uint8_t> enc;
-  EncodeBlock(raw.data(), raw.size(), ElemBytes(o_.type), o_.zstd_level, enc_scratch_, &enc);
+  EncodeBlock(raw.data(), raw.size(), KvElemBytes(o_.type), o_.zstd_level, enc_scratch_, &enc);
   ELLM_ASSIGN_OR_RETURN(uint64_t offset, spill_->Append(enc.data(), enc.size()));
   block->spilled = true;
   block->spill_offset = offset;
@@ -216,7 +216,9 @@ Status KvCache::Spill(int il, Block* block) {
 }
 
 Status KvCache::ReadBack(int il, const Block& block, uint8_t* dst) const {
-  std::vector<uint8_t> enc(block.spill_bytes);
+  // Attention reads every spilled block once per micro-batch: reuse the buffer.
+  std::vector<uint8_t>& enc = read_scratch_;
+  enc.resize(block.spill_bytes);
   ELLM_RETURN_IF_ERROR(spill_->Read(block.spill_offset, enc.size(), enc.data()));
   return DecodeBlock(enc.data(), enc.size(), dst, BlockBytes(), enc_scratch_,
                      "KV spill block " + std::to_string(block.index) + " of layer " +

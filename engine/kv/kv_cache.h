@@ -66,6 +66,8 @@ struct KvCacheOptions {
 
 // Bytes of one row of `dim` elements in `type` (q8_0: dim % 32 == 0).
 size_t KvRowBytes(KvType type, int dim);
+// The element size the block codec splits byte planes by (q8_0: 1, no split).
+int KvElemBytes(KvType type);
 
 class KvCache {
  public:
@@ -151,8 +153,7 @@ class KvCache {
   // Staging for read-back blocks: kMaxChunkBlocks blocks, all heads.
   std::vector<uint8_t> staging_;
   std::vector<std::vector<const uint8_t*>> staging_slices_;
-  std::vector<const uint8_t*> view_slices_;  // scratch for resident views
-  mutable std::vector<uint8_t> codec_scratch_, enc_scratch_;
+  mutable std::vector<uint8_t> codec_scratch_, enc_scratch_, read_scratch_;
   std::vector<float> row_scratch_;
   KvStats stats_;
 };

@@ -57,8 +57,6 @@ std::pair<int64_t, int64_t> SavedBlocks(const KvCache& cache, int il, int64_t n)
   return {std::max<int64_t>(0, n - window) / kBlockPositions, last};
 }
 
-int ElemBytesOf(KvType t) { return t == KvType::kF32 ? 4 : t == KvType::kQ8_0 ? 1 : 2; }
-
 }  // namespace
 
 Status SaveKvState(KvCache& cache, std::span<const TokenId> tokens,
@@ -89,7 +87,7 @@ Status SaveKvState(KvCache& cache, std::span<const TokenId> tokens,
         std::memcpy(raw.data() + h * cache.slice_bytes(), slices[h], cache.slice_bytes());
       }
       enc.clear();
-      EncodeBlock(raw.data(), raw.size(), ElemBytesOf(o.type), 1, scratch, &enc);
+      EncodeBlock(raw.data(), raw.size(), KvElemBytes(o.type), 1, scratch, &enc);
       Put<int64_t>(out, b);
       Put<uint64_t>(out, enc.size());
       out.insert(out.end(), enc.begin(), enc.end());
