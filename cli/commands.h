@@ -21,5 +21,6 @@ int Summarize(const Args& args);   // summarize_command.cc
 int Compare(const Args& args);     // summarize_command.cc
 int Submit(const Args& args);      // submit_command.cc
 int Batch(const Args& args);       // batch_command.cc
+int Model(const Args& args);       // model_command.cc
 
 }  // namespace ellm::cli

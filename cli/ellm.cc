@@ -28,8 +28,10 @@ constexpr const char* kUsage =
     "                                         put a job on the daemon's Kafka topic\n"
     "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
+    "  model path | install FILE [--to PATH]  where the configured model lives; check a\n"
+    "                                         GGUF file loads and copy it there atomically\n"
     "  cpu                                    CPU features and the kernel level in use\n"
-    "  version                                print the version\n";
+    "  version, --version                     print the version\n";
 
 }  // namespace
 
@@ -51,11 +53,12 @@ int main(int argc, char** argv) {
   if (cmd == "compare") return ellm::cli::Compare(args);
   if (cmd == "submit") return ellm::cli::Submit(args);
   if (cmd == "batch") return ellm::cli::Batch(args);
+  if (cmd == "model") return ellm::cli::Model(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;
   }
-  if (cmd == "version") {
+  if (cmd == "version" || cmd == "--version") {
     std::printf("ellm %s\n", ELLM_VERSION);
     return 0;
   }

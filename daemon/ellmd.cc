@@ -38,7 +38,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellmd [--config FILE] [--check | --check-config]\n"
+    "usage: ellmd [--config FILE] [--check | --check-config] [--version]\n"
     "  --config FILE  configuration (default /etc/ellm/ellm.yaml)\n"
     "  --check, --check-config\n"
     "                 validate the configuration, pipelines, model and store, then exit\n";
@@ -181,10 +181,10 @@ int Run(const std::string& config_path, bool check_only) {
   auto model = ellm::gguf::GgufFile::Open(config->model.path);
   if (!model.ok()) {
     spdlog::critical(
-        "model: {} (set model.path in the config to a GGUF file; in a source tree "
-        "scripts/fetch-model fetches Gemma 3 270M)",
-        model.status().ToString());
-    return 1;
+        "model: {} (place a GGUF model there with `ellm model install FILE.gguf`, or set "
+        "model.path in {}; in a source tree scripts/fetch-model fetches Gemma 3 270M)",
+        model.status().ToString(), config_path);
+    return 78;  // EX_CONFIG: the unit's RestartPreventExitStatus stops a restart loop
   }
   auto arch = model->GetString("general.architecture");
   spdlog::info("model {} arch={} tensors={}", config->model.path,
@@ -324,11 +324,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::string config_path = "/etc/ellm/ellm.yaml";
   bool check_only = false;
-  static const option kOptions[] = {{"config", required_argument, nullptr, 'c'},
-                                    {"check", no_argument, nullptr, 'k'},
-                                    {"check-config", no_argument, nullptr, 'k'},
-                                    {"help", no_argument, nullptr, 'h'},
-                                    {nullptr, 0, nullptr, 0}};
+  static const option kOptions[] = {
+      {"config", required_argument, nullptr, 'c'}, {"check", no_argument, nullptr, 'k'},
+      {"check-config", no_argument, nullptr, 'k'}, {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},      {nullptr, 0, nullptr, 0}};
   int opt;
   while ((opt = getopt_long(argc, argv, "c:kh", kOptions, nullptr)) != -1) {
     switch (opt) {
@@ -340,6 +339,9 @@ int main(int argc, char** argv) {
         break;
       case 'h':
         std::fputs(kUsage, stdout);
+        return 0;
+      case 'V':
+        std::printf("ellmd %s\n", ELLM_VERSION);
         return 0;
       default:
         std::fputs(kUsage, stderr);

@@ -30,8 +30,10 @@ StatusOr<uint64_t> SpillFile::Append(const uint8_t* data, size_t n) {
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       const int err = w < 0 ? errno : ENOSPC;
-      // Leave no partial block behind; the next append overwrites from end_.
-      (void)::ftruncate(fd_, static_cast<off_t>(end_));
+      // Leave no partial block behind; the next append overwrites from end_,
+      // so a failed truncate costs only disk space (hence its result is unused).
+      if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+      }
       Status s = ErrnoError(err, "spilling " + std::to_string(n) + " bytes of KV cache to '" +
                                      dir_ + "' (kv.spill_dir)");
       if (err == EFBIG || err == ENOSPC || err == EDQUOT) {

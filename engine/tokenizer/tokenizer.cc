@@ -1,8 +1,9 @@
 // Tokenizer::FromGguf picks the tokenizer model named by
 // tokenizer.ggml.model; each model is one class over the shared Vocab.
-// Adding one (gpt2 BPE next) is a class, a VocabDefaults and a line here.
+// Adding one is a class, a VocabDefaults and a line here.
 #include "ellm/engine/tokenizer.h"
 
+#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/vocab.h"
 
@@ -27,10 +28,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& f
     return std::unique_ptr<Tokenizer>(
         std::make_unique<tokenizer::SpmTokenizer>(std::move(vocab).value()));
   }
+  if (*model == "gpt2") return tokenizer::BpeTokenizer::FromGguf(file);
   return UnimplementedError("GGUF file '" + file.path() + "': key '" + std::string(kModelKey) +
                             "' is '" + std::string(*model) + "'; tokenizer model '" +
                             std::string(*model) +
-                            "' is not supported yet (supported: 'llama', SentencePiece-style)");
+                            "' is not supported yet (supported: 'llama', SentencePiece-style; "
+                            "'gpt2', byte-level BPE)");
 }
 
 std::string Tokenizer::Decode(const std::vector<TokenId>& ids, bool render_special) const {

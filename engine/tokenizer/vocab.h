@@ -3,8 +3,8 @@
 // token texts, scores, attributes (from token_type, then the text-based fix-ups
 // llama.cpp applies), the special ids, the add_bos / add_eos /
 // add_space_prefix flags and the set of end-of-generation tokens. The
-// SentencePiece tokenizer uses it today; the gpt2 BPE tokenizer will reuse it
-// with its own defaults.
+// SentencePiece ("llama") and byte-level BPE ("gpt2") tokenizers share it,
+// each with its own defaults.
 //
 // Thread safety: immutable after LoadVocab; safe to read from many threads.
 #pragma once

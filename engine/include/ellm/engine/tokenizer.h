@@ -1,7 +1,9 @@
 // Tokenizer: text <-> token ids, as the GGUF file describes the vocabulary
-// (tokenizer.ggml.*). Today: the SentencePiece-style tokenizer
-// (tokenizer.ggml.model = "llama"), which Gemma uses. Output must equal
-// llama.cpp's llama_tokenize / llama_token_to_piece for the same file.
+// (tokenizer.ggml.*). Two tokenizer models: SentencePiece-style
+// (tokenizer.ggml.model = "llama": Gemma, Llama 2, Mistral) and byte-level BPE
+// ("gpt2": Llama 3, Qwen2, GPT-2; the pre-tokenizer is tokenizer.ggml.pre).
+// Output must equal llama.cpp's llama_tokenize / llama_token_to_piece for the
+// same file.
 //
 // Thread safety: immutable after creation; Encode/Decode are const and safe
 // from many threads.
@@ -46,7 +48,8 @@ class Tokenizer {
                                       bool parse_special) const = 0;
 
   // The text of one token as llama_token_to_piece renders it with
-  // special=`render_special` (byte tokens become their byte, "▁" a space).
+  // special=`render_special` (SPM: byte tokens become their byte, "▁" a
+  // space; BPE: byte-level text becomes the raw bytes it stands for).
   virtual std::string TokenToPiece(TokenId id, bool render_special = false) const = 0;
   // Concatenated pieces of `ids`.
   std::string Decode(const std::vector<TokenId>& ids, bool render_special = false) const;
@@ -55,7 +58,8 @@ class Tokenizer {
   virtual TokenId bos() const = 0;  // -1 if none
   virtual TokenId eos() const = 0;
   virtual bool add_bos() const = 0;
-  // End of generation: EOS, and control tokens such as "<end_of_turn>" / "<eot_id>".
+  // End of generation: EOS, and control tokens such as "<end_of_turn>",
+  // "<|eot_id|>", "<|im_end|>" (llama.cpp's EOG set).
   virtual bool IsEndOfGeneration(TokenId id) const = 0;
   // The id of the token whose text is exactly `text`, or -1.
   virtual TokenId Find(std::string_view text) const = 0;
