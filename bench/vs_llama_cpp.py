@@ -41,7 +41,9 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn, reps):
                 n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
                 logits_all=False, verbose=False)
     rng = np.random.default_rng(1234)
-    prompt = [llm.token_bos()] + [int(x) for x in rng.integers(1000, 200000, depth - 1)]
+    # The same id range as `ellm bench`: [1000, min(n_vocab - 1, 200000)].
+    hi = min(llm.n_vocab() - 1, 200000) + 1
+    prompt = [llm.token_bos()] + [int(x) for x in rng.integers(1000, hi, depth - 1)]
     best = None
     for rep in range(reps):  # with 2, the first is a warm-up
         fresh(llm)
@@ -82,26 +84,35 @@ def main():
     ap.add_argument("--reps", type=int, default=2,
                     help="runs per engine and depth; the last counts (1 = no warm-up)")
     ap.add_argument("--ellm-args", default="", help="extra `ellm bench` flags, e.g. '--kv-type f16'")
+    ap.add_argument("--flash-attn", choices=["both", "off", "on"], default="both",
+                    help="llama.cpp flash attention settings to run (both: report the better)")
     args = ap.parse_args()
+    load_start = os.getloadavg()[0]
+    fa_modes = {"both": [False, True], "off": [False], "on": [True]}[args.flash_attn]
 
     rows = []
     for d in args.depths:
         e = ellm_run(args.ellm, args.model, d, args.gen, args.threads, args.reps,
                      args.ellm_args.split())
-        off = llama_cpp_run(args.model, d, args.gen, args.threads, False, args.reps)
-        on = llama_cpp_run(args.model, d, args.gen, args.threads, True, args.reps)
-        l_prefill, l_decode = max(off[0], on[0]), max(off[1], on[1])
-        rows.append((d, e, (l_prefill, l_decode), off, on))
-        print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp fa-off {off[0]:.1f}/{off[1]:.1f}"
-              f" fa-on {on[0]:.1f}/{on[1]:.1f} (prefill/decode tokens/s)", file=sys.stderr)
-    print(f"\nload average {os.getloadavg()[0]:.2f}, threads {args.threads}, gen {args.gen}, "
-          f"reps {args.reps}, ellm args '{args.ellm_args}'\n")
+        runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps)
+                for fa in fa_modes}
+        l_prefill = max(r[0] for r in runs.values())
+        l_decode = max(r[1] for r in runs.values())
+        rows.append((d, e, (l_prefill, l_decode), runs.get(False), runs.get(True)))
+        llama = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}" for fa, r in runs.items())
+        print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp {llama} (prefill/decode tokens/s)"
+              f"  load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    print(f"\nload average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
+          f"threads {args.threads}, gen {args.gen}, reps {args.reps}, "
+          f"llama.cpp flash attention {args.flash_attn}, ellm args '{args.ellm_args}'\n")
     print("| depth | ellm prefill t/s | llama.cpp prefill t/s | ratio | ellm decode t/s | "
           "llama.cpp decode t/s | ratio | ellm peak RSS MiB |")
     print("|---|---|---|---|---|---|---|---|")
-    for d, e, l, _, _ in rows:
-        print(f"| {d} | {e[0]:.1f} | {l[0]:.1f} | {e[0] / l[0]:.2f}x | {e[1]:.1f} | {l[1]:.1f} | "
-              f"{e[1] / l[1]:.2f}x | {e[2] / 2**20:.0f} |")
+    for d, e, l, off, on in rows:
+        def which(i):  # which flash-attention setting gave llama.cpp's number
+            return "" if off is None or on is None else (" (fa on)" if on[i] >= off[i] else " (fa off)")
+        print(f"| {d} | {e[0]:.1f} | {l[0]:.1f}{which(0)} | {e[0] / l[0]:.2f}x | {e[1]:.1f} | "
+              f"{l[1]:.1f}{which(1)} | {e[1] / l[1]:.2f}x | {e[2] / 2**20:.0f} |")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "ellm/engine/chat.h"
 #include "ellm/engine/numa.h"
 
 namespace ellm::daemon {
@@ -54,6 +55,10 @@ Status ModelConfig::Validate() const {
   }
   auto mode = ParseNumaMode(numa);
   if (!mode.ok()) return mode.status().WithContext("model.numa");
+  if (!chat_template.empty()) {
+    auto format = ParseChatFormat(chat_template);
+    if (!format.ok()) return format.status().WithContext("model.chat_template");
+  }
   return OkStatus();
 }
 
@@ -171,9 +176,9 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     ELLM_RETURN_IF_ERROR(CheckKeys(
         src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(
-          src, n, "model",
-          {"path", "threads", "context", "micro_batch", "kv_type", "numa", "numa_node", "mlock"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "model",
+                                     {"path", "threads", "context", "micro_batch", "kv_type",
+                                      "numa", "numa_node", "mlock", "chat_template"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
@@ -182,6 +187,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa", c.model.numa));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa_node", c.model.numa_node));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", c.model.mlock));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "chat_template", c.model.chat_template));
     }
     if (YAML::Node n = root["kv"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "kv",

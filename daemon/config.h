@@ -21,6 +21,8 @@ struct ModelConfig {
   std::string numa = "off";     // off, distribute, isolate, replicate
   int numa_node = -1;           // isolate: the node; -1 = the first
   bool mlock = false;           // lock weights and KV cache in RAM
+  // gemma, llama3 or chatml; empty = recognised from the model file.
+  std::string chat_template;
   Status Validate() const;
 };
 

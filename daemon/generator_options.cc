@@ -9,6 +9,7 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   o.engine.numa = numa.ok() ? *numa : NumaMode::kOff;
   o.engine.numa_node = config.model.numa_node;
   o.engine.mlock = config.model.mlock;
+  o.engine.chat_template = config.model.chat_template;
   o.context = config.model.context;
   o.micro_batch = config.model.micro_batch;
   auto type = ParseKvType(config.model.kv_type);

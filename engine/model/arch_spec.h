@@ -33,6 +33,7 @@ enum class Dim {
   kVKv,       // n_head_kv * head_dim_v
   kHeadDimK,  // head_dim_k
   kAttnOut,   // n_head * head_dim_v
+  kRopeHalf,  // n_rot / 2: one frequency per rotated pair
 };
 
 // The roles a tensor can play; the forward pass looks weights up by role.
@@ -53,6 +54,10 @@ enum class Role {
   kFfnUp,
   kFfnDown,
   kFfnPostNorm,
+  kAttnQBias,  // added to the projections before RoPE (Qwen 2)
+  kAttnKBias,
+  kAttnVBias,
+  kRopeFreqs,  // Llama 3.1+: per-pair divisors of the RoPE frequencies
   kCount,
 };
 

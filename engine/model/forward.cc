@@ -118,6 +118,13 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       const int64_t q_row = int64_t{hp.n_head} * hp.head_dim_k;
       const int64_t k_row = int64_t{hp.n_head_kv} * hp.head_dim_k;
       const int64_t v_row = int64_t{hp.n_head_kv} * hp.head_dim_v;
+      if (!l.q_bias.empty()) ops::AddRowBias(s.q.data(), l.q_bias.data(), n, q_row);
+      if (!l.k_bias.empty()) ops::AddRowBias(s.k.data(), l.k_bias.data(), n, k_row);
+      if (!l.v_bias.empty()) ops::AddRowBias(s.v.data(), l.v_bias.data(), n, v_row);
+      const ops::RopePairs pairs = m.spec().rope == model::RopeStyle::kNeox
+                                       ? ops::RopePairs::kNeox
+                                       : ops::RopePairs::kAdjacent;
+      const ops::RopeParams& rp = l.rope;
       for (int64_t t = 0; t < n; ++t) {
         float* qt = s.q.data() + t * q_row;
         float* kt = s.k.data() + t * k_row;
@@ -125,8 +132,8 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
           NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
           NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
         }
-        ops::RopeNeox(qt, hp.n_head, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
-        ops::RopeNeox(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, l.rope_base, l.rope_freq_scale);
+        ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, rp);
+        ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, rp);
         ops::Scale(qt, hp.query_scale, q_row);
         ELLM_RETURN_IF_ERROR(s.cache->Store(il, pos0 + t, kt, s.v.data() + t * v_row));
       }
@@ -148,7 +155,8 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
           ops::GeGlu(s.gate.data(), s.up.data(), s.gate.data(), n * hp.n_ff);
           break;
         case model::FfnActivation::kSilu:
-          return UnimplementedError("SwiGLU feed-forward is not implemented yet");
+          ops::SwiGlu(s.gate.data(), s.up.data(), s.gate.data(), n * hp.n_ff);
+          break;
       }
       ops::MatMul(l.down, s.gate.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
@@ -230,7 +238,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
   ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
   std::unique_ptr<Engine> e(new Engine());
   ELLM_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(file));
-  e->chat_format_ = DetectChatFormat(file);
+  if (options.chat_template.empty()) {
+    e->chat_format_ = DetectChatFormat(file);
+  } else {
+    e->chat_format_ = ParseChatFormat(options.chat_template);
+    if (!e->chat_format_.ok()) return e->chat_format_.status().WithContext("chat_template");
+  }
   ELLM_ASSIGN_OR_RETURN(e->model_, model::Model::Load(std::move(file)));
   const HParams& hp = e->model_->hparams();
   if (e->tokenizer_->vocab_size() > hp.n_vocab) {

@@ -46,6 +46,8 @@ int64_t Resolve(Dim d, const HParams& hp) {
       return hp.head_dim_k;
     case Dim::kAttnOut:
       return int64_t{hp.n_head} * hp.head_dim_v;
+    case Dim::kRopeHalf:
+      return hp.n_rot / 2;
   }
   return -1;
 }
@@ -134,16 +136,7 @@ Status Model::ReadHParams() {
   hp_.rope_base_swa = static_cast<float>(s.default_rope_base_swa);
   ELLM_RETURN_IF_ERROR(get_float("rope.freq_base_swa", hp_.rope_base_swa));
   ELLM_RETURN_IF_ERROR(get_float("final_logit_softcapping", hp_.final_logit_softcap));
-  float scaling_factor = 0.0f;
-  auto scaling_type = file_.GetString(Key(s, "rope.scaling.type"));
-  if (scaling_type.ok() && *scaling_type == "linear") {
-    ELLM_RETURN_IF_ERROR(get_float("rope.scaling.factor", scaling_factor));
-    if (scaling_factor > 0) hp_.rope_freq_scale = 1.0f / scaling_factor;
-  } else if (scaling_type.ok() && *scaling_type != "none") {
-    return UnimplementedError("model '" + file_.path() + "': RoPE scaling '" +
-                              std::string(*scaling_type) + "' is not supported for " +
-                              std::string(s.name));
-  }
+  ELLM_RETURN_IF_ERROR(ReadRopeScaling());
   if (hp_.n_head % hp_.n_head_kv != 0) {
     return InvalidArgumentError(
         "model '" + file_.path() + "': head_count " + std::to_string(hp_.n_head) +
@@ -151,6 +144,22 @@ Status Model::ReadHParams() {
   }
   if (hp_.head_dim_k % 2 != 0) {
     return InvalidArgumentError("model '" + file_.path() + "': key_length must be even for RoPE");
+  }
+  hp_.n_rot = hp_.head_dim_k;
+  ELLM_RETURN_IF_ERROR(get_int("rope.dimension_count", hp_.n_rot, false));
+  if (hp_.n_rot != hp_.head_dim_k) {
+    return UnimplementedError("model '" + file_.path() + "': key '" +
+                              Key(s, "rope.dimension_count") + "' is " + std::to_string(hp_.n_rot) +
+                              " but heads have " + std::to_string(hp_.head_dim_k) +
+                              " dimensions; partial RoPE is not supported");
+  }
+  if (hp_.yarn_ext_factor != 0.0f) {
+    int n_ctx_orig = hp_.n_ctx_train;
+    ELLM_RETURN_IF_ERROR(get_int("rope.scaling.original_context_length", n_ctx_orig, false));
+    // llama.cpp's defaults (llama_context_params yarn_beta_fast/slow).
+    constexpr float kBetaFast = 32.0f, kBetaSlow = 1.0f;
+    ops::RopeYarnCorrDims(hp_.n_rot, n_ctx_orig, hp_.rope_base, kBetaFast, kBetaSlow,
+                          &hp_.yarn_corr_low, &hp_.yarn_corr_high);
   }
   // The vocabulary size is the embedding matrix's row count (the tokenizer
   // checks its own array against it).
@@ -166,6 +175,50 @@ Status Model::ReadHParams() {
   if (s.window != WindowPattern::kNone) {
     ELLM_RETURN_IF_ERROR(get_int("attention.sliding_window", hp_.sliding_window, false));
   }
+  return OkStatus();
+}
+
+// rope.scaling.*: the type (none, linear or yarn; others are refused naming
+// the key), the factor, and for YaRN llama.cpp's context defaults
+// (llama_context's constructor): ext_factor 1, and an attn_factor that
+// cancels the 1 + 0.1 ln(factor) ggml_rope_ext multiplies in, so that the
+// magnitude is scaled once. rope.scaling.attn_factor multiplies in always.
+Status Model::ReadRopeScaling() {
+  const ArchSpec& s = *spec_;
+  auto get_float = [&](const char* suffix, float& out) -> Status {
+    auto v = file_.GetFloat(Key(s, suffix));
+    if (!v.ok()) return v.status().code() == StatusCode::kNotFound ? OkStatus() : v.status();
+    out = static_cast<float>(*v);
+    return OkStatus();
+  };
+  const std::string type_key = Key(s, "rope.scaling.type");
+  std::string type = "linear";  // llama.cpp's default when the key is absent
+  if (auto v = file_.GetString(type_key); v.ok()) {
+    type = std::string(*v);
+  } else if (v.status().code() != StatusCode::kNotFound) {
+    return v.status();
+  }
+  if (type != "none" && type != "linear" && type != "yarn") {
+    return UnimplementedError("model '" + file_.path() + "': key '" + type_key + "' is '" + type +
+                              "'; supported: none, linear, yarn");
+  }
+  float factor = 0.0f;
+  ELLM_RETURN_IF_ERROR(get_float("rope.scaling.factor", factor));
+  if (factor < 0.0f || std::isnan(factor)) {
+    return InvalidArgumentError("model '" + file_.path() + "': key '" +
+                                Key(s, "rope.scaling.factor") + "' is " + std::to_string(factor) +
+                                "; expected a positive factor");
+  }
+  float attn_factor = 1.0f;
+  ELLM_RETURN_IF_ERROR(get_float("rope.scaling.attn_factor", attn_factor));
+  if (type != "none" && factor != 0.0f) hp_.rope_freq_scale = 1.0f / factor;
+  if (type == "yarn") {
+    hp_.yarn_ext_factor = 1.0f;
+    const float scale = 1.0f / hp_.rope_freq_scale;
+    hp_.yarn_attn_factor = scale <= 1.0f ? 1.0f : 0.1f * std::log(scale) + 1.0f;
+    hp_.yarn_attn_factor *= 1.0f / (1.0f + 0.1f * std::log(scale));
+  }
+  hp_.yarn_attn_factor *= attn_factor;
   return OkStatus();
 }
 
@@ -221,6 +274,18 @@ Status Model::BindTensors() {
             break;
           case Role::kFfnPostNorm:
             l->post_ffn_norm = std::move(v);
+            break;
+          case Role::kAttnQBias:
+            l->q_bias = std::move(v);
+            break;
+          case Role::kAttnKBias:
+            l->k_bias = std::move(v);
+            break;
+          case Role::kAttnVBias:
+            l->v_bias = std::move(v);
+            break;
+          case Role::kRopeFreqs:
+            rope_freqs_ = std::move(v);
             break;
           default:
             return InternalError("spec lists a 1-D tensor with a matrix role: " + name);
@@ -279,8 +344,15 @@ Status Model::BindTensors() {
   for (int il = 0; il < hp_.n_layer; ++il) {
     Layer& l = layers_[static_cast<size_t>(il)];
     l.sliding = sliding[static_cast<size_t>(il)];
-    l.rope_base = l.sliding ? hp_.rope_base_swa : hp_.rope_base;
-    l.rope_freq_scale = l.sliding ? 1.0f : hp_.rope_freq_scale;
+    l.rope.base = l.sliding ? hp_.rope_base_swa : hp_.rope_base;
+    l.rope.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+    if (!l.sliding) {
+      l.rope.freq_scale = hp_.rope_freq_scale;
+      l.rope.ext_factor = hp_.yarn_ext_factor;
+      l.rope.attn_factor = hp_.yarn_attn_factor;
+      l.rope.corr_low = hp_.yarn_corr_low;
+      l.rope.corr_high = hp_.yarn_corr_high;
+    }
   }
   return OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "ellm/base/status.h"
 #include "ellm/engine/gguf.h"
 #include "model/arch_spec.h"
+#include "ops/elementwise.h"
 #include "ops/packed_weight.h"
 
 namespace ellm::model {
@@ -33,6 +34,12 @@ struct HParams {
   float final_logit_softcap = 0.0f;  // 0 = off
   float embedding_scale = 1.0f;
   float query_scale = 1.0f;  // applied to Q before attention
+  int n_rot = 0;             // dimensions rotated per head (= head_dim_k)
+  // YaRN (rope.scaling.type = yarn), on global layers: ggml_rope_ext's
+  // ext_factor (0 = off), attn_factor and correction range in pairs.
+  float yarn_ext_factor = 0.0f;
+  float yarn_attn_factor = 1.0f;
+  float yarn_corr_low = 0.0f, yarn_corr_high = 0.0f;
 };
 
 // A weight matrix view: `rows` rows of `cols` elements each, row-major in
@@ -54,9 +61,11 @@ struct Weight {
 struct Layer {
   Weight q, k, v, o, gate, up, down;
   std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffn_norm;
+  // Added to the Q/K/V projections; empty when the family has none.
+  std::vector<float> q_bias, k_bias, v_bias;
   bool sliding = false;  // attends to the last `sliding_window` positions only
-  float rope_base = 10000.0f;
-  float rope_freq_scale = 1.0f;
+  // This layer's RoPE; freq_factors points into the Model (rope_freqs()).
+  ops::RopeParams rope;
 };
 
 class Model {
@@ -70,12 +79,15 @@ class Model {
   const Weight& token_embd() const { return token_embd_; }
   const Weight& output() const { return output_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
+  // Llama 3.1+'s per-pair RoPE frequency divisors; empty when absent.
+  const std::vector<float>& rope_freqs() const { return rope_freqs_; }
   const std::vector<Layer>& layers() const { return layers_; }
   const std::vector<std::unique_ptr<ops::PackedWeight>>& packed() const { return packed_; }
 
  private:
   Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status ReadHParams();
+  Status ReadRopeScaling();
   Status BindTensors();
   void PackWeights();
   StatusOr<std::vector<bool>> SlidingLayers() const;
@@ -85,6 +97,7 @@ class Model {
   HParams hp_;
   Weight token_embd_, output_;
   std::vector<float> output_norm_;
+  std::vector<float> rope_freqs_;
   std::vector<Layer> layers_;
   std::vector<std::unique_ptr<ops::PackedWeight>> packed_;  // Weight::packed points here
 };

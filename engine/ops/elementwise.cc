@@ -1,6 +1,8 @@
 #include "ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "quant/fp16.h"
 
@@ -20,25 +22,59 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   }
 }
 
-void RopeNeox(float* x, int n_heads, int head_dim, int64_t pos, float base, float freq_scale) {
+void Rope(float* x, int n_heads, int head_dim, int64_t pos, RopePairs pairs, const RopeParams& p) {
   const int half = head_dim / 2;
-  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim));
+  const float theta_scale = std::pow(p.base, -2.0f / static_cast<float>(head_dim));
   float cos_cache[1024], sin_cache[1024];
   float theta = static_cast<float>(pos);
   for (int i = 0; i < half; ++i) {
-    const float t = theta * freq_scale;
-    cos_cache[i] = std::cos(t);
-    sin_cache[i] = std::sin(t);
+    // As ggml's rope_yarn: the divisor of freq_factors first, then the
+    // interpolation; with the defaults every step below is exact, so the
+    // plain case rounds as it always did.
+    const float ff = p.freq_factors != nullptr ? p.freq_factors[i] : 1.0f;
+    const float theta_extrap = theta / ff;
+    float t = p.freq_scale * theta_extrap;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const float y =
+          (static_cast<float>(i) - p.corr_low) / std::max(0.001f, p.corr_high - p.corr_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      t = t * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    cos_cache[i] = std::cos(t) * mscale;
+    sin_cache[i] = std::sin(t) * mscale;
     theta *= theta_scale;
   }
+  const int offset = pairs == RopePairs::kNeox ? half : 1;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<int64_t>(h) * head_dim;
     for (int i = 0; i < half; ++i) {
-      const float x0 = v[i], x1 = v[i + half];
-      v[i] = x0 * cos_cache[i] - x1 * sin_cache[i];
-      v[i + half] = x0 * sin_cache[i] + x1 * cos_cache[i];
+      float* e = v + (pairs == RopePairs::kNeox ? i : 2 * i);
+      const float x0 = e[0], x1 = e[offset];
+      e[0] = x0 * cos_cache[i] - x1 * sin_cache[i];
+      e[offset] = x0 * sin_cache[i] + x1 * cos_cache[i];
     }
   }
+}
+
+void RopeNeox(float* x, int n_heads, int head_dim, int64_t pos, float base, float freq_scale) {
+  RopeParams p;
+  p.base = base;
+  p.freq_scale = freq_scale;
+  Rope(x, n_heads, head_dim, pos, RopePairs::kNeox, p);
+}
+
+void RopeYarnCorrDims(int head_dim, int n_ctx_orig, float base, float beta_fast, float beta_slow,
+                      float* low, float* high) {
+  // The pair index whose wavelength makes n_rot rotations over n_ctx_orig.
+  auto corr_dim = [&](float n_rot) {
+    return static_cast<float>(head_dim) *
+           std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
+           (2.0f * std::log(base));
+  };
+  *low = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+  *high = std::min(static_cast<float>(head_dim - 1), std::ceil(corr_dim(beta_slow)));
 }
 
 namespace {
@@ -89,6 +125,17 @@ void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
     }
     y[i] = a * up[i];
   }
+}
+
+void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    y[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void AddRowBias(float* y, const float* b, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) AddInPlace(y + r * n, b, n);
 }
 
 void AddInPlace(float* y, const float* x, int64_t n) {

@@ -6,5 +6,7 @@
 namespace ellm::model {
 
 const ArchSpec& Gemma3Spec();
+const ArchSpec& LlamaSpec();
+const ArchSpec& Qwen2Spec();
 
 }  // namespace ellm::model

@@ -8,6 +8,8 @@ namespace {
 const std::vector<const ArchSpec*>& Registry() {
   static const std::vector<const ArchSpec*> kAll = {
       &Gemma3Spec(),
+      &LlamaSpec(),
+      &Qwen2Spec(),
   };
   return kAll;
 }

@@ -94,7 +94,7 @@ TEST(ModelLoad, ResolvesGemma3RecipeFromTheFile) {
   // Pattern 6: layers 5 (and 11, ...) are global.
   for (int il = 0; il < kLayers; ++il) {
     EXPECT_EQ((*m)->layers()[il].sliding, il != 5) << il;
-    EXPECT_FLOAT_EQ((*m)->layers()[il].rope_base, il == 5 ? 1e6f : 1e4f);
+    EXPECT_FLOAT_EQ((*m)->layers()[il].rope.base, il == 5 ? 1e6f : 1e4f);
   }
   // Tied output.
   EXPECT_EQ((*m)->output().data, (*m)->token_embd().data);

@@ -47,6 +47,10 @@ struct EngineOptions {
   // Lock the weights and the KV cache in RAM (mlock); the error names
   // RLIMIT_MEMLOCK when the limit is too low.
   bool mlock = false;
+  // The chat template by name (ParseChatFormat: gemma, llama3, chatml);
+  // empty = recognised from the file (DetectChatFormat). An unknown name
+  // fails Load.
+  std::string chat_template;
   // Tests replace the machine's topology and node memory; null = the real ones.
   const Topology* topology = nullptr;
   NodeMemory* node_memory = nullptr;
@@ -115,7 +119,8 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelInfo& info() const { return info_; }
-  // The chat template recognised from the file at load, or why there is none.
+  // The chat template named in the options or recognised from the file at
+  // load, or why there is none.
   StatusOr<ChatFormat> chat_format() const { return chat_format_; }
   int threads() const;
   // The NUMA layout in use (mode off: nothing pinned or bound).

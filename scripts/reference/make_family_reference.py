@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Makes the golden files in tests/reference/families/ with llama.cpp: one
+small random-weight model per family (Llama 3, Qwen 2, Qwen 2 with YaRN)
+with the family's exact tensor layout and its real vocabulary, and what
+llama.cpp computes with it.
+
+The models are not committed (the vocabularies alone make them 5-20 MB).
+Instead each golden file carries the model's *recipe*: its metadata, and for
+every tensor a name, shape, type and the seed of a counter-based generator
+(splitmix64) whose output bytes are the tensor's data, as spelled out below.
+tests/engine/model/family_golden_test.cc rebuilds the same file from the
+recipe (and the vocabulary in the shared test data), checks every tensor's
+checksum against the one recorded here, and compares its outputs.
+
+  py=$(scripts/reference/setup --print-python)
+  $py scripts/reference/make_family_reference.py reference     # all families
+  $py scripts/reference/make_family_reference.py models --out DIR  # GGUFs only
+
+The vocabularies are read from $ELLM_SHARED_DIR/testdata/tokenizers (default:
+the `shared/` folder beside the repository). `models` needs only the `gguf`
+package; `reference` needs llama-cpp-python (pinned by scripts/reference/setup).
+
+The generator (must match tests/engine/model/family_model_builder.cc):
+  word(seed, i) = splitmix64 of seed + (i + 1) * 0x9E3779B97F4A7C15, i >= 0
+  F32/F16 tensors: element i = offset + (k - 1024) * amp / 1024 with
+    k = word(seed, i) >> 53; amp a power of two, so every value is exact in
+    f16 when offset is 0.
+  Quantized tensors: byte j = byte (j % 8) of word(seed, j // 8), little-
+    endian; then in every block the f16 scale fields are overwritten with the
+    recipe's bit patterns (Q8_0, Q4_0: d; Q4_K: d and dmin) and Q8_0's int8
+    quants are mapped to (b % 255) - 127, so that none is -128.
+  checksum = sum over bytes j of (b_j + 1) * word(0, j), modulo 2^64.
+
+llama.cpp runs with: CPU, KV cache F16, flash attention off, n_ctx 1024,
+n_batch = n_ubatch = 512, 2 threads; prompts are token ids, so that nothing
+here depends on a tokenizer.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(REPO, "tests", "reference", "families")
+SHARED = os.environ.get("ELLM_SHARED_DIR", os.path.join(os.path.dirname(REPO), "shared"))
+VOCABS = os.path.join(SHARED, "testdata", "tokenizers")
+N_THREADS = 2
+N_CTX = 1024
+LLAMA_CPP_COMMIT = "ggml-org/llama.cpp@0c1e57098"  # as in make_gemma3_reference.py
+
+GOLDEN = 0x9E3779B97F4A7C15
+MASK = (1 << 64) - 1
+
+# ggml block sizes: (elements, bytes) per block.
+BLOCKS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144)}
+TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12}
+
+PROMPT_LENGTHS = [1, 9, 40, 300]
+# Positions of the 300-token prompt whose logits are stored (its micro-batch
+# boundaries at 256 included); shorter prompts store every position.
+LONG_POSITIONS = [0, 127, 255, 256, 299]
+TOP_K = 8
+LAST_TOP_K = 32
+GREEDY_FROM = [9, 40]  # prompt lengths greedily continued
+GREEDY_STEPS = 16
+
+
+def log(*args):
+    print("make_family_reference:", *args, file=sys.stderr, flush=True)
+
+
+def f16_bits(x):
+    return int(np.array([x], dtype=np.float16).view(np.uint16)[0])
+
+
+def fnv1a64(text):
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & MASK
+    return h
+
+
+def words(seed, n):
+    with np.errstate(over="ignore"):
+        i = np.arange(1, n + 1, dtype=np.uint64)
+        z = np.uint64(seed) + i * np.uint64(GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def checksum(data):
+    b = np.frombuffer(data, dtype=np.uint8).astype(np.uint64) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        return int(np.sum(b * words(0, len(b)), dtype=np.uint64))
+
+
+def tensor_bytes(t):
+    """The tensor's data as bytes (row-major, ne[0] contiguous)."""
+    n = int(np.prod(t["ne"]))
+    if t["type"] in ("f32", "f16"):
+        k = (words(t["seed"], n) >> np.uint64(53)).astype(np.int64) - 1024
+        v = t["offset"] + k.astype(np.float64) * (t["amp"] / 1024.0)
+        return v.astype(np.float32 if t["type"] == "f32" else np.float16).tobytes()
+    per, size = BLOCKS[t["type"]]
+    assert t["ne"][0] % per == 0, t
+    nblocks = n // per
+    nbytes = nblocks * size
+    raw = words(t["seed"], (nbytes + 7) // 8).view(np.uint8)[:nbytes].copy()
+    blk = raw.reshape(nblocks, size)
+    if t["type"] == "q8_0":
+        q = (blk[:, 2:].astype(np.int16) % 255) - 127
+        blk[:, 2:] = q.astype(np.int8).view(np.uint8)
+    blk[:, 0:2] = np.array([t["d"]], dtype=np.uint16).view(np.uint8)
+    if t["type"] == "q4_k":
+        blk[:, 2:4] = np.array([t["dmin"]], dtype=np.uint16).view(np.uint8)
+    return blk.tobytes()
+
+
+# ---------------------------------------------------------------- recipes --
+
+def _tensor(family, name, ne, ttype, offset=0.0, amp=0.0, scale=0.0):
+    """A tensor of the recipe. Floats: offset + U[-amp, amp); quantized:
+    `scale` sets d (and dmin) so that weights are roughly U[-scale, scale]."""
+    t = {"name": name, "ne": ne, "type": ttype, "seed": fnv1a64(family + "/" + name)}
+    if ttype in ("f32", "f16"):
+        t.update(offset=offset, amp=amp)
+    elif ttype == "q8_0":
+        t.update(d=f16_bits(scale / 127))
+    elif ttype == "q4_0":
+        t.update(d=f16_bits(scale / 8))
+    elif ttype == "q4_k":
+        # d * sc * q - dmin * m with sc, m in [0, 63], q in [0, 15]
+        t.update(d=f16_bits(2 * scale / (63 * 15)), dmin=f16_bits(scale / 63))
+    return t
+
+
+def recipe(family, arch, vocab, n_vocab, n_ctx, meta, types, untied, rope_freqs, biases):
+    """meta: extra (key suffix, kind, value); types: role -> tensor type."""
+    E, F, H, HKV, L = 64, 256, 4, 2, 2
+    D = E // H
+    metadata = [["general.architecture", "str", arch],
+                ["general.name", "str", "ellm-test-" + family]]
+    base = [("context_length", "u32", n_ctx), ("embedding_length", "u32", E),
+            ("block_count", "u32", L), ("feed_forward_length", "u32", F),
+            ("attention.head_count", "u32", H), ("attention.head_count_kv", "u32", HKV),
+            ("rope.dimension_count", "u32", D)]
+    for k, kind, v in base + meta:
+        metadata.append([arch + "." + k, kind, v])
+    w = lambda n_in: 1.0 / np.sqrt(n_in)  # noqa: E731
+    T = lambda *a, **k: _tensor(family, *a, **k)  # noqa: E731
+    tensors = [T("token_embd.weight", [E, n_vocab], types["embd"], scale=1.0),
+               T("output_norm.weight", [E], "f32", offset=1.0, amp=0.25)]
+    if untied:
+        tensors.append(T("output.weight", [E, n_vocab], types["output"], scale=4 * w(E)))
+    if rope_freqs:
+        # Llama 3.1's factors lie in [1, 8]; these in [1, 3).
+        tensors.append(T("rope_freqs.weight", [D // 2], "f32", offset=2.0, amp=1.0))
+    for il in range(L):
+        p = "blk.%d." % il
+        tensors += [
+            T(p + "attn_norm.weight", [E], "f32", offset=1.0, amp=0.25),
+            T(p + "attn_q.weight", [E, H * D], types["q"], amp=0.25, scale=2 * w(E)),
+            T(p + "attn_k.weight", [E, HKV * D], types["k"], amp=0.25, scale=2 * w(E)),
+            T(p + "attn_v.weight", [E, HKV * D], types["v"], amp=0.25, scale=w(E)),
+        ]
+        if biases:
+            tensors += [T(p + "attn_q.bias", [H * D], "f32", amp=0.5),
+                        T(p + "attn_k.bias", [HKV * D], "f32", amp=0.5),
+                        T(p + "attn_v.bias", [HKV * D], "f32", amp=0.125)]
+        tensors += [
+            T(p + "attn_output.weight", [H * D, E], types["o"], amp=0.125, scale=w(E)),
+            T(p + "ffn_norm.weight", [E], "f32", offset=1.0, amp=0.25),
+            T(p + "ffn_gate.weight", [E, F], types["gate"], amp=0.25, scale=2 * w(E)),
+            T(p + "ffn_up.weight", [E, F], types["up"], amp=0.25, scale=w(E)),
+            T(p + "ffn_down.weight", [F, E], types["down"], amp=0.0625, scale=w(F)),
+        ]
+    for t in tensors:
+        if t["type"] in ("f32", "f16"):
+            assert t["amp"] == 0 or 2 ** round(np.log2(t["amp"])) == t["amp"], t
+    return {"family": family, "architecture": arch, "vocab": vocab, "metadata": metadata,
+            "tensors": tensors}
+
+
+def recipes():
+    llama = recipe(
+        "llama", "llama", "ggml-vocab-llama-bpe.gguf", 128256, 131072,
+        [("attention.layer_norm_rms_epsilon", "f32", 1e-5), ("rope.freq_base", "f32", 500000.0),
+         ("vocab_size", "u32", 128256)],
+        {"embd": "q8_0", "q": "f16", "k": "q8_0", "v": "q4_0", "o": "f16", "gate": "q8_0",
+         "up": "q4_0", "down": "q4_k"},
+        untied=False, rope_freqs=True, biases=False)
+    qwen_types = {"embd": "q4_0", "output": "q8_0", "q": "q8_0", "k": "f16", "v": "q8_0",
+                  "o": "q4_0", "gate": "f16", "up": "q8_0", "down": "q4_k"}
+    qwen_meta = [("attention.layer_norm_rms_epsilon", "f32", 1e-6),
+                 ("rope.freq_base", "f32", 1000000.0)]
+    qwen2 = recipe("qwen2", "qwen2", "ggml-vocab-qwen2.gguf", 151936, 32768,
+                   qwen_meta, qwen_types, untied=True, rope_freqs=False, biases=True)
+    yarn = recipe("qwen2-yarn", "qwen2", "ggml-vocab-qwen2.gguf", 151936, 131072,
+                  qwen_meta + [("rope.scaling.type", "str", "yarn"),
+                               ("rope.scaling.factor", "f32", 4.0),
+                               ("rope.scaling.original_context_length", "u32", 32768)],
+                  qwen_types, untied=True, rope_freqs=False, biases=True)
+    return [llama, qwen2, yarn]
+
+
+# ----------------------------------------------------------------- writer --
+
+def write_model(r, path):
+    import gguf
+    V = gguf.GGUFValueType
+    kinds = {"u32": V.UINT32, "f32": V.FLOAT32, "str": V.STRING}
+    w = gguf.GGUFWriter(path, r["architecture"])
+    for key, kind, value in r["metadata"]:
+        if key == "general.architecture":
+            continue
+        w.add_key_value(key, value, kinds[kind])
+    reader = gguf.GGUFReader(os.path.join(VOCABS, r["vocab"]))
+    for name, field in reader.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        if field.types[0] == V.ARRAY:
+            w.add_key_value(name, field.contents(), V.ARRAY, sub_type=field.types[1])
+        else:
+            w.add_key_value(name, field.contents(), field.types[0])
+    sums = {}
+    for t in r["tensors"]:
+        data = tensor_bytes(t)
+        sums[t["name"]] = checksum(data)
+        rows = int(np.prod(t["ne"][1:]))
+        if t["type"] == "f32":
+            arr = np.frombuffer(data, dtype=np.float32).reshape(list(reversed(t["ne"])))
+            w.add_tensor(t["name"], arr)
+        elif t["type"] == "f16":
+            arr = np.frombuffer(data, dtype=np.float16).reshape(list(reversed(t["ne"])))
+            w.add_tensor(t["name"], arr)
+        else:
+            arr = np.frombuffer(data, dtype=np.uint8).reshape(rows, -1)
+            w.add_tensor(t["name"], arr, raw_dtype=gguf.GGMLQuantizationType(TYPES[t["type"]]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return sums
+
+
+def step_models(args):
+    os.makedirs(args.out, exist_ok=True)
+    for r in recipes():
+        path = os.path.join(args.out, r["family"] + ".gguf")
+        write_model(r, path)
+        log("wrote", path, os.path.getsize(path), "bytes")
+
+
+# -------------------------------------------------------------- reference --
+
+def prompts(r, n_vocab):
+    rng = np.random.default_rng(fnv1a64(r["family"] + "/prompts") & 0xFFFFFFFF)
+    return [[int(x) for x in rng.integers(0, n_vocab, size=n)] for n in PROMPT_LENGTHS]
+
+
+def top(logits, k):
+    order = np.argsort(-logits, kind="stable")[:k]
+    return [[int(i), float(logits[i])] for i in order]
+
+
+def run_llama_cpp(r, path):
+    import importlib.metadata
+    import llama_cpp
+    from llama_cpp import Llama
+    llm = Llama(path, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=N_THREADS,
+                n_threads_batch=N_THREADS, logits_all=True, flash_attn=False, verbose=False)
+    n_vocab = llm.n_vocab()
+
+    def fresh():
+        llm.reset()
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+
+    rows = []
+    for ids in prompts(r, n_vocab):
+        fresh()
+        llm.eval(ids)
+        scores = np.array(llm.scores[:len(ids)], dtype=np.float32)
+        positions = range(len(ids)) if len(ids) <= 40 else LONG_POSITIONS
+        last = scores[-1]
+        m = float(np.max(last))
+        lse = m + float(np.log(np.sum(np.exp((last - m).astype(np.float64)))))
+        row = {"tokens": ids,
+               "positions": [{"position": p, "top": top(scores[p], TOP_K)} for p in positions],
+               "last_top": top(last, LAST_TOP_K), "last_logsumexp": lse,
+               "last_mean": float(np.mean(last.astype(np.float64)))}
+        if len(ids) in GREEDY_FROM:
+            steps = []
+            for _ in range(GREEDY_STEPS):
+                logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+                (best, lb), (second, ls) = top(logits, 2)
+                steps.append({"token": best, "logit": lb, "runner_up": second,
+                              "runner_up_logit": ls})
+                llm.eval([best])
+            row["greedy"] = steps
+        rows.append(row)
+        log(r["family"], "prompt of", len(ids), "tokens: top", row["last_top"][:2])
+    info = {"binding": "llama-cpp-python",
+            "binding_version": importlib.metadata.version("llama_cpp_python"),
+            "llama_cpp_commit": LLAMA_CPP_COMMIT,
+            "context": {"n_ctx": N_CTX, "n_batch": 512, "n_ubatch": 512,
+                        "n_threads": N_THREADS, "type_k": "f16", "type_v": "f16",
+                        "flash_attn": False}}
+    return n_vocab, rows, info
+
+
+def step_reference(args):
+    os.makedirs(OUT, exist_ok=True)
+    for r in recipes():
+        if args.family and r["family"] not in args.family:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, r["family"] + ".gguf")
+            sums = write_model(r, path)
+            n_vocab, rows, info = run_llama_cpp(r, path)
+        for t in r["tensors"]:
+            t["checksum"] = str(sums[t["name"]])  # decimal string: JSON-safe u64
+            t["seed"] = str(t["seed"])
+        out = dict(r, n_vocab=n_vocab, llama_cpp=info, prompts=rows)
+        dest = os.path.join(OUT, r["family"] + ".json")
+        with open(dest, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=None, separators=(",", ":"))
+            f.write("\n")
+        log("wrote", os.path.relpath(dest, REPO), os.path.getsize(dest), "bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    m = sub.add_parser("models", help="write the GGUF models only")
+    m.add_argument("--out", required=True)
+    m.set_defaults(func=step_models)
+    ref = sub.add_parser("reference", help="models + llama.cpp outputs -> tests/reference/families")
+    ref.add_argument("family", nargs="*", help="llama, qwen2, qwen2-yarn (default: all)")
+    ref.set_defaults(func=step_reference)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
