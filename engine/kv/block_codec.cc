@@ -22,6 +22,84 @@ T Get(const uint8_t* p) {
   return v;
 }
 
+// n elements of e bytes -> e planes of n bytes. The 2- and 4-byte cases are
+// written as whole-element loads and shifts so that the compiler vectorises
+// them (the byte-strided generic loop does not); read-back runs the inverse
+// once per spilled block per micro-batch.
+void SplitPlanes(const uint8_t* raw, size_t n, int e, uint8_t* planes) {
+  if (e == 2) {
+    uint8_t* p0 = planes;
+    uint8_t* p1 = planes + n;
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, raw + 2 * i, 2);
+      p0[i] = static_cast<uint8_t>(v);
+      p1[i] = static_cast<uint8_t>(v >> 8);
+    }
+    return;
+  }
+  for (int b = 0; b < e; ++b) {
+    uint8_t* plane = planes + static_cast<size_t>(b) * n;
+    for (size_t i = 0; i < n; ++i) plane[i] = raw[i * static_cast<size_t>(e) + b];
+  }
+}
+
+// The inverse of SplitPlanes.
+void JoinPlanes(const uint8_t* planes, size_t n, uint32_t e, uint8_t* raw) {
+  if (e == 2) {
+    const uint8_t* p0 = planes;
+    const uint8_t* p1 = planes + n;
+    for (size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<uint16_t>(p0[i] | p1[i] << 8);
+      std::memcpy(raw + 2 * i, &v, 2);
+    }
+    return;
+  }
+  if (e == 4) {
+    const uint8_t* p0 = planes;
+    const uint8_t* p1 = planes + n;
+    const uint8_t* p2 = planes + 2 * n;
+    const uint8_t* p3 = planes + 3 * n;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t v =
+          uint32_t{p0[i]} | uint32_t{p1[i]} << 8 | uint32_t{p2[i]} << 16 | uint32_t{p3[i]} << 24;
+      std::memcpy(raw + 4 * i, &v, 4);
+    }
+    return;
+  }
+  for (uint32_t b = 0; b < e; ++b) {
+    const uint8_t* plane = planes + static_cast<size_t>(b) * n;
+    for (size_t i = 0; i < n; ++i) raw[i * e + b] = plane[i];
+  }
+}
+
+// Decodes with `dctx` (null: a one-off context); errors carry no context.
+Status DecodeWith(ZSTD_DCtx* dctx, const uint8_t* enc, size_t enc_bytes, uint8_t* raw,
+                  size_t raw_bytes, std::vector<uint8_t>& scratch) {
+  ELLM_ASSIGN_OR_RETURN(size_t size, EncodedBlockSize(enc, enc_bytes));
+  if (size != enc_bytes) return DataLossError("KV block length does not match its header");
+  const uint32_t elem = Get<uint32_t>(enc + 8);
+  if (Get<uint64_t>(enc + 12) != raw_bytes || elem == 0 || raw_bytes % elem != 0) {
+    return DataLossError("KV block holds " + std::to_string(Get<uint64_t>(enc + 12)) +
+                         " bytes, expected " + std::to_string(raw_bytes));
+  }
+  uint8_t* dst = raw;
+  if (elem > 1) {
+    scratch.resize(raw_bytes);
+    dst = scratch.data();
+  }
+  const uint8_t* src = enc + kBlockHeaderBytes;
+  const size_t src_bytes = enc_bytes - kBlockHeaderBytes;
+  const size_t got = dctx != nullptr ? ZSTD_decompressDCtx(dctx, dst, raw_bytes, src, src_bytes)
+                                     : ZSTD_decompress(dst, raw_bytes, src, src_bytes);
+  if (ZSTD_isError(got)) {
+    return DataLossError(std::string("corrupt KV block (") + ZSTD_getErrorName(got) + ")");
+  }
+  if (got != raw_bytes) return DataLossError("KV block decompressed to the wrong size");
+  if (elem > 1) JoinPlanes(scratch.data(), raw_bytes / elem, elem, raw);
+  return OkStatus();
+}
+
 }  // namespace
 
 void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_level,
@@ -29,11 +107,7 @@ void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_
   const uint8_t* src = raw;
   if (elem_bytes > 1) {
     scratch.resize(raw_bytes);
-    const size_t n = raw_bytes / static_cast<size_t>(elem_bytes);
-    for (int b = 0; b < elem_bytes; ++b) {
-      uint8_t* plane = scratch.data() + static_cast<size_t>(b) * n;
-      for (size_t i = 0; i < n; ++i) plane[i] = raw[i * static_cast<size_t>(elem_bytes) + b];
-    }
+    SplitPlanes(raw, raw_bytes / static_cast<size_t>(elem_bytes), elem_bytes, scratch.data());
     src = scratch.data();
   }
   const size_t at = out->size();
@@ -68,34 +142,16 @@ StatusOr<size_t> EncodedBlockSize(const uint8_t* header, size_t available) {
 
 Status DecodeBlock(const uint8_t* enc, size_t enc_bytes, uint8_t* raw, size_t raw_bytes,
                    std::vector<uint8_t>& scratch, const std::string& what) {
-  auto size = EncodedBlockSize(enc, enc_bytes);
-  if (!size.ok()) return size.status().WithContext(what);
-  if (*size != enc_bytes)
-    return DataLossError(what + ": KV block length does not match its header");
-  const uint32_t elem = Get<uint32_t>(enc + 8);
-  if (Get<uint64_t>(enc + 12) != raw_bytes || elem == 0 || raw_bytes % elem != 0) {
-    return DataLossError(what + ": KV block holds " + std::to_string(Get<uint64_t>(enc + 12)) +
-                         " bytes, expected " + std::to_string(raw_bytes));
-  }
-  uint8_t* dst = raw;
-  if (elem > 1) {
-    scratch.resize(raw_bytes);
-    dst = scratch.data();
-  }
-  const size_t got =
-      ZSTD_decompress(dst, raw_bytes, enc + kBlockHeaderBytes, enc_bytes - kBlockHeaderBytes);
-  if (ZSTD_isError(got)) {
-    return DataLossError(what + ": corrupt KV block (" + ZSTD_getErrorName(got) + ")");
-  }
-  if (got != raw_bytes) return DataLossError(what + ": KV block decompressed to the wrong size");
-  if (elem > 1) {
-    const size_t n = raw_bytes / elem;
-    for (uint32_t b = 0; b < elem; ++b) {
-      const uint8_t* plane = scratch.data() + static_cast<size_t>(b) * n;
-      for (size_t i = 0; i < n; ++i) raw[i * elem + b] = plane[i];
-    }
-  }
-  return OkStatus();
+  Status s = DecodeWith(nullptr, enc, enc_bytes, raw, raw_bytes, scratch);
+  return s.ok() ? s : DataLossError(what + ": " + s.message());
+}
+
+BlockDecoder::BlockDecoder() : dctx_(ZSTD_createDCtx()) {}
+BlockDecoder::~BlockDecoder() { ZSTD_freeDCtx(dctx_); }
+
+Status BlockDecoder::DecodeQuiet(const uint8_t* enc, size_t enc_bytes, uint8_t* raw,
+                                 size_t raw_bytes) {
+  return DecodeWith(dctx_, enc, enc_bytes, raw, raw_bytes, planes_);
 }
 
 }  // namespace ellm::kv

@@ -15,6 +15,8 @@
 
 #include "ellm/base/status.h"
 
+struct ZSTD_DCtx_s;
+
 namespace ellm::kv {
 
 inline constexpr size_t kBlockHeaderBytes = 24;
@@ -32,5 +34,29 @@ StatusOr<size_t> EncodedBlockSize(const uint8_t* header, size_t available);
 // (magic, version, sizes, zstd error, checksum) is DATA_LOSS naming `what`.
 Status DecodeBlock(const uint8_t* enc, size_t enc_bytes, uint8_t* raw, size_t raw_bytes,
                    std::vector<uint8_t>& scratch, const std::string& what);
+
+// DecodeBlock for callers that decode many blocks (spill read-back): keeps
+// one zstd context and the byte-plane scratch between calls, and builds the
+// message's `what` only on failure. Not thread-safe: one per decoding thread.
+class BlockDecoder {
+ public:
+  BlockDecoder();
+  ~BlockDecoder();
+  BlockDecoder(const BlockDecoder&) = delete;
+  BlockDecoder& operator=(const BlockDecoder&) = delete;
+  // As DecodeBlock; on failure the message starts with what().
+  template <typename What>
+  Status Decode(const uint8_t* enc, size_t enc_bytes, uint8_t* raw, size_t raw_bytes,
+                const What& what) {
+    Status s = DecodeQuiet(enc, enc_bytes, raw, raw_bytes);
+    return s.ok() ? s : DataLossError(what() + ": " + s.message());
+  }
+
+ private:
+  // Errors carry no `what` yet.
+  Status DecodeQuiet(const uint8_t* enc, size_t enc_bytes, uint8_t* raw, size_t raw_bytes);
+  ZSTD_DCtx_s* dctx_;
+  std::vector<uint8_t> planes_;
+};
 
 }  // namespace ellm::kv

@@ -116,25 +116,29 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
           "a KV memory budget (kv.memory_budget) needs a spill directory "
           "(kv.spill_dir)");
     }
+    const int64_t staging_blocks = StagingBlocks(o);
     const uint64_t minimum =
-        ring_bytes + static_cast<uint64_t>(n_full + kMaxChunkBlocks) * c->BlockBytes();
+        ring_bytes + static_cast<uint64_t>(n_full + staging_blocks) * c->BlockBytes();
     if (o.memory_budget < minimum) {
       return InvalidArgumentError("KV memory budget " + Mib(o.memory_budget) + " is below the " +
                                   Mib(minimum) + " this model needs at least (sliding windows " +
                                   Mib(ring_bytes) + ", one block per full-attention layer and " +
-                                  std::to_string(kMaxChunkBlocks) +
+                                  std::to_string(staging_blocks) +
                                   " blocks to read spilled ones back into)");
     }
     ELLM_ASSIGN_OR_RETURN(c->spill_, SpillFile::Open(o.spill_dir));
-    c->staging_.resize(static_cast<size_t>(kMaxChunkBlocks * c->BlockBytes()));
+    c->staging_.resize(static_cast<size_t>(staging_blocks * c->BlockBytes()));
     c->stats_.resident_bytes = c->staging_.size();
     c->stats_.peak_resident_bytes = c->staging_.size();
-    c->staging_slices_.resize(kMaxChunkBlocks);
-    for (int64_t i = 0; i < kMaxChunkBlocks; ++i) {
+    c->staging_slices_.resize(static_cast<size_t>(staging_blocks));
+    for (int64_t i = 0; i < staging_blocks; ++i) {
       for (int h = 0; h < o.n_head_kv; ++h) {
         c->staging_slices_[i].push_back(c->staging_.data() + i * c->BlockBytes() +
                                         h * c->slice_bytes_);
       }
+    }
+    if (o.prefetch) {
+      c->prefetcher_ = std::make_unique<SpillPrefetcher>(c->spill_.get(), c->BlockBytes());
     }
   }
   return c;
@@ -220,9 +224,10 @@ Status KvCache::ReadBack(int il, const Block& block, uint8_t* dst) const {
   std::vector<uint8_t>& enc = read_scratch_;
   enc.resize(block.spill_bytes);
   ELLM_RETURN_IF_ERROR(spill_->Read(block.spill_offset, enc.size(), enc.data()));
-  return DecodeBlock(enc.data(), enc.size(), dst, BlockBytes(), enc_scratch_,
-                     "KV spill block " + std::to_string(block.index) + " of layer " +
-                         std::to_string(il) + " in '" + spill_->dir() + "'");
+  return decoder_.Decode(enc.data(), enc.size(), dst, BlockBytes(), [&] {
+    return "KV spill block " + std::to_string(block.index) + " of layer " + std::to_string(il) +
+           " in '" + spill_->dir() + "'";
+  });
 }
 
 StatusOr<KvCache::Block*> KvCache::BlockForWrite(int il, int64_t b) {
@@ -267,35 +272,112 @@ Status KvCache::Store(int il, int64_t pos, const float* k, const float* v) {
   return OkStatus();
 }
 
+const KvCache::Block& KvCache::HeldBlock(int il, int64_t b) const {
+  const Layer& l = layers_[il];
+  if (l.window > 0) return l.blocks[static_cast<size_t>(b % static_cast<int64_t>(l.blocks.size()))];
+  return l.blocks[static_cast<size_t>(b)];
+}
+
+std::vector<SpillPrefetcher::Item> KvCache::SpilledItems(int il, int64_t b0, int64_t n, int half) {
+  std::vector<SpillPrefetcher::Item> items;
+  const Layer& l = layers_[il];
+  const int64_t b1 = std::min(b0 + n, l.written_blocks);
+  for (int64_t b = b0; b < b1; ++b) {
+    const Block& block = l.blocks[static_cast<size_t>(b)];
+    if (!block.slices.empty() || !block.spilled) continue;
+    items.push_back({block.spill_offset, block.spill_bytes, StagingBlock(half, b - b0), il, b});
+  }
+  return items;
+}
+
+void KvCache::StartPrefetch(int il, int64_t b0, int64_t b1, int half) {
+  // The rest of this layer first. Blocks are spilled oldest first, so once a
+  // chunk has none, neither has any later chunk of the layer.
+  std::vector<SpillPrefetcher::Item> items = SpilledItems(il, b1, b1 - b0, half);
+  int next_il = il;
+  int64_t next_b0 = b1;
+  for (int step = 1; items.empty() && step <= n_layer(); ++step) {
+    next_il = (il + step) % n_layer();
+    next_b0 = 0;
+    if (layers_[next_il].window == 0) items = SpilledItems(next_il, 0, kMaxChunkBlocks, half);
+  }
+  if (items.empty()) return;
+  prefetch_stats_.issued += items.size();
+  pending_ = {next_il, next_b0, half};
+  prefetcher_->Start(std::move(items));
+}
+
 Status KvCache::Acquire(int il, int64_t b0, int64_t b1, std::vector<BlockView>* views) {
   views->clear();
-  Layer& l = layers_[il];
-  int64_t staged = 0;
+  bool needs_staging = false;
   for (int64_t b = b0; b < b1; ++b) {
-    const Block* block;
-    if (l.window > 0) {
-      block = &l.blocks[static_cast<size_t>(b % static_cast<int64_t>(l.blocks.size()))];
-    } else {
-      block = &l.blocks[static_cast<size_t>(b)];
-    }
-    if (block->index != b) {
+    const Block& block = HeldBlock(il, b);
+    if (block.index != b) {
       return InternalError("KV block " + std::to_string(b) + " of layer " + std::to_string(il) +
                            " is not held");
     }
-    if (!block->slices.empty()) {
-      views->push_back({b * kBlockPositions, block->slices.data()});
+    needs_staging |= block.slices.empty();
+  }
+  // The prefetch queued last time: use it if it is for this chunk; drop it
+  // if this chunk needs the staging it writes into; else leave it running
+  // (a sliding-window layer between two full ones).
+  SpillPrefetcher::Outcome prefetched;
+  const bool busy = prefetcher_ != nullptr && prefetcher_->busy();
+  const bool hit = busy && pending_.il == il && pending_.b0 == b0;
+  std::vector<SpillPrefetcher::Item> items;
+  std::vector<bool> used;
+  if (hit) {
+    items = prefetcher_->items();
+    used.assign(items.size(), false);
+    prefetched = prefetcher_->Finish(decoder_);
+    view_half_ = pending_.half;
+  } else if (busy && needs_staging) {
+    prefetch_stats_.wasted += prefetcher_->items().size();
+    prefetcher_->Cancel();
+  }
+  Status status;
+  for (int64_t b = b0; b < b1 && status.ok(); ++b) {
+    const Block& block = HeldBlock(il, b);
+    if (!block.slices.empty()) {
+      views->push_back({b * kBlockPositions, block.slices.data()});
       continue;
     }
-    uint8_t* dst = staging_.data() + staged * BlockBytes();
-    ELLM_RETURN_IF_ERROR(ReadBack(il, *block, dst));
+    const int64_t slot = view_half_ * kMaxChunkBlocks + (b - b0);
+    size_t k = 0;
+    while (k < items.size() && items[k].block != b) ++k;
+    if (k < items.size() && items[k].offset == block.spill_offset) {
+      // Decoded ahead (or just now, alongside the I/O thread).
+      status = prefetched.status[k];
+      used[k] = true;
+      ++(prefetched.by_thread[k] ? prefetch_stats_.by_thread : prefetch_stats_.by_caller);
+    } else {
+      status = ReadBack(il, block, StagingBlock(view_half_, b - b0));
+      ++prefetch_stats_.sync;
+    }
     stats_.read_back_bytes += BlockBytes();
-    views->push_back({b * kBlockPositions, staging_slices_[staged].data()});
-    ++staged;
+    views->push_back({b * kBlockPositions, staging_slices_[static_cast<size_t>(slot)].data()});
+  }
+  prefetch_stats_.wasted += std::count(used.begin(), used.end(), false);
+  if (!status.ok()) {
+    views->clear();
+    return status;
+  }
+  if (prefetcher_ != nullptr && !prefetcher_->busy() && layers_[il].window == 0) {
+    StartPrefetch(il, b0, b1, 1 - view_half_);
   }
   return OkStatus();
 }
 
+void KvCache::WaitForPrefetchForTest() {
+  if (prefetcher_ != nullptr && prefetcher_->busy()) prefetcher_->WaitForThreadForTest();
+}
+
 Status KvCache::Clear() {
+  // The spill file is about to be truncated and its offsets reused.
+  if (prefetcher_ != nullptr && prefetcher_->busy()) {
+    prefetch_stats_.wasted += prefetcher_->items().size();
+    prefetcher_->Cancel();
+  }
   for (Layer& l : layers_) {
     for (Block& b : l.blocks) {
       FreeSlices(&b);

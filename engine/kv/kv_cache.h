@@ -18,8 +18,29 @@
 // spilled only once it is full, and full blocks never change, so the bytes
 // read back are the bytes written and results are bit-identical.
 //
-// Not thread-safe: one owner (the session); attention reads the views
-// Acquire returns from many threads.
+// Prefetch (options.prefetch, on by default under a budget): the staging
+// area has two halves of kMaxChunkBlocks blocks. Acquire hands out views
+// into one half and then asks a background I/O thread (spill_prefetcher.h)
+// to read and decode the spilled blocks of the chunk it predicts comes
+// next into the other: the following kMaxChunkBlocks blocks of the same
+// layer, or, once a layer's spilled blocks are done, the first chunk of the
+// next full-attention layer (cyclically, so that decode's next token finds
+// layer one's first chunk ready). The next Acquire uses what was prefetched
+// if it asks for that chunk (decoding on the calling thread whatever the I/O
+// thread has not reached), and reads back synchronously anything else. A
+// prefetched block is used only if it is still spilled at the same file
+// offset, so results stay bit-identical however the prediction goes.
+//
+// Memory: both staging halves count as resident KV (stats, budget minimum).
+// Outside the budget, as before: the codec's scratch (about three blocks on
+// the owner's side, two on the I/O thread's) and the I/O thread's stack.
+//
+// Thread safety: not thread-safe: one owner (the session) calls every
+// method; attention reads the views Acquire returns from many threads
+// until the owner calls in again. The I/O thread is internal: it reads only
+// the spill file (pread at offsets already written; Clear and the
+// destructor stop it first) and writes only the staging half no view
+// points into.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +51,9 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/engine.h"
+#include "kv/block_codec.h"
 #include "kv/spill_file.h"
+#include "kv/spill_prefetcher.h"
 
 namespace ellm::kv {
 
@@ -60,6 +83,7 @@ struct KvCacheOptions {
   uint64_t memory_budget = 0;  // resident bytes allowed; 0 = no limit
   std::string spill_dir;       // required when memory_budget > 0
   int zstd_level = 1;
+  bool prefetch = true;  // read spilled blocks back ahead of use (see above)
   std::function<int(int layer, int kv_head)> node_of;  // empty = -1 everywhere
   SliceMemory* memory = nullptr;                       // null = HeapSliceMemory()
 };
@@ -74,8 +98,14 @@ class KvCache {
   // Checks the options (q8_0 needs head dims that are multiples of 32; a
   // budget needs a spill directory and must hold at least the sliding
   // windows, one block per full-attention layer and the staging area, the
-  // message says how much) and opens the spill file.
+  // message says how much), opens the spill file and starts the prefetch
+  // thread.
   static StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheOptions& options);
+  // Blocks of staging a budgeted cache holds resident: kMaxChunkBlocks, twice
+  // with prefetch.
+  static int64_t StagingBlocks(const KvCacheOptions& options) {
+    return options.prefetch ? 2 * kMaxChunkBlocks : kMaxChunkBlocks;
+  }
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -110,6 +140,19 @@ class KvCache {
 
   KvStats stats() const { return stats_; }
 
+  // Where read-back blocks were decoded (since Create); for tests and tuning.
+  struct PrefetchStats {
+    uint64_t issued = 0;     // blocks handed to the I/O thread
+    uint64_t by_thread = 0;  // ... decoded by it and used
+    uint64_t by_caller = 0;  // ... decoded by Acquire on the owner's thread and used
+    uint64_t wasted = 0;     // ... decoded or cancelled but not used
+    uint64_t sync = 0;       // spilled blocks Acquire read without a prefetch
+  };
+  PrefetchStats prefetch_stats() const { return prefetch_stats_; }
+  // Waits until the I/O thread has decoded every block of the current
+  // prefetch (tests: to make "the thread did it" deterministic).
+  void WaitForPrefetchForTest();
+
   // Saved states (kv_state_file.cc) read and write slices directly.
   // Raw slices of block b of layer il (resident or read back), n_head_kv of them.
   StatusOr<std::vector<const uint8_t*>> SlicesForSave(int il, int64_t b);
@@ -141,6 +184,16 @@ class KvCache {
   Status MakeRoom(uint64_t bytes);
   Status Spill(int il, Block* block);
   Status ReadBack(int il, const Block& block, uint8_t* dst) const;
+  const Block& HeldBlock(int il, int64_t b) const;
+  // Queues the spilled blocks of the chunk after [b0, b1) of layer il (see
+  // the file comment) into staging half `half`.
+  void StartPrefetch(int il, int64_t b0, int64_t b1, int half);
+  // Chunk [b0, b0 + n) of layer il as prefetch items, or none if no block
+  // in it is spilled.
+  std::vector<SpillPrefetcher::Item> SpilledItems(int il, int64_t b0, int64_t n, int half);
+  uint8_t* StagingBlock(int half, int64_t i) {
+    return staging_.data() + (half * kMaxChunkBlocks + i) * BlockBytes();
+  }
   int NodeOf(int il, int h) const { return o_.node_of ? o_.node_of(il, h) : -1; }
   uint64_t BlockBytes() const { return slice_bytes_ * static_cast<uint64_t>(o_.n_head_kv); }
 
@@ -150,12 +203,23 @@ class KvCache {
   int64_t ring_blocks_ = 0;
   std::vector<Layer> layers_;
   std::unique_ptr<SpillFile> spill_;
-  // Staging for read-back blocks: kMaxChunkBlocks blocks, all heads.
+  // Staging for read-back blocks: StagingBlocks() blocks, all heads; half h
+  // holds blocks [h * kMaxChunkBlocks, (h + 1) * kMaxChunkBlocks).
   std::vector<uint8_t> staging_;
   std::vector<std::vector<const uint8_t*>> staging_slices_;
+  int view_half_ = 0;  // the half the last Acquire's views may point into
+  struct Pending {     // the prefetch job queued, when prefetcher_->busy()
+    int il = 0;
+    int64_t b0 = 0;
+    int half = 0;
+  } pending_;
+  PrefetchStats prefetch_stats_;
   mutable std::vector<uint8_t> codec_scratch_, enc_scratch_, read_scratch_;
+  mutable BlockDecoder decoder_;
   std::vector<float> row_scratch_;
   KvStats stats_;
+  // Declared after spill_ so that it stops before the file closes.
+  std::unique_ptr<SpillPrefetcher> prefetcher_;
 };
 
 }  // namespace ellm::kv

@@ -2,7 +2,10 @@
 // The file is created with O_TMPFILE (or created and unlinked at once where
 // the file system lacks it), so it has no name: it disappears when the
 // session closes it or the process dies, and a restart finds nothing to
-// clean up. Not thread-safe: one owner (the session's KV cache).
+// clean up. One owner (the session's KV cache) calls Append and Clear;
+// Read may also run on another thread (the KV cache's prefetcher) at the
+// same time as Append, at offsets already written (pread(2) and pwrite(2)
+// of disjoint ranges), but never during Clear or the destructor.
 #pragma once
 
 #include <cstdint>

@@ -195,11 +195,30 @@ void Finish(const Plan& plan, std::vector<float>& state, float* out) {
   }
 }
 
+// True when placement steers: one valid range per KV head, not all of
+// them the whole pool (one node, or kOff, keeps dynamic claiming).
+bool Steers(const AttentionPlacement& placement, int n_head_kv, int threads) {
+  if (static_cast<int>(placement.kv_head_threads.size()) != n_head_kv) return false;
+  bool narrower = false;
+  for (const ThreadRange& r : placement.kv_head_threads) {
+    if (r.begin < 0 || r.end > threads || r.size() < 1) return false;
+    narrower |= r.size() < threads;
+  }
+  return narrower;
+}
+
 }  // namespace
+
+AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il) {
+  AttentionPlacement p;
+  if (plan.nodes.size() < 2) return p;
+  for (int h = 0; h < plan.n_kv_head; ++h) p.kv_head_threads.push_back(plan.KvHeadThreads(il, h));
+  return p;
+}
 
 Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
                  int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
-                 AttentionScratch& scratch) {
+                 AttentionScratch& scratch, const AttentionPlacement& placement) {
   Plan plan{};
   plan.shape = shape;
   plan.type = cache.type();
@@ -224,6 +243,8 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     std::fill(st.l, st.l + rows, 0.0f);
     std::fill(st.o, st.o + int64_t{rows} * shape.head_dim_v, 0.0f);
   }
+  const bool steer = Steers(placement, shape.n_head_kv, pool.size());
+  const int64_t per_head = plan.n_tiles * plan.splits;
   std::vector<kv::KvCache::BlockView> views;
   const int64_t b_first = k_first / kBlockPositions, b_last = k_last / kBlockPositions;
   for (int64_t c0 = b_first; c0 <= b_last; c0 += kv::kMaxChunkBlocks) {
@@ -231,9 +252,24 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     ELLM_RETURN_IF_ERROR(cache.Acquire(il, c0, c1, &views));
     const int64_t j_lo = std::max(k_first, c0 * kBlockPositions);
     const int64_t j_hi = std::min(k_last, c1 * kBlockPositions - 1);
-    pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        RunTask(plan, cache, views, q, task, j_lo, j_hi, scratch.state);
+    if (!steer) {
+      pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          RunTask(plan, cache, views, q, task, j_lo, j_hi, scratch.state);
+        }
+      });
+      continue;
+    }
+    // Static: every thread must take part, but only the threads of a head's
+    // node touch its slices.
+    pool.Run([&](int thread, int) {
+      for (int kvh = 0; kvh < shape.n_head_kv; ++kvh) {
+        const ThreadRange r = placement.kv_head_threads[kvh];
+        if (!r.Contains(thread)) continue;
+        for (int64_t i = thread - r.begin; i < per_head; i += r.size()) {
+          if (placement.on_task) placement.on_task(thread, kvh);
+          RunTask(plan, cache, views, q, kvh * per_head + i, j_lo, j_hi, scratch.state);
+        }
       }
     });
   }

@@ -12,12 +12,22 @@
 // call), so one-token decode keeps every thread busy and a row's result does
 // not depend on how the tokens were batched: prefill and decode agree bit
 // for bit. The splits' partial states are merged at the end.
+//
+// Placement (NUMA, docs/numa.md): by default any pool thread claims any
+// task. Given an AttentionPlacement whose thread ranges do not all cover the
+// whole pool, the tasks of KV head h are dealt statically to the threads of
+// kv_head_threads[h] (the node holding h's slices): task i of head h runs
+// on thread begin + i % size, in every chunk of every call. Which thread
+// runs a task never changes its arithmetic, and the merge order is fixed,
+// so results are the same bit for bit with or without placement.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "ellm/engine/numa.h"
 #include "ellm/engine/thread_pool.h"
 #include "kv/kv_cache.h"
 
@@ -31,6 +41,19 @@ struct AttentionShape {
   int window;  // 0 = full attention; else a query at p sees keys (p - window, p]
 };
 
+// Which pool threads run each KV head's tasks.
+struct AttentionPlacement {
+  // [n_head_kv] ranges of pool thread indices, each non-empty and within the
+  // pool; empty = no steering.
+  std::vector<ThreadRange> kv_head_threads;
+  // Tests: called as (pool thread, KV head) for every steered task, on the
+  // thread that runs it. Not called without steering.
+  std::function<void(int thread, int kv_head)> on_task;
+};
+// The placement of layer il under `plan`: each head on KvHeadThreads; none
+// when the plan uses one node or none (kOff).
+AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il);
+
 // Running softmax state of every task, reused across calls.
 struct AttentionScratch {
   std::vector<float> state;
@@ -42,6 +65,6 @@ struct AttentionScratch {
 // for layer il. Errors: only from reading spilled blocks back.
 Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
                  int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
-                 AttentionScratch& scratch);
+                 AttentionScratch& scratch, const AttentionPlacement& placement = {});
 
 }  // namespace ellm::model

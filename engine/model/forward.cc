@@ -43,6 +43,7 @@ struct Session::State {
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   ops::MatMulScratch mm;
   model::AttentionScratch attn_scratch;
+  std::vector<model::AttentionPlacement> attn_placement;  // per layer
 };
 
 namespace {
@@ -124,7 +125,6 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       const ops::RopePairs pairs = m.spec().rope == model::RopeStyle::kNeox
                                        ? ops::RopePairs::kNeox
                                        : ops::RopePairs::kAdjacent;
-      const ops::RopeParams& rp = l.rope;
       for (int64_t t = 0; t < n; ++t) {
         float* qt = s.q.data() + t * q_row;
         float* kt = s.k.data() + t * k_row;
@@ -132,15 +132,15 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
           NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
           NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
         }
-        ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, rp);
-        ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, rp);
+        ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, l.rope);
+        ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, l.rope);
         ops::Scale(qt, hp.query_scale, q_row);
         ELLM_RETURN_IF_ERROR(s.cache->Store(il, pos0 + t, kt, s.v.data() + t * v_row));
       }
       model::AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
                                   l.sliding ? hp.sliding_window : 0};
       ELLM_RETURN_IF_ERROR(model::Attention(shape, *s.cache, il, s.q.data(), n, pos0, s.attn.data(),
-                                            pool, s.attn_scratch));
+                                            pool, s.attn_scratch, s.attn_placement[il]));
       ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
         NormRows(s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
@@ -364,6 +364,10 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
   ko.memory = kv_memory_.get();
   ELLM_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvCache> cache, kv::KvCache::Create(ko));
   auto state = std::make_unique<Session::State>(*model_, o, std::move(cache));
+  // Attention for KV head h runs on the threads of the node holding h's slices.
+  for (int il = 0; il < hp.n_layer; ++il) {
+    state->attn_placement.push_back(model::PlacementForLayer(*numa_plan_, il));
+  }
   return std::unique_ptr<Session>(new Session(this, std::move(state)));
 }
 

@@ -90,7 +90,7 @@ TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {
   KvCacheOptions o = Options(n, GetParam());
   o.spill_dir = dir.path;
   // Ring (2 blocks) + one block per full layer + staging: the minimum.
-  o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**plain);
+  o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**plain);
   auto spilled = KvCache::Create(o);
   ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
   auto got = RunAll(**spilled, n);
@@ -147,7 +147,7 @@ TEST(KvCache, CorruptSpilledBlockFailsWithDataLoss) {
   o.spill_dir = dir.path;
   auto probe = KvCache::Create(Options(1000, KvType::kF16));
   ASSERT_TRUE(probe.ok());
-  o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**probe);
+  o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
   auto c = KvCache::Create(o);
   ASSERT_TRUE(c.ok());
   // 600 positions: blocks 0 and 1 of each full layer get spilled.
@@ -171,6 +171,111 @@ TEST(KvCache, CorruptSpilledBlockFailsWithDataLoss) {
   EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s.ToString();
 }
 
+// Several chunks per full layer and two full layers: the I/O thread reads
+// each layer's next chunk while the current one is computed, and the next
+// layer's first chunk at the end of a layer. Same bits as in memory and as
+// without prefetch, the same bytes read back, and the prefetch is used.
+TEST(KvCache, PrefetchAcrossChunksAndLayersIsBitIdentical) {
+  const int64_t n = 3000;  // 12 blocks per full layer: 3 chunks
+  auto plain = KvCache::Create(Options(n, KvType::kBF16));
+  ASSERT_TRUE(plain.ok());
+  auto want = RunAll(**plain, n);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  std::vector<KvStats> stats;
+  for (bool prefetch : {false, true}) {
+    TempDir dir;
+    KvCacheOptions o = Options(n, KvType::kBF16);
+    o.spill_dir = dir.path;
+    o.prefetch = prefetch;
+    o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**plain);
+    auto c = KvCache::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ((*c)->stats().resident_bytes, KvCache::StagingBlocks(o) * BlockBytes(**plain));
+    auto got = RunAll(**c, n);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), want->size());
+    EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(float)), 0)
+        << "prefetch " << prefetch;
+    stats.push_back((*c)->stats());
+    EXPECT_LE(stats.back().peak_resident_bytes, o.memory_budget);
+    const KvCache::PrefetchStats p = (*c)->prefetch_stats();
+    std::printf(
+        "prefetch %d: issued %llu, by thread %llu, by caller %llu, wasted %llu, sync %llu\n",
+        prefetch, static_cast<unsigned long long>(p.issued),
+        static_cast<unsigned long long>(p.by_thread), static_cast<unsigned long long>(p.by_caller),
+        static_cast<unsigned long long>(p.wasted), static_cast<unsigned long long>(p.sync));
+    const uint64_t blocks_read = stats.back().read_back_bytes / BlockBytes(**plain);
+    EXPECT_EQ(p.by_thread + p.by_caller + p.sync, blocks_read);
+    if (!prefetch) {
+      EXPECT_EQ(p.issued, 0u);
+      continue;
+    }
+    // Only blocks spilled after their chunk was queued are read on demand.
+    EXPECT_GT(p.by_thread + p.by_caller, 4 * p.sync);
+    EXPECT_LE(p.by_thread + p.by_caller + p.wasted, p.issued);
+  }
+  EXPECT_EQ(stats[0].read_back_bytes, stats[1].read_back_bytes);
+  EXPECT_EQ(stats[0].spilled_bytes, stats[1].spilled_bytes);
+}
+
+// Stores n positions of pseudo-random K/V in every layer of c.
+void StoreAll(KvCache& c, int64_t n) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+  for (int64_t p = 0; p < n; ++p) {
+    for (int il = 0; il < c.n_layer(); ++il) {
+      for (float& x : k) x = nd(rng);
+      for (float& x : v) x = nd(rng);
+      ASSERT_TRUE(c.Store(il, p, k.data(), v.data()).ok());
+    }
+  }
+}
+
+// A block that fails its checksum when the I/O thread decodes it fails the
+// Acquire that wanted it with DATA_LOSS; nothing hangs, the cache still
+// serves the intact blocks, and Clear and the destructor stop the thread.
+TEST(KvCache, CorruptBlockReadByPrefetchFailsWithDataLoss) {
+  TempDir dir;
+  KvCacheOptions o = Options(2500, KvType::kF16);
+  o.spill_dir = dir.path;
+  auto probe = KvCache::Create(Options(2500, KvType::kF16));
+  ASSERT_TRUE(probe.ok());
+  o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
+  auto c = KvCache::Create(o);
+  ASSERT_TRUE(c.ok());
+  StoreAll(**c, 2500);  // 10 blocks per full layer, 0..8 spilled
+  // The last block spilled (block 8 of a full layer) is the file's tail.
+  const SpillFile* file = (*c)->spill_file_for_test();
+  const uint8_t junk[64] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(::pwrite(file->fd_for_test(), junk, sizeof(junk), file->size() - 100),
+            static_cast<ssize_t>(sizeof(junk)));
+  std::vector<KvCache::BlockView> views;
+  Status failed;
+  int64_t failed_b0 = -1;
+  for (int il : {0, 2}) {
+    for (int64_t b0 = 0; b0 < 10 && failed.ok(); b0 += kMaxChunkBlocks) {
+      (*c)->WaitForPrefetchForTest();
+      failed = (*c)->Acquire(il, b0, std::min<int64_t>(10, b0 + kMaxChunkBlocks), &views);
+      if (!failed.ok()) failed_b0 = b0;
+    }
+  }
+  EXPECT_EQ(failed.code(), StatusCode::kDataLoss) << failed.ToString();
+  EXPECT_EQ(failed_b0, 8);
+  EXPECT_NE(failed.message().find("block 8"), std::string::npos) << failed.ToString();
+  EXPECT_NE(failed.message().find("(prefetched)"), std::string::npos) << failed.ToString();
+  EXPECT_TRUE(views.empty());
+  const KvCache::PrefetchStats p = (*c)->prefetch_stats();
+  EXPECT_EQ(p.by_caller, 0u);
+  EXPECT_GT(p.by_thread, 0u);
+  // The intact blocks still come back, and a prefetch queued now is dropped
+  // cleanly by Clear.
+  ASSERT_TRUE((*c)->Acquire(0, 0, 4, &views).ok());
+  ASSERT_TRUE((*c)->Acquire(0, 4, 8, &views).ok());
+  EXPECT_TRUE((*c)->Clear().ok());
+}
+
 // A full disk (simulated by a file-size limit) fails the store that needed
 // to spill with RESOURCE_EXHAUSTED naming the directory; nothing crashes.
 TEST(KvCache, FullDiskFailsTheStoreCleanly) {
@@ -184,7 +289,7 @@ TEST(KvCache, FullDiskFailsTheStoreCleanly) {
     KvCacheOptions o = Options(4000, KvType::kF32);
     o.spill_dir = dir.path;
     auto probe = KvCache::Create(Options(4000, KvType::kF32));
-    o.memory_budget = (2 + 2 + kMaxChunkBlocks) * BlockBytes(**probe);
+    o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
     auto c = KvCache::Create(o);
     if (!c.ok()) ::_exit(10);
     std::mt19937 rng(9);
