@@ -137,7 +137,7 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::FromGguf(const gguf::GgufFile
 }
 
 BpeTokenizer::BpeTokenizer(std::unique_ptr<const Vocab> vocab, PreTokenizerSpec pre)
-    : vocab_(std::move(vocab)), pre_(pre), splitter_(*vocab_) {
+    : VocabTokenizer(std::move(vocab)), pre_(pre), splitter_(*vocab_) {
   // llama.cpp's token_to_piece with special = true (its cache_token_to_piece).
   pieces_.resize(static_cast<size_t>(vocab_->size()));
   for (TokenId id = 0; id < vocab_->size(); ++id) {
@@ -313,20 +313,6 @@ void BpeTokenizer::EncodeWord(std::span<const uint32_t> cps, Scratch& s,
       if (TokenId id = v.Find(std::string_view(&c, 1)); id != -1) out.push_back(id);
     }
   }
-}
-
-std::string BpeTokenizer::TokenToPiece(TokenId id, bool render_special) const {
-  if (!vocab_->Valid(id)) return std::string();
-  if (!render_special && vocab_->Has(id, attr::kUnknown | attr::kControl)) return std::string();
-  return pieces_[id];
-}
-
-bool BpeTokenizer::IsEndOfGeneration(TokenId id) const {
-  return vocab_->Valid(id) && vocab_->is_eog[id] != 0;
-}
-
-TokenType BpeTokenizer::type(TokenId id) const {
-  return vocab_->Valid(id) ? vocab_->type[id] : TokenType::kUndefined;
 }
 
 }  // namespace ellm::tokenizer

@@ -40,10 +40,11 @@
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/vocab_tokenizer.h"
 
 namespace ellm::tokenizer {
 
-class BpeTokenizer final : public Tokenizer {
+class BpeTokenizer final : public VocabTokenizer {
  public:
   // Reads tokenizer.ggml.pre and tokenizer.ggml.merges from `file` besides the
   // vocabulary. Errors name the file, the key and the value: a missing or
@@ -52,15 +53,6 @@ class BpeTokenizer final : public Tokenizer {
 
   std::vector<TokenId> Encode(std::string_view text, bool add_bos,
                               bool parse_special) const override;
-  std::string TokenToPiece(TokenId id, bool render_special = false) const override;
-
-  int32_t vocab_size() const override { return vocab_->size(); }
-  TokenId bos() const override { return vocab_->bos; }
-  TokenId eos() const override { return vocab_->eos; }
-  bool add_bos() const override { return vocab_->add_bos; }
-  bool IsEndOfGeneration(TokenId id) const override;
-  TokenId Find(std::string_view text) const override { return vocab_->Find(text); }
-  TokenType type(TokenId id) const override;
 
  private:
   struct Merge {
@@ -80,7 +72,6 @@ class BpeTokenizer final : public Tokenizer {
   void EncodeFragment(std::string_view text, Scratch& scratch, std::vector<TokenId>& out) const;
   void EncodeWord(std::span<const uint32_t> cps, Scratch& scratch, std::vector<TokenId>& out) const;
 
-  std::unique_ptr<const Vocab> vocab_;
   PreTokenizerSpec pre_;
   SpecialTokenSplitter splitter_;
   // Symbol ids past the vocabulary: merge parts that are not tokens.
@@ -92,7 +83,6 @@ class BpeTokenizer final : public Tokenizer {
   uint64_t merge_mask_ = 0;
   std::array<int32_t, 256> byte_symbol_;    // symbol id of each byte's one-character text
   std::array<std::string, 256> byte_text_;  // the byte-level text of each byte
-  std::vector<std::string> pieces_;         // per token, rendered with render_special = true
 };
 
 }  // namespace ellm::tokenizer

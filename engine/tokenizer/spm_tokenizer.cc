@@ -72,7 +72,7 @@ struct SpmTokenizer::Scratch {
 };
 
 SpmTokenizer::SpmTokenizer(std::unique_ptr<const Vocab> vocab)
-    : vocab_(std::move(vocab)), splitter_(*vocab_) {
+    : VocabTokenizer(std::move(vocab)), splitter_(*vocab_) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
     const char name[] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};
@@ -186,20 +186,6 @@ void SpmTokenizer::EncodeEscaped(std::string_view text, Scratch& scratch,
       if (byte != -1) out.push_back(byte);
     }
   }
-}
-
-std::string SpmTokenizer::TokenToPiece(TokenId id, bool render_special) const {
-  if (!vocab_->Valid(id)) return std::string();
-  if (!render_special && vocab_->Has(id, attr::kUnknown | attr::kControl)) return std::string();
-  return pieces_[id];
-}
-
-bool SpmTokenizer::IsEndOfGeneration(TokenId id) const {
-  return vocab_->Valid(id) && vocab_->is_eog[id] != 0;
-}
-
-TokenType SpmTokenizer::type(TokenId id) const {
-  return vocab_->Valid(id) ? vocab_->type[id] : TokenType::kUndefined;
 }
 
 }  // namespace ellm::tokenizer

@@ -27,36 +27,26 @@
 #include "ellm/engine/tokenizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/vocab_tokenizer.h"
 
 namespace ellm::tokenizer {
 
-class SpmTokenizer final : public Tokenizer {
+class SpmTokenizer final : public VocabTokenizer {
  public:
   explicit SpmTokenizer(std::unique_ptr<const Vocab> vocab);
 
   std::vector<TokenId> Encode(std::string_view text, bool add_bos,
                               bool parse_special) const override;
-  std::string TokenToPiece(TokenId id, bool render_special = false) const override;
-
-  int32_t vocab_size() const override { return vocab_->size(); }
-  TokenId bos() const override { return vocab_->bos; }
-  TokenId eos() const override { return vocab_->eos; }
-  bool add_bos() const override { return vocab_->add_bos; }
-  bool IsEndOfGeneration(TokenId id) const override;
-  TokenId Find(std::string_view text) const override { return vocab_->Find(text); }
-  TokenType type(TokenId id) const override;
 
  private:
   struct Scratch;
   // Steps 3-4 for one escaped fragment; appends to `out`.
   void EncodeEscaped(std::string_view text, Scratch& scratch, std::vector<TokenId>& out) const;
 
-  std::unique_ptr<const Vocab> vocab_;
   SpecialTokenSplitter splitter_;
   // The byte-fallback token of each byte: "<0xNN>", else the one-byte token,
   // else UNK (llama.cpp throws there; no real vocabulary lacks both).
   std::array<TokenId, 256> byte_token_;
-  std::vector<std::string> pieces_;  // per token, rendered with render_special = true
 };
 
 }  // namespace ellm::tokenizer
