@@ -1,7 +1,7 @@
 // AVX2 + FMA + F16C versions of attn_tile.h (x86-64-v3, our compile
-// baseline). Register blocking: Scores keeps a 2-row x 4-key block of
-// 8-lane accumulators over the shared dimension; Accumulate keeps 2 rows x
-// 32 output columns while streaming keys. Loop orders keep the reused
+// baseline). Register blocking: Scores keeps a 4-row x 3-key block of
+// 8-lane accumulators over the shared dimension; Accumulate keeps 6 rows x
+// 16 output columns while streaming keys. Loop orders keep the reused
 // operand in L1 (see each function). Exp is Cephes' expf polynomial
 // (Moshier, "Methods and Programs for Mathematical Functions") on 8 lanes.
 #include <immintrin.h>
@@ -20,150 +20,197 @@ inline __m128 Hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-inline float Hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 float DotTail(int d0, int dim, const float* a, const float* b) {
   float s = 0.0f;
   for (int d = d0; d < dim; ++d) s += a[d] * b[d];
   return s;
 }
 
-// Keys outer, rows inner: the query tile (rows x dim, 32 KiB at 32 x 256)
-// stays in L1 while each group of four keys is read from L2 once.
-void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const float* k, int64_t ks,
-            float* s, int64_t ss) {
-  const int dv = dim & ~7;
-  int j = 0;
-  for (; j + 4 <= keys; j += 4) {
-    const float* k0 = k + j * ks;
-    int r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      const float* q0 = q + r * qs;
-      const float* q1 = q0 + qs;
-      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
-      __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-      for (int d = 0; d < dv; d += 8) {
-        const __m256 x0 = _mm256_loadu_ps(q0 + d), x1 = _mm256_loadu_ps(q1 + d);
-        __m256 kv = _mm256_loadu_ps(k0 + d);
-        a00 = _mm256_fmadd_ps(x0, kv, a00);
-        a10 = _mm256_fmadd_ps(x1, kv, a10);
-        kv = _mm256_loadu_ps(k0 + ks + d);
-        a01 = _mm256_fmadd_ps(x0, kv, a01);
-        a11 = _mm256_fmadd_ps(x1, kv, a11);
-        kv = _mm256_loadu_ps(k0 + 2 * ks + d);
-        a02 = _mm256_fmadd_ps(x0, kv, a02);
-        a12 = _mm256_fmadd_ps(x1, kv, a12);
-        kv = _mm256_loadu_ps(k0 + 3 * ks + d);
-        a03 = _mm256_fmadd_ps(x0, kv, a03);
-        a13 = _mm256_fmadd_ps(x1, kv, a13);
-      }
-      __m128 s0 = Hsum4(a00, a01, a02, a03), s1 = Hsum4(a10, a11, a12, a13);
-      if (dv < dim) {
-        s0 = _mm_add_ps(
-            s0, _mm_setr_ps(DotTail(dv, dim, q0, k0), DotTail(dv, dim, q0, k0 + ks),
-                            DotTail(dv, dim, q0, k0 + 2 * ks), DotTail(dv, dim, q0, k0 + 3 * ks)));
-        s1 = _mm_add_ps(
-            s1, _mm_setr_ps(DotTail(dv, dim, q1, k0), DotTail(dv, dim, q1, k0 + ks),
-                            DotTail(dv, dim, q1, k0 + 2 * ks), DotTail(dv, dim, q1, k0 + 3 * ks)));
-      }
-      _mm_storeu_ps(s + r * ss + j, s0);
-      _mm_storeu_ps(s + (r + 1) * ss + j, s1);
-    }
-    for (; r < rows; ++r) {
-      const float* q0 = q + r * qs;
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int d = 0; d < dv; d += 8) {
-        const __m256 x0 = _mm256_loadu_ps(q0 + d);
-        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(k0 + d), a0);
-        a1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(k0 + ks + d), a1);
-        a2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(k0 + 2 * ks + d), a2);
-        a3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(k0 + 3 * ks + d), a3);
-      }
-      __m128 s0 = Hsum4(a0, a1, a2, a3);
-      if (dv < dim) {
-        s0 = _mm_add_ps(
-            s0, _mm_setr_ps(DotTail(dv, dim, q0, k0), DotTail(dv, dim, q0, k0 + ks),
-                            DotTail(dv, dim, q0, k0 + 2 * ks), DotTail(dv, dim, q0, k0 + 3 * ks)));
-      }
-      _mm_storeu_ps(s + r * ss + j, s0);
-    }
+// Scores: 4 rows x 3 keys of 8-lane accumulators (12 registers, the three
+// key vectors and one query vector make 16) over the shared dimension, then
+// one Hsum4 tree per score. Rows are taken in chunks of kScoreRowChunk (16
+// KiB of queries at 256 dims) so the chunk and the three key rows stay in
+// L1 while the key tile streams from L2 once per chunk.
+constexpr int kScoreRowChunk = 16;
+
+// s[r][c] for r < 4, c < nk; k2/k1 repeat the last key when nk < 3.
+inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const float* k0,
+                          const float* k1, const float* k2, float* s, int64_t ss, int nk) {
+  const float *q0 = q, *q1 = q + qs, *q2 = q + 2 * qs, *q3 = q + 3 * qs;
+  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
+  __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+  for (int d = 0; d < dv; d += 8) {
+    const __m256 b0 = _mm256_loadu_ps(k0 + d), b1 = _mm256_loadu_ps(k1 + d);
+    const __m256 b2 = _mm256_loadu_ps(k2 + d);
+    __m256 x = _mm256_loadu_ps(q0 + d);
+    a00 = _mm256_fmadd_ps(x, b0, a00);
+    a01 = _mm256_fmadd_ps(x, b1, a01);
+    a02 = _mm256_fmadd_ps(x, b2, a02);
+    x = _mm256_loadu_ps(q1 + d);
+    a10 = _mm256_fmadd_ps(x, b0, a10);
+    a11 = _mm256_fmadd_ps(x, b1, a11);
+    a12 = _mm256_fmadd_ps(x, b2, a12);
+    x = _mm256_loadu_ps(q2 + d);
+    a20 = _mm256_fmadd_ps(x, b0, a20);
+    a21 = _mm256_fmadd_ps(x, b1, a21);
+    a22 = _mm256_fmadd_ps(x, b2, a22);
+    x = _mm256_loadu_ps(q3 + d);
+    a30 = _mm256_fmadd_ps(x, b0, a30);
+    a31 = _mm256_fmadd_ps(x, b1, a31);
+    a32 = _mm256_fmadd_ps(x, b2, a32);
   }
-  if (j < keys) {
-    // The last 1-3 keys go through the same 4-key arithmetic (the missing
-    // keys repeat the last one and are dropped), so a score never depends
-    // on where its key falls in the tile: batched and one-token attention
-    // then agree bit for bit.
-    const int left = keys - j;
-    const float* kq[4];
-    for (int i = 0; i < 4; ++i) kq[i] = k + (j + std::min(i, left - 1)) * ks;
-    for (int r = 0; r < rows; ++r) {
-      const float* q0 = q + r * qs;
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int d = 0; d < dv; d += 8) {
-        const __m256 x0 = _mm256_loadu_ps(q0 + d);
-        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(kq[0] + d), a0);
-        a1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(kq[1] + d), a1);
-        a2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(kq[2] + d), a2);
-        a3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(kq[3] + d), a3);
-      }
-      __m128 s0 = Hsum4(a0, a1, a2, a3);
-      if (dv < dim) {
-        s0 = _mm_add_ps(s0, _mm_setr_ps(DotTail(dv, dim, q0, kq[0]), DotTail(dv, dim, q0, kq[1]),
-                                        DotTail(dv, dim, q0, kq[2]), DotTail(dv, dim, q0, kq[3])));
-      }
-      float out[4];
-      _mm_storeu_ps(out, s0);
-      for (int i = 0; i < left; ++i) s[r * ss + j + i] = out[i];
+  float out[4][4];
+  _mm_storeu_ps(out[0], Hsum4(a00, a01, a02, a02));
+  _mm_storeu_ps(out[1], Hsum4(a10, a11, a12, a12));
+  _mm_storeu_ps(out[2], Hsum4(a20, a21, a22, a22));
+  _mm_storeu_ps(out[3], Hsum4(a30, a31, a32, a32));
+  const float* kk[3] = {k0, k1, k2};
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < nk; ++c) {
+      float v = out[r][c];
+      if (dv < dim) v += DotTail(dv, dim, q + r * qs, kk[c]);
+      s[r * ss + c] = v;
     }
   }
 }
 
-// One row's o[d0, d0 + 32) += sum_j p[j] * v[j][...], for one or two rows.
-template <int kRows>
-inline void Accumulate32(int keys, const float* p, int64_t ps, const float* v, int64_t vs, float* o,
-                         int64_t os) {
-  __m256 acc[kRows][4];
-  for (int r = 0; r < kRows; ++r) {
-    for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_loadu_ps(o + r * os + 8 * c);
+// The same arithmetic for one row.
+inline void ScoreBlock1x3(int dim, int dv, const float* q0, const float* k0, const float* k1,
+                          const float* k2, float* s, int nk) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0;
+  for (int d = 0; d < dv; d += 8) {
+    const __m256 x = _mm256_loadu_ps(q0 + d);
+    a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k0 + d), a0);
+    a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + d), a1);
+    a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + d), a2);
   }
-  for (int j = 0; j < keys; ++j) {
-    const float* vj = v + j * vs;
-    const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8);
-    const __m256 v2 = _mm256_loadu_ps(vj + 16), v3 = _mm256_loadu_ps(vj + 24);
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 w = _mm256_broadcast_ss(p + r * ps + j);
-      acc[r][0] = _mm256_fmadd_ps(w, v0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(w, v1, acc[r][1]);
-      acc[r][2] = _mm256_fmadd_ps(w, v2, acc[r][2]);
-      acc[r][3] = _mm256_fmadd_ps(w, v3, acc[r][3]);
+  float out[4];
+  _mm_storeu_ps(out, Hsum4(a0, a1, a2, a2));
+  const float* kk[3] = {k0, k1, k2};
+  for (int c = 0; c < nk; ++c) {
+    float v = out[c];
+    if (dv < dim) v += DotTail(dv, dim, q0, kk[c]);
+    s[c] = v;
+  }
+}
+
+// Every score is one 8-lane FMA chain over d in order and one Hsum4 tree,
+// whatever the block, chunk or tile: a score never depends on where its row
+// or key falls, so batched and one-token attention agree bit for bit.
+void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const float* k, int64_t ks,
+            float* s, int64_t ss) {
+  const int dv = dim & ~7;
+  for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
+    const int r1 = std::min(rows, r0 + kScoreRowChunk);
+    for (int j = 0; j < keys; j += 3) {
+      const int nk = std::min(3, keys - j);
+      const float* k0 = k + j * ks;
+      const float* k1 = k + (j + std::min(1, nk - 1)) * ks;
+      const float* k2 = k + (j + std::min(2, nk - 1)) * ks;
+      int r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        ScoreBlock4x3(dim, dv, q + r * qs, qs, k0, k1, k2, s + r * ss + j, ss, nk);
+      }
+      for (; r < r1; ++r) ScoreBlock1x3(dim, dv, q + r * qs, k0, k1, k2, s + r * ss + j, nk);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + r * os + 8 * c, acc[r][c]);
+}
+
+// o[r][d0, d0 + 16) += sum_j p[r][j] * v[j][d0 + ...] for six rows: 12
+// accumulators, the two value vectors of key j and one broadcast weight in
+// registers (written out: as an array GCC keeps them on the stack).
+inline void Accumulate16x6(int keys, const float* p, int64_t ps, const float* v, int64_t vs,
+                           float* o, int64_t os) {
+  float *o0 = o, *o1 = o + os, *o2 = o + 2 * os, *o3 = o + 3 * os, *o4 = o + 4 * os;
+  float* o5 = o + 5 * os;
+  const float *p0 = p, *p1 = p + ps, *p2 = p + 2 * ps, *p3 = p + 3 * ps, *p4 = p + 4 * ps;
+  const float* p5 = p + 5 * ps;
+  __m256 a00 = _mm256_loadu_ps(o0), a01 = _mm256_loadu_ps(o0 + 8);
+  __m256 a10 = _mm256_loadu_ps(o1), a11 = _mm256_loadu_ps(o1 + 8);
+  __m256 a20 = _mm256_loadu_ps(o2), a21 = _mm256_loadu_ps(o2 + 8);
+  __m256 a30 = _mm256_loadu_ps(o3), a31 = _mm256_loadu_ps(o3 + 8);
+  __m256 a40 = _mm256_loadu_ps(o4), a41 = _mm256_loadu_ps(o4 + 8);
+  __m256 a50 = _mm256_loadu_ps(o5), a51 = _mm256_loadu_ps(o5 + 8);
+  for (int j = 0; j < keys; ++j) {
+    const __m256 v0 = _mm256_loadu_ps(v + j * vs), v1 = _mm256_loadu_ps(v + j * vs + 8);
+    __m256 w = _mm256_broadcast_ss(p0 + j);
+    a00 = _mm256_fmadd_ps(w, v0, a00);
+    a01 = _mm256_fmadd_ps(w, v1, a01);
+    w = _mm256_broadcast_ss(p1 + j);
+    a10 = _mm256_fmadd_ps(w, v0, a10);
+    a11 = _mm256_fmadd_ps(w, v1, a11);
+    w = _mm256_broadcast_ss(p2 + j);
+    a20 = _mm256_fmadd_ps(w, v0, a20);
+    a21 = _mm256_fmadd_ps(w, v1, a21);
+    w = _mm256_broadcast_ss(p3 + j);
+    a30 = _mm256_fmadd_ps(w, v0, a30);
+    a31 = _mm256_fmadd_ps(w, v1, a31);
+    w = _mm256_broadcast_ss(p4 + j);
+    a40 = _mm256_fmadd_ps(w, v0, a40);
+    a41 = _mm256_fmadd_ps(w, v1, a41);
+    w = _mm256_broadcast_ss(p5 + j);
+    a50 = _mm256_fmadd_ps(w, v0, a50);
+    a51 = _mm256_fmadd_ps(w, v1, a51);
+  }
+  _mm256_storeu_ps(o0, a00);
+  _mm256_storeu_ps(o0 + 8, a01);
+  _mm256_storeu_ps(o1, a10);
+  _mm256_storeu_ps(o1 + 8, a11);
+  _mm256_storeu_ps(o2, a20);
+  _mm256_storeu_ps(o2 + 8, a21);
+  _mm256_storeu_ps(o3, a30);
+  _mm256_storeu_ps(o3 + 8, a31);
+  _mm256_storeu_ps(o4, a40);
+  _mm256_storeu_ps(o4 + 8, a41);
+  _mm256_storeu_ps(o5, a50);
+  _mm256_storeu_ps(o5 + 8, a51);
+}
+
+// The same for the last 1-5 rows, two at a time.
+inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const float* v,
+                           int64_t vs, float* o, int64_t os) {
+  const float* p1 = rows > 1 ? p + ps : p;
+  float* o1 = rows > 1 ? o + os : nullptr;
+  __m256 a00 = _mm256_loadu_ps(o), a01 = _mm256_loadu_ps(o + 8);
+  __m256 a10 = _mm256_setzero_ps(), a11 = a10;
+  if (o1 != nullptr) {
+    a10 = _mm256_loadu_ps(o1);
+    a11 = _mm256_loadu_ps(o1 + 8);
+  }
+  for (int j = 0; j < keys; ++j) {
+    const __m256 v0 = _mm256_loadu_ps(v + j * vs), v1 = _mm256_loadu_ps(v + j * vs + 8);
+    __m256 w = _mm256_broadcast_ss(p + j);
+    a00 = _mm256_fmadd_ps(w, v0, a00);
+    a01 = _mm256_fmadd_ps(w, v1, a01);
+    w = _mm256_broadcast_ss(p1 + j);
+    a10 = _mm256_fmadd_ps(w, v0, a10);
+    a11 = _mm256_fmadd_ps(w, v1, a11);
+  }
+  _mm256_storeu_ps(o, a00);
+  _mm256_storeu_ps(o + 8, a01);
+  if (o1 != nullptr) {
+    _mm256_storeu_ps(o1, a10);
+    _mm256_storeu_ps(o1 + 8, a11);
   }
 }
 
 void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const float* v, int64_t vs,
                 float* o, int64_t os) {
-  // Columns outer, rows inner: one 32-column strip of the value tile (8 KiB
-  // at 64 keys) stays in L1 while every row folds it in.
-  const int d32 = dim & ~31;
-  for (int d = 0; d < d32; d += 32) {
+  // Columns outer, rows inner: one 16-column strip of the value tile (4 KiB
+  // at 64 keys) stays in L1 while every block of six rows folds it in.
+  const int d16 = dim & ~15;
+  for (int d = 0; d < d16; d += 16) {
+    const float* vd = v + d;
     int r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      Accumulate32<2>(keys, p + r * ps, ps, v + d, vs, o + r * os + d, os);
+    for (; r + 6 <= rows; r += 6) Accumulate16x6(keys, p + r * ps, ps, vd, vs, o + r * os + d, os);
+    for (; r < rows; r += 2) {
+      Accumulate16x2(std::min(2, rows - r), keys, p + r * ps, ps, vd, vs, o + r * os + d, os);
     }
-    for (; r < rows; ++r) Accumulate32<1>(keys, p + r * ps, ps, v + d, vs, o + r * os + d, os);
   }
   for (int rr = 0; rr < rows; ++rr) {
     for (int j = 0; j < keys; ++j) {
       const float w = p[rr * ps + j];
-      for (int d = d32; d < dim; ++d) o[rr * os + d] += w * v[j * vs + d];
+      for (int d = d16; d < dim; ++d) o[rr * os + d] += w * v[j * vs + d];
     }
   }
 }

@@ -108,12 +108,13 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   kbuf.resize(static_cast<size_t>(kKeyTile) * dk);
   vbuf.resize(static_cast<size_t>(kKeyTile) * dv);
   sbuf.resize(static_cast<size_t>(rows) * kKeyTile);
+  // q is already rounded (Attention does it once per call); a token's rows
+  // for this KV head are adjacent query heads: group * dk floats to copy.
   const int64_t q_row = int64_t{sh.n_head} * dk;
-  for (int r = 0; r < rows; ++r) {
-    const int64_t t = t0 + r / plan.group;
-    const int h = kvh * plan.group + r % plan.group;
-    const float* src = q + t * q_row + int64_t{h} * dk;
-    for (int d = 0; d < dk; ++d) qbuf[r * dk + d] = RoundLikeKv(plan.type, src[d]);
+  const int64_t group_floats = int64_t{plan.group} * dk;
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* src = q + t * q_row + int64_t{kvh} * group_floats;
+    std::copy(src, src + group_floats, qbuf.data() + (t - t0) * group_floats);
   }
   TaskState st = StateOf(plan, state, task);
   const size_t k_row_bytes = cache.k_row_bytes(), v_row_bytes = cache.v_row_bytes();
@@ -135,17 +136,18 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * kKeyTile;
       const int64_t p = plan.pos0 + t0 + r / plan.group;
-      const int64_t rlo = plan.Lo(p);
-      float mt = kNegInf;
-      for (int j = 0; j < nk; ++j) {
-        const int64_t key = a + j;
-        if (key > p || key < rlo) sr[j] = kNegInf;
-        mt = std::max(mt, sr[j]);
-      }
-      if (mt == kNegInf) {
+      // The keys of this tile the row sees: [jv0, jv1). The others weigh
+      // exactly 0 (adding them to the sum changed nothing either).
+      const int jv0 = static_cast<int>(std::clamp<int64_t>(plan.Lo(p) - a, 0, nk));
+      const int jv1 = static_cast<int>(std::clamp<int64_t>(p - a + 1, 0, nk));
+      if (jv0 >= jv1) {
         std::fill(sr, sr + nk, 0.0f);
         continue;
       }
+      std::fill(sr, sr + jv0, 0.0f);
+      std::fill(sr + jv1, sr + nk, 0.0f);
+      float mt = sr[jv0];
+      for (int j = jv0 + 1; j < jv1; ++j) mt = std::max(mt, sr[j]);
       const float m_new = std::max(st.m[r], mt);
       if (m_new != st.m[r]) {
         const float scale = std::exp(st.m[r] - m_new);
@@ -154,10 +156,12 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
         for (int d = 0; d < dv; ++d) o[d] *= scale;
         st.m[r] = m_new;
       }
-      for (int j = 0; j < nk; ++j) sr[j] -= m_new;
-      kern.exp(nk, sr, sr);
+      const int nv = jv1 - jv0;
+      float* sv = sr + jv0;
+      for (int j = 0; j < nv; ++j) sv[j] -= m_new;
+      kern.exp(nv, sv, sv);
       float sum = 0.0f;
-      for (int j = 0; j < nk; ++j) sum += sr[j];
+      for (int j = 0; j < nv; ++j) sum += sv[j];
       st.l[r] += sum;
     }
     kern.accumulate(rows, nk, dv, s, kKeyTile, vf, dv, st.o, dv);
@@ -243,6 +247,18 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     std::fill(st.l, st.l + rows, 0.0f);
     std::fill(st.o, st.o + int64_t{rows} * shape.head_dim_v, 0.0f);
   }
+  // Q rounded to K's precision once per call, not once per task and chunk.
+  const float* qr = q;
+  if (plan.type == KvType::kF16 || plan.type == KvType::kBF16) {
+    const int64_t q_row = int64_t{shape.n_head} * shape.head_dim_k;
+    scratch.q.resize(static_cast<size_t>(n_tokens * q_row));
+    pool.ParallelFor(n_tokens, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin * q_row; i < end * q_row; ++i) {
+        scratch.q[i] = RoundLikeKv(plan.type, q[i]);
+      }
+    });
+    qr = scratch.q.data();
+  }
   const bool steer = Steers(placement, shape.n_head_kv, pool.size());
   const int64_t per_head = plan.n_tiles * plan.splits;
   std::vector<kv::KvCache::BlockView> views;
@@ -255,7 +271,7 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     if (!steer) {
       pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
-          RunTask(plan, cache, views, q, task, j_lo, j_hi, scratch.state);
+          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state);
         }
       });
       continue;
@@ -268,7 +284,7 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
         if (!r.Contains(thread)) continue;
         for (int64_t i = thread - r.begin; i < per_head; i += r.size()) {
           if (placement.on_task) placement.on_task(thread, kvh);
-          RunTask(plan, cache, views, q, kvh * per_head + i, j_lo, j_hi, scratch.state);
+          RunTask(plan, cache, views, qr, kvh * per_head + i, j_lo, j_hi, scratch.state);
         }
       }
     });

@@ -54,9 +54,11 @@ struct AttentionPlacement {
 // when the plan uses one node or none (kOff).
 AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il);
 
-// Running softmax state of every task, reused across calls.
+// Running softmax state of every task and rounded queries, reused across
+// calls.
 struct AttentionScratch {
   std::vector<float> state;
+  std::vector<float> q;  // the call's queries rounded to K's precision
 };
 
 // q:   [n_tokens, n_head * head_dim_k], already scaled; token t is at position pos0 + t.
