@@ -7,6 +7,10 @@
 //     o[r*os + d] += sum_j p[r*ps + j] * v[j*vs + d]     (r < rows, d < dim)
 //   Exp(n, x, y):       y[i] = exp(x[i]); exp(-inf) = 0; x may alias y
 //   F16ToF32 / Bf16ToF32(n, src, dst): widen n stored halves
+//   ScoresF16 / ScoresBf16, AccumulateF16 / AccumulateBf16: Scores and
+//     Accumulate with K or V given as stored halves, widened as they are
+//     read; equal bit for bit to widening the rows first and calling the f32
+//     version (widening is exact), without the f32 copy of the tile.
 // All f32, row-major with the given strides (in elements); outputs do not
 // alias inputs except where said. The SIMD versions differ from the
 // references only in the order of f32 additions and in Exp's last bits
@@ -31,6 +35,14 @@ struct AttnTileKernels {
   void (*exp)(int64_t n, const float* x, float* y);
   void (*f16_to_f32)(int64_t n, const uint16_t* src, float* dst);
   void (*bf16_to_f32)(int64_t n, const uint16_t* src, float* dst);
+  void (*scores_f16)(int rows, int keys, int dim, const float* q, int64_t q_stride,
+                     const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride);
+  void (*accumulate_f16)(int rows, int keys, int dim, const float* p, int64_t p_stride,
+                         const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride);
+  void (*scores_bf16)(int rows, int keys, int dim, const float* q, int64_t q_stride,
+                      const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride);
+  void (*accumulate_bf16)(int rows, int keys, int dim, const float* p, int64_t p_stride,
+                          const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride);
 };
 
 // The implementation for HostCpu().Level(), chosen once.

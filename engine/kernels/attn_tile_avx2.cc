@@ -20,9 +20,37 @@ inline __m128 Hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-float DotTail(int d0, int dim, const float* a, const float* b) {
+// How Scores and Accumulate read K and V: f32 as is, or 16-bit halves
+// widened in registers (exact, so the arithmetic after the load is the same
+// as on rows converted to f32 beforehand, bit for bit).
+struct F32Rows {
+  using T = float;
+  static __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+  static float Load1(const float* p) { return *p; }
+};
+struct Bf16Rows {
+  using T = uint16_t;
+  static __m256 Load8(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static float Load1(const uint16_t* p) {
+    const __m128i w = _mm_cvtsi32_si128(static_cast<int>(uint32_t{*p} << 16));
+    return _mm_cvtss_f32(_mm_castsi128_ps(w));
+  }
+};
+struct F16Rows {
+  using T = uint16_t;
+  static __m256 Load8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static float Load1(const uint16_t* p) { return _cvtsh_ss(*p); }
+};
+
+template <class L>
+float DotTail(int d0, int dim, const float* a, const typename L::T* b) {
   float s = 0.0f;
-  for (int d = d0; d < dim; ++d) s += a[d] * b[d];
+  for (int d = d0; d < dim; ++d) s = std::fma(a[d], L::Load1(b + d), s);
   return s;
 }
 
@@ -34,14 +62,14 @@ float DotTail(int d0, int dim, const float* a, const float* b) {
 constexpr int kScoreRowChunk = 16;
 
 // s[r][c] for r < 4, c < nk; k2/k1 repeat the last key when nk < 3.
-inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const float* k0,
-                          const float* k1, const float* k2, float* s, int64_t ss, int nk) {
+template <class L, class T = typename L::T>
+inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const T* k0, const T* k1,
+                          const T* k2, float* s, int64_t ss, int nk) {
   const float *q0 = q, *q1 = q + qs, *q2 = q + 2 * qs, *q3 = q + 3 * qs;
   __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
   __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
   for (int d = 0; d < dv; d += 8) {
-    const __m256 b0 = _mm256_loadu_ps(k0 + d), b1 = _mm256_loadu_ps(k1 + d);
-    const __m256 b2 = _mm256_loadu_ps(k2 + d);
+    const __m256 b0 = L::Load8(k0 + d), b1 = L::Load8(k1 + d), b2 = L::Load8(k2 + d);
     __m256 x = _mm256_loadu_ps(q0 + d);
     a00 = _mm256_fmadd_ps(x, b0, a00);
     a01 = _mm256_fmadd_ps(x, b1, a01);
@@ -64,32 +92,33 @@ inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const flo
   _mm_storeu_ps(out[1], Hsum4(a10, a11, a12, a12));
   _mm_storeu_ps(out[2], Hsum4(a20, a21, a22, a22));
   _mm_storeu_ps(out[3], Hsum4(a30, a31, a32, a32));
-  const float* kk[3] = {k0, k1, k2};
+  const T* kk[3] = {k0, k1, k2};
   for (int r = 0; r < 4; ++r) {
     for (int c = 0; c < nk; ++c) {
       float v = out[r][c];
-      if (dv < dim) v += DotTail(dv, dim, q + r * qs, kk[c]);
+      if (dv < dim) v += DotTail<L>(dv, dim, q + r * qs, kk[c]);
       s[r * ss + c] = v;
     }
   }
 }
 
 // The same arithmetic for one row.
-inline void ScoreBlock1x3(int dim, int dv, const float* q0, const float* k0, const float* k1,
-                          const float* k2, float* s, int nk) {
+template <class L, class T = typename L::T>
+inline void ScoreBlock1x3(int dim, int dv, const float* q0, const T* k0, const T* k1, const T* k2,
+                          float* s, int nk) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0;
   for (int d = 0; d < dv; d += 8) {
     const __m256 x = _mm256_loadu_ps(q0 + d);
-    a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k0 + d), a0);
-    a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + d), a1);
-    a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + d), a2);
+    a0 = _mm256_fmadd_ps(x, L::Load8(k0 + d), a0);
+    a1 = _mm256_fmadd_ps(x, L::Load8(k1 + d), a1);
+    a2 = _mm256_fmadd_ps(x, L::Load8(k2 + d), a2);
   }
   float out[4];
   _mm_storeu_ps(out, Hsum4(a0, a1, a2, a2));
-  const float* kk[3] = {k0, k1, k2};
+  const T* kk[3] = {k0, k1, k2};
   for (int c = 0; c < nk; ++c) {
     float v = out[c];
-    if (dv < dim) v += DotTail(dv, dim, q0, kk[c]);
+    if (dv < dim) v += DotTail<L>(dv, dim, q0, kk[c]);
     s[c] = v;
   }
 }
@@ -97,21 +126,22 @@ inline void ScoreBlock1x3(int dim, int dv, const float* q0, const float* k0, con
 // Every score is one 8-lane FMA chain over d in order and one Hsum4 tree,
 // whatever the block, chunk or tile: a score never depends on where its row
 // or key falls, so batched and one-token attention agree bit for bit.
-void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const float* k, int64_t ks,
+template <class L, class T = typename L::T>
+void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
             float* s, int64_t ss) {
   const int dv = dim & ~7;
   for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
     const int r1 = std::min(rows, r0 + kScoreRowChunk);
     for (int j = 0; j < keys; j += 3) {
       const int nk = std::min(3, keys - j);
-      const float* k0 = k + j * ks;
-      const float* k1 = k + (j + std::min(1, nk - 1)) * ks;
-      const float* k2 = k + (j + std::min(2, nk - 1)) * ks;
+      const T* k0 = k + j * ks;
+      const T* k1 = k + (j + std::min(1, nk - 1)) * ks;
+      const T* k2 = k + (j + std::min(2, nk - 1)) * ks;
       int r = r0;
       for (; r + 4 <= r1; r += 4) {
-        ScoreBlock4x3(dim, dv, q + r * qs, qs, k0, k1, k2, s + r * ss + j, ss, nk);
+        ScoreBlock4x3<L>(dim, dv, q + r * qs, qs, k0, k1, k2, s + r * ss + j, ss, nk);
       }
-      for (; r < r1; ++r) ScoreBlock1x3(dim, dv, q + r * qs, k0, k1, k2, s + r * ss + j, nk);
+      for (; r < r1; ++r) ScoreBlock1x3<L>(dim, dv, q + r * qs, k0, k1, k2, s + r * ss + j, nk);
     }
   }
 }
@@ -119,8 +149,9 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const float
 // o[r][d0, d0 + 16) += sum_j p[r][j] * v[j][d0 + ...] for six rows: 12
 // accumulators, the two value vectors of key j and one broadcast weight in
 // registers (written out: as an array GCC keeps them on the stack).
-inline void Accumulate16x6(int keys, const float* p, int64_t ps, const float* v, int64_t vs,
-                           float* o, int64_t os) {
+template <class L, class T = typename L::T>
+inline void Accumulate16x6(int keys, const float* p, int64_t ps, const T* v, int64_t vs, float* o,
+                           int64_t os) {
   float *o0 = o, *o1 = o + os, *o2 = o + 2 * os, *o3 = o + 3 * os, *o4 = o + 4 * os;
   float* o5 = o + 5 * os;
   const float *p0 = p, *p1 = p + ps, *p2 = p + 2 * ps, *p3 = p + 3 * ps, *p4 = p + 4 * ps;
@@ -132,7 +163,7 @@ inline void Accumulate16x6(int keys, const float* p, int64_t ps, const float* v,
   __m256 a40 = _mm256_loadu_ps(o4), a41 = _mm256_loadu_ps(o4 + 8);
   __m256 a50 = _mm256_loadu_ps(o5), a51 = _mm256_loadu_ps(o5 + 8);
   for (int j = 0; j < keys; ++j) {
-    const __m256 v0 = _mm256_loadu_ps(v + j * vs), v1 = _mm256_loadu_ps(v + j * vs + 8);
+    const __m256 v0 = L::Load8(v + j * vs), v1 = L::Load8(v + j * vs + 8);
     __m256 w = _mm256_broadcast_ss(p0 + j);
     a00 = _mm256_fmadd_ps(w, v0, a00);
     a01 = _mm256_fmadd_ps(w, v1, a01);
@@ -166,9 +197,45 @@ inline void Accumulate16x6(int keys, const float* p, int64_t ps, const float* v,
   _mm256_storeu_ps(o5 + 8, a51);
 }
 
-// The same for the last 1-5 rows, two at a time.
-inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const float* v,
-                           int64_t vs, float* o, int64_t os) {
+// The same for four rows (decode: one token of a group of four query heads).
+template <class L, class T = typename L::T>
+inline void Accumulate16x4(int keys, const float* p, int64_t ps, const T* v, int64_t vs, float* o,
+                           int64_t os) {
+  float *o0 = o, *o1 = o + os, *o2 = o + 2 * os, *o3 = o + 3 * os;
+  const float *p0 = p, *p1 = p + ps, *p2 = p + 2 * ps, *p3 = p + 3 * ps;
+  __m256 a00 = _mm256_loadu_ps(o0), a01 = _mm256_loadu_ps(o0 + 8);
+  __m256 a10 = _mm256_loadu_ps(o1), a11 = _mm256_loadu_ps(o1 + 8);
+  __m256 a20 = _mm256_loadu_ps(o2), a21 = _mm256_loadu_ps(o2 + 8);
+  __m256 a30 = _mm256_loadu_ps(o3), a31 = _mm256_loadu_ps(o3 + 8);
+  for (int j = 0; j < keys; ++j) {
+    const __m256 v0 = L::Load8(v + j * vs), v1 = L::Load8(v + j * vs + 8);
+    __m256 w = _mm256_broadcast_ss(p0 + j);
+    a00 = _mm256_fmadd_ps(w, v0, a00);
+    a01 = _mm256_fmadd_ps(w, v1, a01);
+    w = _mm256_broadcast_ss(p1 + j);
+    a10 = _mm256_fmadd_ps(w, v0, a10);
+    a11 = _mm256_fmadd_ps(w, v1, a11);
+    w = _mm256_broadcast_ss(p2 + j);
+    a20 = _mm256_fmadd_ps(w, v0, a20);
+    a21 = _mm256_fmadd_ps(w, v1, a21);
+    w = _mm256_broadcast_ss(p3 + j);
+    a30 = _mm256_fmadd_ps(w, v0, a30);
+    a31 = _mm256_fmadd_ps(w, v1, a31);
+  }
+  _mm256_storeu_ps(o0, a00);
+  _mm256_storeu_ps(o0 + 8, a01);
+  _mm256_storeu_ps(o1, a10);
+  _mm256_storeu_ps(o1 + 8, a11);
+  _mm256_storeu_ps(o2, a20);
+  _mm256_storeu_ps(o2 + 8, a21);
+  _mm256_storeu_ps(o3, a30);
+  _mm256_storeu_ps(o3 + 8, a31);
+}
+
+// The same for the last 1-3 rows, two at a time.
+template <class L, class T = typename L::T>
+inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const T* v, int64_t vs,
+                           float* o, int64_t os) {
   const float* p1 = rows > 1 ? p + ps : p;
   float* o1 = rows > 1 ? o + os : nullptr;
   __m256 a00 = _mm256_loadu_ps(o), a01 = _mm256_loadu_ps(o + 8);
@@ -178,7 +245,7 @@ inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const
     a11 = _mm256_loadu_ps(o1 + 8);
   }
   for (int j = 0; j < keys; ++j) {
-    const __m256 v0 = _mm256_loadu_ps(v + j * vs), v1 = _mm256_loadu_ps(v + j * vs + 8);
+    const __m256 v0 = L::Load8(v + j * vs), v1 = L::Load8(v + j * vs + 8);
     __m256 w = _mm256_broadcast_ss(p + j);
     a00 = _mm256_fmadd_ps(w, v0, a00);
     a01 = _mm256_fmadd_ps(w, v1, a01);
@@ -194,23 +261,40 @@ inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const
   }
 }
 
-void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const float* v, int64_t vs,
+constexpr int kAccumulateKeyBlock = 32;
+
+template <class L, class T = typename L::T>
+void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
                 float* o, int64_t os) {
-  // Columns outer, rows inner: one 16-column strip of the value tile (4 KiB
-  // at 64 keys) stays in L1 while every block of six rows folds it in.
+  // Keys in blocks of kAccumulateKeyBlock (16 KiB of f32 values at 256
+  // dims, half that stored as halves, so the block stays in L1), then
+  // 16-column strips, then blocks of six rows. Each output element still
+  // adds its keys one by one in order: the blocking never changes a sum.
   const int d16 = dim & ~15;
-  for (int d = 0; d < d16; d += 16) {
-    const float* vd = v + d;
-    int r = 0;
-    for (; r + 6 <= rows; r += 6) Accumulate16x6(keys, p + r * ps, ps, vd, vs, o + r * os + d, os);
-    for (; r < rows; r += 2) {
-      Accumulate16x2(std::min(2, rows - r), keys, p + r * ps, ps, vd, vs, o + r * os + d, os);
+  for (int j0 = 0; j0 < keys; j0 += kAccumulateKeyBlock) {
+    const int nj = std::min(kAccumulateKeyBlock, keys - j0);
+    const float* pj = p + j0;
+    for (int d = 0; d < d16; d += 16) {
+      const T* vd = v + j0 * vs + d;
+      int r = 0;
+      for (; r + 6 <= rows; r += 6) {
+        Accumulate16x6<L>(nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
+      }
+      if (r + 4 <= rows) {
+        Accumulate16x4<L>(nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
+        r += 4;
+      }
+      for (; r < rows; r += 2) {
+        Accumulate16x2<L>(std::min(2, rows - r), nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
+      }
     }
   }
   for (int rr = 0; rr < rows; ++rr) {
     for (int j = 0; j < keys; ++j) {
       const float w = p[rr * ps + j];
-      for (int d = d16; d < dim; ++d) o[rr * os + d] += w * v[j * vs + d];
+      for (int d = d16; d < dim; ++d) {
+        o[rr * os + d] = std::fma(w, L::Load1(v + j * vs + d), o[rr * os + d]);
+      }
     }
   }
 }
@@ -273,6 +357,14 @@ void Bf16ToF32(int64_t n, const uint16_t* src, float* dst) {
 
 }  // namespace
 
-const AttnTileKernels kAttnTileAvx2 = {Scores, Accumulate, Exp, F16ToF32, Bf16ToF32};
+const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
+                                       Accumulate<F32Rows>,
+                                       Exp,
+                                       F16ToF32,
+                                       Bf16ToF32,
+                                       Scores<F16Rows>,
+                                       Accumulate<F16Rows>,
+                                       Scores<Bf16Rows>,
+                                       Accumulate<Bf16Rows>};
 
 }  // namespace ellm::kernels::internal

@@ -1,5 +1,6 @@
 // Scalar references for attn_tile.h: the truth the SIMD versions are tested
-// against.
+// against. Products are added with an explicit fma, so whether the compiler
+// contracts them cannot differ between the f32 and the half-input versions.
 #include <cmath>
 #include <cstring>
 
@@ -9,23 +10,34 @@
 namespace ellm::kernels::internal {
 namespace {
 
-void ScoresRef(int rows, int keys, int dim, const float* q, int64_t qs, const float* k, int64_t ks,
+float Widen(float x) { return x; }
+float WidenF16(uint16_t h) { return quant::Fp16ToFp32(h); }
+float WidenBf16(uint16_t h) {
+  const uint32_t bits = uint32_t{h} << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <class T, float (*W)(T)>
+void ScoresRef(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
                float* s, int64_t ss) {
   for (int r = 0; r < rows; ++r) {
     for (int j = 0; j < keys; ++j) {
       float sum = 0.0f;
-      for (int d = 0; d < dim; ++d) sum += q[r * qs + d] * k[j * ks + d];
+      for (int d = 0; d < dim; ++d) sum = std::fma(q[r * qs + d], W(k[j * ks + d]), sum);
       s[r * ss + j] = sum;
     }
   }
 }
 
-void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, const float* v,
-                   int64_t vs, float* o, int64_t os) {
+template <class T, float (*W)(T)>
+void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
+                   float* o, int64_t os) {
   for (int r = 0; r < rows; ++r) {
     for (int j = 0; j < keys; ++j) {
       const float w = p[r * ps + j];
-      for (int d = 0; d < dim; ++d) o[r * os + d] += w * v[j * vs + d];
+      for (int d = 0; d < dim; ++d) o[r * os + d] = std::fma(w, W(v[j * vs + d]), o[r * os + d]);
     }
   }
 }
@@ -35,18 +47,23 @@ void ExpRef(int64_t n, const float* x, float* y) {
 }
 
 void F16ToF32Ref(int64_t n, const uint16_t* src, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = quant::Fp16ToFp32(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = WidenF16(src[i]);
 }
 
 void Bf16ToF32Ref(int64_t n, const uint16_t* src, float* dst) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = uint32_t{src[i]} << 16;
-    std::memcpy(&dst[i], &bits, 4);
-  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = WidenBf16(src[i]);
 }
 
 }  // namespace
 
-const AttnTileKernels kAttnTileRef = {ScoresRef, AccumulateRef, ExpRef, F16ToF32Ref, Bf16ToF32Ref};
+const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
+                                      AccumulateRef<float, Widen>,
+                                      ExpRef,
+                                      F16ToF32Ref,
+                                      Bf16ToF32Ref,
+                                      ScoresRef<uint16_t, WidenF16>,
+                                      AccumulateRef<uint16_t, WidenF16>,
+                                      ScoresRef<uint16_t, WidenBf16>,
+                                      AccumulateRef<uint16_t, WidenBf16>};
 
 }  // namespace ellm::kernels::internal

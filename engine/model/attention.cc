@@ -19,7 +19,9 @@ constexpr int kKeyTile = 64;
 static_assert(kBlockPositions % kKeyTile == 0, "a key tile never straddles two blocks");
 // Query rows per task: enough to amortise each converted key tile, few
 // enough to leave several tasks per thread.
-constexpr int kRowsPerTile = 32;
+constexpr int kRowsPerTile = 48;
+// Row tiles up to this many read 16-bit K and V directly (see RunTask).
+constexpr int kFusedMaxRows = 16;
 // Most key splits (see Attention).
 constexpr int kMaxSplits = 8;
 
@@ -57,6 +59,11 @@ const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
       return buf;
   }
   return buf;
+}
+
+// Asks for bytes [p, p + n) to be brought into the cache.
+void Prefetch(const uint8_t* p, size_t n) {
+  for (size_t off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
 }
 
 struct Plan {
@@ -116,6 +123,13 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     const float* src = q + t * q_row + int64_t{kvh} * group_floats;
     std::copy(src, src + group_floats, qbuf.data() + (t - t0) * group_floats);
   }
+  // Halves are widened inside the kernels when few rows share each key
+  // tile (decode): converting the tile to f32 first would cost more than
+  // the products. Same arithmetic either way (widening is exact).
+  const bool bf16 = plan.type == KvType::kBF16;
+  const bool fused = (bf16 || plan.type == KvType::kF16) && rows <= kFusedMaxRows;
+  const auto fused_scores = bf16 ? kern.scores_bf16 : kern.scores_f16;
+  const auto fused_accumulate = bf16 ? kern.accumulate_bf16 : kern.accumulate_f16;
   TaskState st = StateOf(plan, state, task);
   const size_t k_row_bytes = cache.k_row_bytes(), v_row_bytes = cache.v_row_bytes();
   const int64_t chunk_first = views.front().first_pos;
@@ -128,11 +142,31 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
         views[static_cast<size_t>((a - chunk_first) / kBlockPositions)];
     const uint8_t* slice = view.slices[kvh];
     const int64_t row0 = a - view.first_pos;
-    const float* kf = ToF32(plan.type, slice + row0 * k_row_bytes, int64_t{nk} * dk, kbuf.data());
-    const float* vf = ToF32(plan.type, slice + kBlockPositions * k_row_bytes + row0 * v_row_bytes,
-                            int64_t{nk} * dv, vbuf.data());
+    const uint8_t* k_rows = slice + row0 * k_row_bytes;
+    const uint8_t* v_rows = slice + kBlockPositions * k_row_bytes + row0 * v_row_bytes;
+    const float* vf = nullptr;
     float* s = sbuf.data();
-    kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
+    if (fused) {
+      // The kernels read V in column strips and K three rows at a time,
+      // which the hardware prefetchers follow poorly from DRAM: ask for this
+      // tile's V and the next tile's K ahead.
+      const int64_t next = j0 + int64_t{plan.splits} * kKeyTile;
+      if (next <= hi) {
+        const int64_t nb = (next - chunk_first) / kBlockPositions;
+        const kv::KvCache::BlockView& nv = views[static_cast<size_t>(nb)];
+        const int64_t nrows = std::min<int64_t>(kKeyTile, hi - next + 1);
+        const uint8_t* nslice = nv.slices[kvh];
+        Prefetch(nslice + (next - nv.first_pos) * k_row_bytes, nrows * k_row_bytes);
+        Prefetch(nslice + kBlockPositions * k_row_bytes + (next - nv.first_pos) * v_row_bytes,
+                 nrows * v_row_bytes);
+      }
+      fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk, s,
+                   kKeyTile);
+    } else {
+      const float* kf = ToF32(plan.type, k_rows, int64_t{nk} * dk, kbuf.data());
+      vf = ToF32(plan.type, v_rows, int64_t{nk} * dv, vbuf.data());
+      kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
+    }
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * kKeyTile;
       const int64_t p = plan.pos0 + t0 + r / plan.group;
@@ -164,7 +198,12 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       for (int j = 0; j < nv; ++j) sum += sv[j];
       st.l[r] += sum;
     }
-    kern.accumulate(rows, nk, dv, s, kKeyTile, vf, dv, st.o, dv);
+    if (fused) {
+      fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,
+                       st.o, dv);
+    } else {
+      kern.accumulate(rows, nk, dv, s, kKeyTile, vf, dv, st.o, dv);
+    }
   }
 }
 

@@ -27,8 +27,8 @@ const AttnTileKernels& Simd() { return GetAttnTileAt(IsaLevel::kAvx2); }
 TEST(AttnTile, ScoresMatchReferenceOnOddShapes) {
   if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(1);
-  for (int rows : {1, 2, 3, 7, 32}) {
-    for (int keys : {1, 4, 5, 63, 64}) {
+  for (int rows : {1, 2, 3, 4, 7, 17, 32, 48}) {
+    for (int keys : {1, 2, 3, 4, 5, 63, 64}) {
       for (int dim : {8, 13, 64, 256}) {
         auto q = Random(rows * (dim + 3), rng), k = Random(keys * (dim + 1), rng);
         std::vector<float> want(rows * 70), got(rows * 70);
@@ -49,8 +49,8 @@ TEST(AttnTile, ScoresMatchReferenceOnOddShapes) {
 TEST(AttnTile, AccumulateMatchesReferenceOnOddShapes) {
   if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(2);
-  for (int rows : {1, 2, 5, 32}) {
-    for (int keys : {1, 3, 64}) {
+  for (int rows : {1, 2, 4, 5, 6, 11, 32, 48}) {
+    for (int keys : {1, 3, 17, 64}) {
       for (int dim : {7, 32, 40, 256}) {
         auto p = Random(rows * 64, rng), v = Random(keys * dim, rng);
         auto want = Random(rows * dim, rng);
@@ -59,6 +59,50 @@ TEST(AttnTile, AccumulateMatchesReferenceOnOddShapes) {
         Simd().accumulate(rows, keys, dim, p.data(), 64, v.data(), dim, got.data(), dim);
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_NEAR(got[i], want[i], 1e-5 * keys) << rows << "x" << keys << "x" << dim;
+        }
+      }
+    }
+  }
+}
+
+// Scores and Accumulate reading 16-bit halves equal the f32 versions on the
+// widened rows bit for bit (attention picks either per tile, so batched and
+// one-token results depend on it), and the references agree the same way.
+TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
+  std::mt19937 rng(4);
+  for (bool bf16 : {false, true}) {
+    for (const AttnTileKernels* kern : {&Ref(), &Simd()}) {
+      if (kern == &Simd() && HostCpu().Level() < IsaLevel::kAvx2) continue;
+      const auto to_half = bf16 ? quant::Fp32ToBf16 : quant::Fp32ToFp16;
+      const auto widen = bf16 ? kern->bf16_to_f32 : kern->f16_to_f32;
+      const auto scores = bf16 ? kern->scores_bf16 : kern->scores_f16;
+      const auto accumulate = bf16 ? kern->accumulate_bf16 : kern->accumulate_f16;
+      for (int rows : {1, 3, 4, 5, 7, 12, 48}) {
+        for (int keys : {1, 2, 3, 16, 17, 64}) {
+          for (int dim : {8, 13, 64, 256}) {
+            const int ks = dim + 5;  // padded rows
+            auto q = Random(rows * dim, rng), kf = Random(keys * ks, rng);
+            std::vector<uint16_t> kh(kf.size());
+            for (size_t i = 0; i < kf.size(); ++i) kh[i] = to_half(kf[i]);
+            std::vector<float> kw(kf.size());
+            widen(static_cast<int64_t>(kh.size()), kh.data(), kw.data());
+            std::vector<float> want(rows * 64), got(rows * 64);
+            kern->scores(rows, keys, dim, q.data(), dim, kw.data(), ks, want.data(), 64);
+            scores(rows, keys, dim, q.data(), dim, kh.data(), ks, got.data(), 64);
+            for (int r = 0; r < rows; ++r) {
+              for (int j = 0; j < keys; ++j) {
+                ASSERT_EQ(got[r * 64 + j], want[r * 64 + j])
+                    << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
+              }
+            }
+            auto p = Random(rows * 64, rng);
+            auto o_want = Random(rows * dim, rng);
+            auto o_got = o_want;
+            kern->accumulate(rows, keys, dim, p.data(), 64, kw.data(), ks, o_want.data(), dim);
+            accumulate(rows, keys, dim, p.data(), 64, kh.data(), ks, o_got.data(), dim);
+            ASSERT_EQ(o_got, o_want)
+                << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
+          }
         }
       }
     }
