@@ -11,6 +11,16 @@ prefills D tokens of the same pseudo-random ids in one eval (logits for the
 last position only) and then decodes N tokens greedily one eval at a time,
 with flash attention off and on (the better is reported). Wall-clock; one
 warm-up run each is not counted. A benchmark, never a test: it prints numbers.
+
+With --llama-bench PATH, llama.cpp's own llama-bench (a newer llama.cpp, built by
+scripts/reference/build-llama-bench) is measured too, with the same model,
+threads and flash-attention settings: prefill as `-p D -n 0 -d 0` (D tokens from
+an empty context, batch and ubatch 512 like above) and decode as `-p 0 -n N -d D`
+(N tokens after a context of D). llama-bench does its own warm-up and reports the
+mean of --reps runs (`avg_ts`); its columns join the table beside the others.
+
+    lb=$(scripts/reference/build-llama-bench --print-dir)/llama-bench
+    $py bench/vs_llama_cpp.py --model models/gemma-3-270m-q4_k_m.gguf --llama-bench "$lb"
 """
 import argparse
 import json
@@ -74,6 +84,24 @@ def ellm_run(ellm, model, depth, gen, threads, reps, extra):
     return best
 
 
+def llama_bench_run(llama_bench, model, depth, gen, threads, fa_modes, reps):
+    """Returns ({flash_attn: (prefill t/s, decode t/s)}, llama-bench build string)."""
+    common = [llama_bench, "-m", model, "-t", str(threads), "-b", "512", "-ub", "512",
+              "-fa", ",".join("1" if fa else "0" for fa in fa_modes), "-r", str(reps), "-o", "json"]
+    tests = {"prefill": ["-p", str(depth), "-n", "0", "-d", "0"],
+             "decode": ["-p", "0", "-n", str(gen), "-d", str(depth)]}
+    speeds, build = {}, ""
+    for kind, extra in tests.items():
+        proc = subprocess.run(common + extra, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"llama-bench failed ({' '.join(common + extra)}):\n{proc.stderr}")
+        for r in json.loads(proc.stdout):
+            # flash_attn is an enum (0 off, 1 on) in newer llama-bench, a bool in older ones.
+            speeds.setdefault(bool(int(r["flash_attn"])), {})[kind] = r["avg_ts"]
+            build = f"{r.get('build_commit', '?')} ({r.get('build_number', '?')})"
+    return {fa: (s["prefill"], s["decode"]) for fa, s in speeds.items()}, build
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -86,9 +114,12 @@ def main():
     ap.add_argument("--ellm-args", default="", help="extra `ellm bench` flags, e.g. '--kv-type f16'")
     ap.add_argument("--flash-attn", choices=["both", "off", "on"], default="both",
                     help="llama.cpp flash attention settings to run (both: report the better)")
+    ap.add_argument("--llama-bench", metavar="PATH",
+                    help="also measure with this llama-bench (scripts/reference/build-llama-bench)")
     args = ap.parse_args()
     load_start = os.getloadavg()[0]
     fa_modes = {"both": [False, True], "off": [False], "on": [True]}[args.flash_attn]
+    bench_cols = args.llama_bench is not None
 
     rows = []
     for d in args.depths:
@@ -96,23 +127,37 @@ def main():
                      args.ellm_args.split())
         runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps)
                 for fa in fa_modes}
-        l_prefill = max(r[0] for r in runs.values())
-        l_decode = max(r[1] for r in runs.values())
-        rows.append((d, e, (l_prefill, l_decode), runs.get(False), runs.get(True)))
+        bench_runs = {}
+        if bench_cols:
+            bench_runs, bench_build = llama_bench_run(args.llama_bench, args.model, d, args.gen,
+                                                      args.threads, fa_modes, args.reps)
+        rows.append((d, e, runs, bench_runs))
         llama = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}" for fa, r in runs.items())
-        print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp {llama} (prefill/decode tokens/s)"
+        bench = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}"
+                          for fa, r in bench_runs.items())
+        print(f"depth {d}: ellm {e[0]:.1f}/{e[1]:.1f}  llama.cpp {llama}"
+              f"{'  llama-bench ' + bench if bench_runs else ''} (prefill/decode tokens/s)"
               f"  load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print(f"\nload average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
           f"threads {args.threads}, gen {args.gen}, reps {args.reps}, "
-          f"llama.cpp flash attention {args.flash_attn}, ellm args '{args.ellm_args}'\n")
-    print("| depth | ellm prefill t/s | llama.cpp prefill t/s | ratio | ellm decode t/s | "
-          "llama.cpp decode t/s | ratio | ellm peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
-    for d, e, l, off, on in rows:
-        def which(i):  # which flash-attention setting gave llama.cpp's number
-            return "" if off is None or on is None else (" (fa on)" if on[i] >= off[i] else " (fa off)")
-        print(f"| {d} | {e[0]:.1f} | {l[0]:.1f}{which(0)} | {e[0] / l[0]:.2f}x | {e[1]:.1f} | "
-              f"{l[1]:.1f}{which(1)} | {e[1] / l[1]:.2f}x | {e[2] / 2**20:.0f} |")
+          f"llama.cpp flash attention {args.flash_attn}, ellm args '{args.ellm_args}'"
+          + (f", llama-bench build {bench_build}" if bench_cols else "") + "\n")
+    stages = ("prefill", "decode")
+    print("| depth | " + " | ".join(
+        f"ellm {s} t/s | llama.cpp {s} t/s | ratio"
+        + (f" | llama-bench {s} t/s | ratio" if bench_cols else "") for s in stages)
+        + " | ellm peak RSS MiB |")
+    print("|---" * (2 + len(stages) * (5 if bench_cols else 3)) + "|")
+    for d, e, runs, bench_runs in rows:
+        cells = []
+        for i in range(len(stages)):
+            cells.append(f"{e[i]:.1f}")
+            for speeds in [runs] + ([bench_runs] if bench_cols else []):
+                # The better flash-attention setting (on wins a tie) and, when both ran, which.
+                best = max(sorted(speeds, reverse=True), key=lambda fa: speeds[fa][i])
+                which = f" (fa {'on' if best else 'off'})" if len(speeds) > 1 else ""
+                cells += [f"{speeds[best][i]:.1f}{which}", f"{e[i] / speeds[best][i]:.2f}x"]
+        print(f"| {d} | " + " | ".join(cells) + f" | {e[2] / 2**20:.0f} |")
 
 
 if __name__ == "__main__":
