@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 
 #include "commands.h"
 #include "ellm/engine/engine.h"
@@ -21,7 +23,16 @@ constexpr const char* kUsage =
     "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
     "         [--kv-type f16|bf16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
 
+// This process's own peak: VmHWM belongs to the address space exec made.
+// getrusage's ru_maxrss is kept across execve, so a parent that forked us
+// while holding a large heap (a Python script that had just run llama.cpp)
+// would be counted as ours; it is only the fallback.
 uint64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // kB
+  }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
