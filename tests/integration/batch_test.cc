@@ -1,30 +1,19 @@
 // `ellm batch`: a manifest runs in order, each item becomes a job in the
 // store, and a rerun skips what already finished.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "ellm/store/database.h"
+#include "run_cli.h"
 #include "test_env.h"
 
 namespace ellm::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-int RunCli(const std::string& args, std::string* output) {
-  std::string cmd = std::string(ELLM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 int64_t Count(const std::string& db, const std::string& sql) {
   store::DatabaseOptions o;

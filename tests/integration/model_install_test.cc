@@ -4,30 +4,20 @@
 // world-readable, with no temporary file left behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
+#include <string>
+#include <vector>
 
+#include "run_cli.h"
 #include "test_env.h"
 
 namespace ellm::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-int RunCli(const std::string& args, std::string* output) {
-  std::string cmd = std::string(ELLM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
