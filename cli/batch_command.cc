@@ -4,7 +4,7 @@
 // what already finished (succeeded or failed) and redoes the rest.
 //
 //   ellm batch MANIFEST [--pipeline P] [--model PATH] [--db PATH] [--config FILE]
-//              [--pipelines DIR] [--ctx N] [--threads N]
+//              [--pipelines DIR] [--ctx N] [--threads N] [--chat-template NAME]
 //
 // Manifest, YAML:                       or CSV (header line required):
 //   id: contracts-2026-11               id,pipeline,documents...
@@ -29,6 +29,7 @@
 #include <set>
 #include <sstream>
 
+#include "chat_template_flag.h"
 #include "commands.h"
 #include "flags.h"
 #include "local_runtime.h"
@@ -223,12 +224,14 @@ Status Run(const Flags& f, int* failures) {
 }  // namespace
 
 int Batch(const Args& args) {
-  auto flags =
-      Flags::Parse(args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads"}, {});
+  auto flags = Flags::Parse(
+      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", kChatTemplateFlag},
+      {});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm batch: %s\nusage: ellm batch MANIFEST [--pipeline P] [--model PATH] "
-                 "[--db PATH] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n",
+                 "[--db PATH] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
+                 "                  [--chat-template gemma|llama3|chatml]\n",
                  flags.status().message().c_str());
     return 2;
   }

@@ -1,8 +1,11 @@
 // ellm generate: run the model on a prompt and print only the generated
-// text on stdout (streamed); progress and speed go to stderr.
+// text on stdout (streamed); progress and speed go to stderr. With --chat
+// the prompt goes through the model's chat template (--chat-template NAME
+// picks one and implies --chat).
 #include <chrono>
 #include <cstdio>
 
+#include "chat_template_flag.h"
 #include "commands.h"
 #include "ellm/engine/chat.h"
 #include "ellm/engine/engine.h"
@@ -13,9 +16,11 @@ namespace ellm::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellm generate --model M --prompt TEXT [--chat] [--system TEXT] [--max-tokens N]\n"
-    "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "                     [--repeat-penalty R] [--seed S] [--threads N] [--ctx N]\n";
+    "usage: ellm generate --model M --prompt TEXT [--chat] [--chat-template NAME]\n"
+    "                     [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K]\n"
+    "                     [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
+    "                     [--threads N] [--ctx N]\n"
+    "  --chat-template   gemma, llama3 or chatml instead of the model's own (implies --chat)\n";
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -42,11 +47,13 @@ Status Run(const Flags& f) {
   so.repeat_penalty = static_cast<float>(repeat_penalty);
   so.seed = static_cast<uint64_t>(seed);
 
-  ELLM_ASSIGN_OR_RETURN(auto engine,
-                        Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
+  ELLM_ASSIGN_OR_RETURN(std::string chat_template, ChatTemplateFromFlags(f, ""));
+
+  ELLM_ASSIGN_OR_RETURN(auto engine, Engine::Load(model_path, {.threads = static_cast<int>(threads),
+                                                               .chat_template = chat_template}));
   const Tokenizer& tok = engine->tokenizer();
   std::string prompt = f.Get("prompt");
-  bool chat = f.Has("chat");
+  bool chat = f.Has("chat") || !chat_template.empty();
   if (chat) {
     ELLM_ASSIGN_OR_RETURN(ChatFormat format, engine->chat_format());
     std::vector<ChatMessage> messages;
@@ -93,10 +100,11 @@ Status Run(const Flags& f) {
 }  // namespace
 
 int Generate(const Args& args) {
-  auto flags = Flags::Parse(args,
-                            {"model", "prompt", "system", "max-tokens", "temperature", "top-k",
-                             "top-p", "min-p", "repeat-penalty", "seed", "threads", "ctx"},
-                            {"chat"});
+  auto flags =
+      Flags::Parse(args,
+                   {"model", "prompt", "system", "max-tokens", "temperature", "top-k", "top-p",
+                    "min-p", "repeat-penalty", "seed", "threads", "ctx", kChatTemplateFlag},
+                   {"chat"});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm generate: %s\n%s", flags.status().message().c_str(), kUsage);
     return 2;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat_template_flag.h"
 #include "generator_options.h"
 
 namespace ellm::cli {
@@ -37,6 +38,9 @@ StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
   if (!config_path.empty()) {
     ELLM_ASSIGN_OR_RETURN(rt->config, daemon::LoadConfig(config_path));
   }
+  // Before anything is opened or created: a wrong name costs nothing.
+  ELLM_ASSIGN_OR_RETURN(rt->config.model.chat_template,
+                        ChatTemplateFromFlags(f, rt->config.model.chat_template));
   const daemon::Config& config = rt->config;
   std::string model = f.Get("model", config.model.path);
   if (access(model.c_str(), R_OK) != 0) {

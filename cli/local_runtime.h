@@ -14,7 +14,8 @@
 
 namespace ellm::cli {
 
-// Flags it reads: --config --model --db --pipelines --ctx --threads.
+// Flags it reads: --config --model --db --pipelines --ctx --threads
+// --chat-template (over the config's model.chat_template).
 struct LocalRuntime {
   daemon::Config config;
   std::string db;

@@ -1,6 +1,7 @@
 // ellm summarize / ellm compare: run a pipeline on local files, no Kafka.
 //   ellm summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]
 //                  [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]
+//                  [--chat-template NAME]
 //   ellm compare A B [...same options; --pipeline defaults to compare-contracts]
 // The result is printed and stored as a job in SQLite (--db, else the
 // config's store.path, else $XDG_DATA_HOME/ellm/ellm.db). On a terminal a
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "chat_template_flag.h"
 #include "commands.h"
 #include "config.h"
 #include "ellm/ingest/extract.h"
@@ -90,11 +92,13 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
   auto flags = Flags::Parse(
-      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads"}, {"json"});
+      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", kChatTemplateFlag},
+      {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
-                 "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n",
+                 "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
+                 "[--chat-template gemma|llama3|chatml]\n",
                  name, flags.status().message().c_str(), name);
     return 2;
   }

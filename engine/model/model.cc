@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
@@ -156,10 +157,8 @@ Status Model::ReadHParams() {
   if (hp_.yarn_ext_factor != 0.0f) {
     int n_ctx_orig = hp_.n_ctx_train;
     ELLM_RETURN_IF_ERROR(get_int("rope.scaling.original_context_length", n_ctx_orig, false));
-    // llama.cpp's defaults (llama_context_params yarn_beta_fast/slow).
-    constexpr float kBetaFast = 32.0f, kBetaSlow = 1.0f;
-    ops::RopeYarnCorrDims(hp_.n_rot, n_ctx_orig, hp_.rope_base, kBetaFast, kBetaSlow,
-                          &hp_.yarn_corr_low, &hp_.yarn_corr_high);
+    ops::RopeYarnCorrDims(hp_.n_rot, n_ctx_orig, hp_.rope_base, hp_.yarn_beta_fast,
+                          hp_.yarn_beta_slow, &hp_.yarn_corr_low, &hp_.yarn_corr_high);
   }
   // The vocabulary size is the embedding matrix's row count (the tokenizer
   // checks its own array against it).
@@ -183,6 +182,29 @@ Status Model::ReadHParams() {
 // (llama_context's constructor): ext_factor 1, and an attn_factor that
 // cancels the 1 + 0.1 ln(factor) ggml_rope_ext multiplies in, so that the
 // magnitude is scaled once. rope.scaling.attn_factor multiplies in always.
+//
+// The rarer YaRN keys override those defaults, with llama.cpp's names and
+// meaning (src/llama-arch.cpp LLM_KV_ROPE_SCALING_YARN_*, applied in
+// llama_context's constructor, src/llama-context.cpp):
+//   rope.scaling.yarn_ext_factor      the extrapolation mix. Absent or
+//       negative (llama.cpp's "not set"; its model saver writes -1): 1 for
+//       type yarn, else 0. Non-zero turns the ramp on whatever the type.
+//   rope.scaling.yarn_attn_factor     the magnitude, used only when
+//       ext_factor is 0; with the ramp on llama.cpp replaces it by mscale.
+//   rope.scaling.yarn_beta_fast, yarn_beta_slow   the ramp's ends in
+//       rotations (ggml_rope_yarn_corr_dims); default 32 and 1.
+//   rope.scaling.yarn_log_multiplier  transformers' mscale_all_dim m: the
+//       magnitude becomes mscale(s, 1) / mscale(s, m) instead of
+//       mscale(s, 1), where mscale(s, m) = 0.1 m ln(s) + 1 (1 for s <= 1);
+//       0 = absent. (DeepSeek 2 files store 0.1 m; llama.cpp divides for
+//       that family only, which this engine does not run.)
+// NaN, infinite and negative values are refused naming the key (but for
+// yarn_ext_factor's "not set"); absent keys change nothing, bit for bit.
+// A deliberate difference: llama.cpp reads these keys only for some families
+// (grok: the first four; mistral3: the betas and the multiplier) and ignores
+// them for llama, qwen2 and gemma3, although convert_hf_to_gguf.py writes
+// them for any model whose rope_scaling has them. Here every family reads
+// them, as the transformers model the file was converted from uses them.
 Status Model::ReadRopeScaling() {
   const ArchSpec& s = *spec_;
   auto get_float = [&](const char* suffix, float& out) -> Status {
@@ -211,11 +233,33 @@ Status Model::ReadRopeScaling() {
   }
   float attn_factor = 1.0f;
   ELLM_RETURN_IF_ERROR(get_float("rope.scaling.attn_factor", attn_factor));
+  // A YaRN key's value: finite, and >= 0 unless `negative_means_unset`.
+  auto get_yarn = [&](const char* suffix, float& out, bool negative_means_unset) -> Status {
+    ELLM_RETURN_IF_ERROR(get_float(suffix, out));
+    if (std::isfinite(out) && (out >= 0.0f || negative_means_unset)) return OkStatus();
+    char value[32];
+    std::snprintf(value, sizeof(value), "%g", static_cast<double>(out));
+    return InvalidArgumentError("model '" + file_.path() + "': key '" + Key(s, suffix) + "' is " +
+                                value + "; expected a finite number >= 0");
+  };
+  float ext_factor = -1.0f, yarn_attn_factor = 1.0f, log_mul = 0.0f;
+  ELLM_RETURN_IF_ERROR(get_yarn("rope.scaling.yarn_ext_factor", ext_factor, true));
+  ELLM_RETURN_IF_ERROR(get_yarn("rope.scaling.yarn_attn_factor", yarn_attn_factor, false));
+  ELLM_RETURN_IF_ERROR(get_yarn("rope.scaling.yarn_beta_fast", hp_.yarn_beta_fast, false));
+  ELLM_RETURN_IF_ERROR(get_yarn("rope.scaling.yarn_beta_slow", hp_.yarn_beta_slow, false));
+  ELLM_RETURN_IF_ERROR(get_yarn("rope.scaling.yarn_log_multiplier", log_mul, false));
   if (type != "none" && factor != 0.0f) hp_.rope_freq_scale = 1.0f / factor;
-  if (type == "yarn") {
-    hp_.yarn_ext_factor = 1.0f;
+  if (ext_factor < 0.0f) ext_factor = type == "yarn" ? 1.0f : 0.0f;
+  hp_.yarn_ext_factor = ext_factor;
+  hp_.yarn_attn_factor = yarn_attn_factor;
+  if (ext_factor != 0.0f) {
+    // llama.cpp's get_mscale, operation for operation.
+    auto mscale = [](float scale, float m) {
+      return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f;
+    };
     const float scale = 1.0f / hp_.rope_freq_scale;
-    hp_.yarn_attn_factor = scale <= 1.0f ? 1.0f : 0.1f * std::log(scale) + 1.0f;
+    hp_.yarn_attn_factor =
+        log_mul != 0.0f ? mscale(scale, 1.0f) / mscale(scale, log_mul) : mscale(scale, 1.0f);
     hp_.yarn_attn_factor *= 1.0f / (1.0f + 0.1f * std::log(scale));
   }
   hp_.yarn_attn_factor *= attn_factor;

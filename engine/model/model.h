@@ -40,6 +40,9 @@ struct HParams {
   float yarn_ext_factor = 0.0f;
   float yarn_attn_factor = 1.0f;
   float yarn_corr_low = 0.0f, yarn_corr_high = 0.0f;
+  // The correction range's ends in rotations (rope.scaling.yarn_beta_fast /
+  // yarn_beta_slow; llama.cpp's defaults when absent).
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
 };
 
 // A weight matrix view: `rows` rows of `cols` elements each, row-major in

@@ -140,5 +140,205 @@ TEST(ModelLoad, ExtraKeysAreIgnored) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();  // unknown extra keys are fine
 }
 
+// --- rope.scaling: YaRN and its rarer keys (Model::ReadRopeScaling) ---
+// Layer 5 is the synthetic model's one global layer, the one RoPE scaling
+// applies to. head_dim 32, base 1e6; an original context of 4096 puts the
+// default correction range at pairs [3, 8].
+
+constexpr int kGlobalLayer = 5;
+constexpr float kYarnFactor = 4.0f;
+
+// Type yarn, factor 4, original context 4096, then `more`.
+std::function<void(GgufBuilder&)> Yarn(std::function<void(GgufBuilder&)> more = nullptr) {
+  return [more](GgufBuilder& b) {
+    b.Str("gemma3.rope.scaling.type", "yarn")
+        .F32("gemma3.rope.scaling.factor", kYarnFactor)
+        .U32("gemma3.rope.scaling.original_context_length", 4096);
+    if (more) more(b);
+  };
+}
+
+// The same keys with one rare YaRN key set to `v`.
+std::function<void(GgufBuilder&)> YarnWith(const std::string& suffix, float v) {
+  return Yarn([suffix, v](GgufBuilder& b) { b.F32("gemma3.rope.scaling." + suffix, v); });
+}
+
+// llama.cpp's get_mscale.
+float MScale(float scale, float m) {
+  return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f;
+}
+
+// The length of pair 0 of a unit vector after RoPE with `p` at position 0:
+// the magnitude scale ggml_rope_ext applies.
+float RopeMagnitude(const ops::RopeParams& p) {
+  std::vector<float> x(kHeadDim, 0.0f);
+  x[0] = 1.0f;
+  ops::Rope(x.data(), 1, kHeadDim, 0, ops::RopePairs::kNeox, p);
+  return std::hypot(x[0], x[kHeadDim / 2]);
+}
+
+TEST(ModelLoadRopeScaling, YarnDefaultsWithoutTheRareKeys) {
+  auto m = Build({.extra_keys = Yarn()});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const HParams& hp = (*m)->hparams();
+  EXPECT_EQ(hp.yarn_ext_factor, 1.0f);
+  EXPECT_EQ(hp.yarn_beta_fast, 32.0f);
+  EXPECT_EQ(hp.yarn_beta_slow, 1.0f);
+  EXPECT_EQ(hp.yarn_corr_low, 3.0f);
+  EXPECT_EQ(hp.yarn_corr_high, 8.0f);
+  EXPECT_FLOAT_EQ(hp.yarn_attn_factor, MScale(kYarnFactor, 1.0f) / (1.0f + 0.1f * std::log(4.0f)));
+  const ops::RopeParams& rope = (*m)->layers()[kGlobalLayer].rope;
+  EXPECT_EQ(rope.ext_factor, 1.0f);
+  EXPECT_EQ(rope.corr_low, 3.0f);
+  EXPECT_FLOAT_EQ(rope.freq_scale, 0.25f);
+  // YaRN's magnitude: 0.1 ln(4) + 1, applied once.
+  EXPECT_NEAR(RopeMagnitude(rope), MScale(kYarnFactor, 1.0f), 1e-6f);
+  // Sliding layers keep plain RoPE.
+  EXPECT_EQ((*m)->layers()[0].rope.ext_factor, 0.0f);
+}
+
+// llama.cpp's model saver writes yarn_ext_factor = -1 for "not set", and the
+// other keys at their defaults: such a file is the file without them.
+TEST(ModelLoadRopeScaling, KeysAtTheirDefaultsChangeNothing) {
+  auto plain = Build({.extra_keys = Yarn()});
+  auto saved = Build({.extra_keys = Yarn([](GgufBuilder& b) {
+                        b.F32("gemma3.rope.scaling.yarn_ext_factor", -1.0f)
+                            .F32("gemma3.rope.scaling.yarn_attn_factor", 1.0f)
+                            .F32("gemma3.rope.scaling.yarn_beta_fast", 32.0f)
+                            .F32("gemma3.rope.scaling.yarn_beta_slow", 1.0f)
+                            .F32("gemma3.rope.scaling.yarn_log_multiplier", 0.0f);
+                      })});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  const HParams &a = (*plain)->hparams(), &b = (*saved)->hparams();
+  EXPECT_EQ(a.rope_freq_scale, b.rope_freq_scale);
+  EXPECT_EQ(a.yarn_ext_factor, b.yarn_ext_factor);
+  EXPECT_EQ(a.yarn_attn_factor, b.yarn_attn_factor);  // bit for bit
+  EXPECT_EQ(a.yarn_corr_low, b.yarn_corr_low);
+  EXPECT_EQ(a.yarn_corr_high, b.yarn_corr_high);
+}
+
+TEST(ModelLoadRopeScaling, BetasMoveTheCorrectionRange) {
+  auto fast = Build({.extra_keys = YarnWith("yarn_beta_fast", 8.0f)});
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  float low = 0, high = 0;
+  ops::RopeYarnCorrDims(kHeadDim, 4096, 1e6f, 8.0f, 1.0f, &low, &high);
+  EXPECT_EQ(low, 5.0f);
+  EXPECT_EQ((*fast)->hparams().yarn_beta_fast, 8.0f);
+  EXPECT_EQ((*fast)->layers()[kGlobalLayer].rope.corr_low, low);
+  EXPECT_EQ((*fast)->layers()[kGlobalLayer].rope.corr_high, 8.0f);
+
+  auto slow = Build({.extra_keys = YarnWith("yarn_beta_slow", 2.0f)});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ops::RopeYarnCorrDims(kHeadDim, 4096, 1e6f, 32.0f, 2.0f, &low, &high);
+  EXPECT_EQ(high, 7.0f);
+  EXPECT_EQ((*slow)->hparams().yarn_beta_slow, 2.0f);
+  EXPECT_EQ((*slow)->layers()[kGlobalLayer].rope.corr_low, 3.0f);
+  EXPECT_EQ((*slow)->layers()[kGlobalLayer].rope.corr_high, high);
+
+  // A pair inside the default ramp turns differently once the range moves.
+  auto plain = Build({.extra_keys = Yarn()});
+  ASSERT_TRUE(plain.ok());
+  auto turn = [](const Model& model) {
+    std::vector<float> x(kHeadDim, 0.0f);
+    x[4] = 1.0f;  // pair 4
+    ops::Rope(x.data(), 1, kHeadDim, 1000, ops::RopePairs::kNeox,
+              model.layers()[kGlobalLayer].rope);
+    return std::atan2(x[4 + kHeadDim / 2], x[4]);
+  };
+  EXPECT_NE(turn(**plain), turn(**fast));
+  EXPECT_NE(turn(**plain), turn(**slow));
+}
+
+TEST(ModelLoadRopeScaling, ExtFactorOverridesTheMix) {
+  auto half = Build({.extra_keys = YarnWith("yarn_ext_factor", 0.5f)});
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_EQ((*half)->hparams().yarn_ext_factor, 0.5f);
+  EXPECT_EQ((*half)->layers()[kGlobalLayer].rope.ext_factor, 0.5f);
+  EXPECT_EQ((*half)->hparams().yarn_corr_high, 8.0f);
+
+  // 0 turns YaRN off: plain linear scaling; yarn_attn_factor is then the
+  // magnitude (times rope.scaling.attn_factor), as in llama.cpp.
+  auto off = Build({.extra_keys = Yarn([](GgufBuilder& b) {
+                      b.F32("gemma3.rope.scaling.yarn_ext_factor", 0.0f)
+                          .F32("gemma3.rope.scaling.yarn_attn_factor", 0.5f)
+                          .F32("gemma3.rope.scaling.attn_factor", 3.0f);
+                    })});
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ((*off)->hparams().yarn_ext_factor, 0.0f);
+  EXPECT_EQ((*off)->hparams().yarn_corr_low, 0.0f);
+  EXPECT_EQ((*off)->hparams().yarn_corr_high, 0.0f);
+  EXPECT_EQ((*off)->hparams().rope_freq_scale, 0.25f);
+  EXPECT_EQ((*off)->hparams().yarn_attn_factor, 1.5f);
+  EXPECT_NEAR(RopeMagnitude((*off)->layers()[kGlobalLayer].rope), 1.5f, 1e-6f);
+
+  // Non-zero turns the ramp on for linear scaling too.
+  auto linear = Build({.extra_keys = [](GgufBuilder& b) {
+    b.Str("gemma3.rope.scaling.type", "linear")
+        .F32("gemma3.rope.scaling.factor", kYarnFactor)
+        .F32("gemma3.rope.scaling.yarn_ext_factor", 1.0f);
+  }});
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ((*linear)->hparams().yarn_ext_factor, 1.0f);
+  EXPECT_NE((*linear)->hparams().yarn_corr_high, 0.0f);
+}
+
+// With YaRN on, llama.cpp replaces yarn_attn_factor by its mscale; without,
+// the key is the magnitude.
+TEST(ModelLoadRopeScaling, YarnAttnFactorCountsOnlyWithoutTheRamp) {
+  auto on = Build({.extra_keys = YarnWith("yarn_attn_factor", 0.5f)});
+  auto plain = Build({.extra_keys = Yarn()});
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*on)->hparams().yarn_attn_factor, (*plain)->hparams().yarn_attn_factor);
+
+  auto linear = Build({.extra_keys = [](GgufBuilder& b) {
+    b.Str("gemma3.rope.scaling.type", "linear")
+        .F32("gemma3.rope.scaling.factor", kYarnFactor)
+        .F32("gemma3.rope.scaling.yarn_attn_factor", 0.5f);
+  }});
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ((*linear)->hparams().yarn_ext_factor, 0.0f);
+  EXPECT_EQ((*linear)->hparams().yarn_attn_factor, 0.5f);
+  EXPECT_NEAR(RopeMagnitude((*linear)->layers()[kGlobalLayer].rope), 0.5f, 1e-6f);
+}
+
+// transformers' mscale_all_dim: the magnitude becomes mscale(s, 1) / mscale(s, m).
+TEST(ModelLoadRopeScaling, LogMultiplierDividesTheMagnitude) {
+  constexpr float kM = 0.707f;
+  auto m = Build({.extra_keys = YarnWith("yarn_log_multiplier", kM)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const float want = MScale(kYarnFactor, 1.0f) / MScale(kYarnFactor, kM);
+  EXPECT_FLOAT_EQ((*m)->hparams().yarn_attn_factor, want / (1.0f + 0.1f * std::log(kYarnFactor)));
+  EXPECT_NEAR(RopeMagnitude((*m)->layers()[kGlobalLayer].rope), want, 1e-6f);
+  EXPECT_GT(want, 1.0f);
+  EXPECT_LT(want, MScale(kYarnFactor, 1.0f));
+  // m = 1 cancels YaRN's magnitude altogether.
+  auto one = Build({.extra_keys = YarnWith("yarn_log_multiplier", 1.0f)});
+  ASSERT_TRUE(one.ok());
+  EXPECT_NEAR(RopeMagnitude((*one)->layers()[kGlobalLayer].rope), 1.0f, 1e-6f);
+}
+
+TEST(ModelLoadRopeScaling, BadYarnValuesAreRefusedNamingTheKey) {
+  const float kNan = std::nanf(""), kInf = INFINITY;
+  struct Case {
+    std::string suffix;
+    float value;
+  };
+  std::vector<Case> cases;
+  for (const char* k :
+       {"yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_log_multiplier"}) {
+    for (float v : {kNan, -1.0f, kInf}) cases.push_back({k, v});
+  }
+  for (float v : {kNan, kInf, -kInf}) cases.push_back({"yarn_ext_factor", v});
+  for (const Case& c : cases) {
+    auto m = Build({.extra_keys = YarnWith(c.suffix, c.value)});
+    ASSERT_FALSE(m.ok()) << c.suffix << " = " << c.value;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << m.status().ToString();
+    EXPECT_NE(m.status().message().find("gemma3.rope.scaling." + c.suffix), std::string::npos)
+        << m.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace ellm::model
