@@ -21,14 +21,16 @@ struct Shape {
 };
 constexpr Shape kShapes[] = {{4, 1, 256}, {32, 8, 64}};
 
-std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth) {
+constexpr ellm::KvType kTypes[] = {ellm::KvType::kBF16, ellm::KvType::kF16, ellm::KvType::kQ8_0};
+
+std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth, ellm::KvType type) {
   ellm::kv::KvCacheOptions o;
   o.n_head_kv = s.n_kv;
   o.head_dim_k = o.head_dim_v = s.dim;
   o.windows = {0};
   o.n_ctx = depth;
   o.micro_batch = 512;
-  o.type = ellm::KvType::kBF16;
+  o.type = type;
   auto cache = ellm::kv::KvCache::Create(o);
   if (!cache.ok()) return nullptr;
   std::mt19937 rng(7);
@@ -42,11 +44,12 @@ std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth) {
   return std::move(*cache);
 }
 
-// range(0): shape index; range(1): depth; range(2): query tokens (1 = decode).
+// range(0): shape index; range(1): depth; range(2): query tokens (1 = decode);
+// range(3): threads; range(4): KV type index in kTypes (0 bf16, 1 f16, 2 q8_0).
 void BM_Attention(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const int64_t depth = state.range(1), n = state.range(2);
-  auto cache = FilledCache(s, depth);
+  auto cache = FilledCache(s, depth, kTypes[state.range(4)]);
   if (cache == nullptr) {
     state.SkipWithError("cannot build the KV cache");
     return;
@@ -72,8 +75,8 @@ void BM_Attention(benchmark::State& state) {
       benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Attention)
-    ->ArgNames({"shape", "depth", "tokens", "threads"})
-    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}})
+    ->ArgNames({"shape", "depth", "tokens", "threads", "kv"})
+    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -19,15 +19,21 @@ an empty context, batch and ubatch 512 like above) and decode as `-p 0 -n N -d D
 (N tokens after a context of D). llama-bench does its own warm-up and reports the
 mean of --reps runs (`avg_ts`); its columns join the table beside the others.
 
+Peak RSS is each engine's own high-water mark (VmHWM of its process, which
+execve resets, unlike ru_maxrss): `ellm bench` reports its own; llama-cpp-python
+runs in a worker process that reads its own at the end (the interpreter and
+numpy included, ~40 MiB); llama-bench's is read from /proc while it runs (the
+higher of its prefill and decode runs).
+
     lb=$(scripts/reference/build-llama-bench --print-dir)/llama-bench
     $py bench/vs_llama_cpp.py --model models/gemma-3-270m-q4_k_m.gguf --llama-bench "$lb"
 """
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -45,7 +51,46 @@ def fresh(llm):
     llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
 
 
+def vm_hwm_bytes(pid="self"):
+    """The process's peak resident set (VmHWM), 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_with_peak_rss(cmd):
+    """Runs cmd; returns (CompletedProcess, peak RSS bytes read from /proc every 20 ms)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+
+    def watch():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], vm_hwm_bytes(proc.pid))
+            time.sleep(0.02)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    out, err = proc.communicate()
+    t.join()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), peak[0]
+
+
 def llama_cpp_run(model, depth, gen, threads, flash_attn, reps):
+    """llama-cpp-python in a worker process (this script with --worker):
+    (prefill t/s, decode t/s, peak RSS bytes)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
+           "--depths", str(depth), "--gen", str(gen), "--threads", str(threads),
+           "--reps", str(reps), "--flash-attn", "on" if flash_attn else "off"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return tuple(json.loads(out))
+
+
+def llama_cpp_measure(model, depth, gen, threads, flash_attn, reps):
     from llama_cpp import Llama
     llm = Llama(model_path=model, n_ctx=depth + gen + 8, n_batch=512, n_ubatch=512,
                 n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
@@ -69,7 +114,7 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn, reps):
         if rep == reps - 1:
             best = (depth / (t1 - t0), gen / (t3 - t2))
     del llm
-    return best
+    return best + (vm_hwm_bytes(),)
 
 
 def ellm_run(ellm, model, depth, gen, threads, reps, extra):
@@ -85,21 +130,23 @@ def ellm_run(ellm, model, depth, gen, threads, reps, extra):
 
 
 def llama_bench_run(llama_bench, model, depth, gen, threads, fa_modes, reps):
-    """Returns ({flash_attn: (prefill t/s, decode t/s)}, llama-bench build string)."""
+    """Returns ({flash_attn: (prefill t/s, decode t/s)}, llama-bench build string,
+    peak RSS bytes)."""
     common = [llama_bench, "-m", model, "-t", str(threads), "-b", "512", "-ub", "512",
               "-fa", ",".join("1" if fa else "0" for fa in fa_modes), "-r", str(reps), "-o", "json"]
     tests = {"prefill": ["-p", str(depth), "-n", "0", "-d", "0"],
              "decode": ["-p", "0", "-n", str(gen), "-d", str(depth)]}
-    speeds, build = {}, ""
+    speeds, build, rss = {}, "", 0
     for kind, extra in tests.items():
-        proc = subprocess.run(common + extra, capture_output=True, text=True)
+        proc, peak = run_with_peak_rss(common + extra)
+        rss = max(rss, peak)
         if proc.returncode != 0:
             sys.exit(f"llama-bench failed ({' '.join(common + extra)}):\n{proc.stderr}")
         for r in json.loads(proc.stdout):
             # flash_attn is an enum (0 off, 1 on) in newer llama-bench, a bool in older ones.
             speeds.setdefault(bool(int(r["flash_attn"])), {})[kind] = r["avg_ts"]
             build = f"{r.get('build_commit', '?')} ({r.get('build_number', '?')})"
-    return {fa: (s["prefill"], s["decode"]) for fa, s in speeds.items()}, build
+    return {fa: (s["prefill"], s["decode"]) for fa, s in speeds.items()}, build, rss
 
 
 def main():
@@ -116,7 +163,12 @@ def main():
                     help="llama.cpp flash attention settings to run (both: report the better)")
     ap.add_argument("--llama-bench", metavar="PATH",
                     help="also measure with this llama-bench (scripts/reference/build-llama-bench)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:  # one llama-cpp-python measurement, as JSON on stdout
+        print(json.dumps(llama_cpp_measure(args.model, args.depths[0], args.gen, args.threads,
+                                           args.flash_attn == "on", args.reps)))
+        return
     load_start = os.getloadavg()[0]
     fa_modes = {"both": [False, True], "off": [False], "on": [True]}[args.flash_attn]
     bench_cols = args.llama_bench is not None
@@ -127,11 +179,11 @@ def main():
                      args.ellm_args.split())
         runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps)
                 for fa in fa_modes}
-        bench_runs = {}
+        bench_runs, bench_rss = {}, 0
         if bench_cols:
-            bench_runs, bench_build = llama_bench_run(args.llama_bench, args.model, d, args.gen,
+            bench_runs, bench_build, bench_rss = llama_bench_run(args.llama_bench, args.model, d, args.gen,
                                                       args.threads, fa_modes, args.reps)
-        rows.append((d, e, runs, bench_runs))
+        rows.append((d, e, runs, bench_runs, bench_rss))
         llama = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}" for fa, r in runs.items())
         bench = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}"
                           for fa, r in bench_runs.items())
@@ -146,9 +198,10 @@ def main():
     print("| depth | " + " | ".join(
         f"ellm {s} t/s | llama.cpp {s} t/s | ratio"
         + (f" | llama-bench {s} t/s | ratio" if bench_cols else "") for s in stages)
-        + " | ellm peak RSS MiB |")
-    print("|---" * (2 + len(stages) * (5 if bench_cols else 3)) + "|")
-    for d, e, runs, bench_runs in rows:
+        + " | ellm peak RSS MiB | llama-cpp-python peak RSS MiB"
+        + (" | llama-bench peak RSS MiB |" if bench_cols else " |"))
+    print("|---" * (3 + len(stages) * (5 if bench_cols else 3) + bench_cols) + "|")
+    for d, e, runs, bench_runs, bench_rss in rows:
         cells = []
         for i in range(len(stages)):
             cells.append(f"{e[i]:.1f}")
@@ -157,7 +210,8 @@ def main():
                 best = max(sorted(speeds, reverse=True), key=lambda fa: speeds[fa][i])
                 which = f" (fa {'on' if best else 'off'})" if len(speeds) > 1 else ""
                 cells += [f"{speeds[best][i]:.1f}{which}", f"{e[i] / speeds[best][i]:.2f}x"]
-        print(f"| {d} | " + " | ".join(cells) + f" | {e[2] / 2**20:.0f} |")
+        mib = [e[2], max(r[2] for r in runs.values())] + ([bench_rss] if bench_cols else [])
+        print(f"| {d} | " + " | ".join(cells + [f"{m / 2**20:.0f}" for m in mib]) + " |")
 
 
 if __name__ == "__main__":

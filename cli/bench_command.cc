@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
-    "         [--kv-type f16|bf16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
+    "         [--kv-type bf16|f16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
 
 // This process's own peak: VmHWM belongs to the address space exec made.
 // getrusage's ru_maxrss is kept across execve, so a parent that forked us

@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
-    "         [--kv-type f16|bf16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
+    "         [--kv-type bf16|f16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
 
 Status Run(const Flags& f) {
   const std::string model_path = f.Get("model"), file = f.Get("file");

@@ -50,6 +50,8 @@ CORPUS = os.path.join(REPO, "tests", "reference", "corpus")
 TOKENIZER_STRINGS = os.path.join(CORPUS, "tokenizer_strings.jsonl")
 PERPLEXITY_TEXT = os.path.join(CORPUS, "pride_and_prejudice_ch01-12.txt")
 DOCUMENT_TEXT = os.path.join(CORPUS, "persuasion_ch01-05.txt")
+# 34 544 tokens with BOS: one chunk at ctx 32768 and the needle haystacks.
+LONG_TEXT = os.path.join(CORPUS, "pride_and_prejudice_ch01-16.txt")
 N_THREADS = 2
 # The llama.cpp tree vendored by llama-cpp-python 0.3.36 (the version pinned in
 # scripts/reference/setup), from the binding's CHANGELOG: its sdist carries no git
@@ -85,6 +87,7 @@ AUSTEN_DEB = "r-cran-janeaustenr"
 AUSTEN_CUTS = [
     ("prideprejudice", 12, PERPLEXITY_TEXT),
     ("persuasion", 5, DOCUMENT_TEXT),
+    ("prideprejudice", 16, LONG_TEXT),
 ]
 
 
