@@ -1,5 +1,5 @@
 // Command-line flags shared by the commands that run the engine:
-//   --kv-type bf16|f16|f32|q8_0   KV cache storage (default bf16)
+//   --kv-type bf16|f16|f32|q8_0   KV cache storage (default f16)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
 #pragma once

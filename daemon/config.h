@@ -17,10 +17,10 @@ struct ModelConfig {
   // Tokens of context per job (capped at the model's training context).
   int context = 32768;
   int micro_batch = 256;
-  std::string kv_type = "bf16";  // bf16, f16, f32 or q8_0
-  std::string numa = "off";      // off, distribute, isolate, replicate
-  int numa_node = -1;            // isolate: the node; -1 = the first
-  bool mlock = false;            // lock weights and KV cache in RAM
+  std::string kv_type = "f16";  // f16, bf16, f32 or q8_0
+  std::string numa = "off";     // off, distribute, isolate, replicate
+  int numa_node = -1;           // isolate: the node; -1 = the first
+  bool mlock = false;           // lock weights and KV cache in RAM
   // gemma, llama3 or chatml; empty = recognised from the model file.
   std::string chat_template;
   Status Validate() const;

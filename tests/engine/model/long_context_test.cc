@@ -74,7 +74,7 @@ TEST(LongContext, PerplexityAt32KMatchesLlamaCppWithinOnePercent) {
 // `max_tokens`, decoded.
 std::string GreedyAnswer(Engine& engine, const std::vector<TokenId>& prompt, int64_t n_ctx,
                          int max_tokens) {
-  auto session = engine.NewSession({.n_ctx = n_ctx, .micro_batch = 512});
+  auto session = engine.NewSession({.n_ctx = n_ctx, .micro_batch = 512, .kv_type = KvType::kBF16});
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
   std::vector<float> logits;

@@ -24,7 +24,7 @@ struct GeneratorOptions {
   // context (a 128K model runs at what is configured here).
   int64_t context = 32768;
   int64_t micro_batch = 256;
-  KvType kv_type = KvType::kBF16;
+  KvType kv_type = KvType::kF16;
   uint64_t kv_memory_budget = 0;  // bytes; see SessionOptions
   std::string spill_dir;
   int spill_zstd_level = 1;
