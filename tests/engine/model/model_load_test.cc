@@ -163,6 +163,15 @@ std::function<void(GgufBuilder&)> YarnWith(const std::string& suffix, float v) {
   return Yarn([suffix, v](GgufBuilder& b) { b.F32("gemma3.rope.scaling." + suffix, v); });
 }
 
+// Type linear, factor 4, with one rare YaRN key set to `v`.
+std::function<void(GgufBuilder&)> LinearWith(const std::string& suffix, float v) {
+  return [suffix, v](GgufBuilder& b) {
+    b.Str("gemma3.rope.scaling.type", "linear")
+        .F32("gemma3.rope.scaling.factor", kYarnFactor)
+        .F32("gemma3.rope.scaling." + suffix, v);
+  };
+}
+
 // llama.cpp's get_mscale.
 float MScale(float scale, float m) {
   return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f;
@@ -273,11 +282,7 @@ TEST(ModelLoadRopeScaling, ExtFactorOverridesTheMix) {
   EXPECT_NEAR(RopeMagnitude((*off)->layers()[kGlobalLayer].rope), 1.5f, 1e-6f);
 
   // Non-zero turns the ramp on for linear scaling too.
-  auto linear = Build({.extra_keys = [](GgufBuilder& b) {
-    b.Str("gemma3.rope.scaling.type", "linear")
-        .F32("gemma3.rope.scaling.factor", kYarnFactor)
-        .F32("gemma3.rope.scaling.yarn_ext_factor", 1.0f);
-  }});
+  auto linear = Build({.extra_keys = LinearWith("yarn_ext_factor", 1.0f)});
   ASSERT_TRUE(linear.ok()) << linear.status().ToString();
   EXPECT_EQ((*linear)->hparams().yarn_ext_factor, 1.0f);
   EXPECT_NE((*linear)->hparams().yarn_corr_high, 0.0f);
@@ -292,11 +297,7 @@ TEST(ModelLoadRopeScaling, YarnAttnFactorCountsOnlyWithoutTheRamp) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ((*on)->hparams().yarn_attn_factor, (*plain)->hparams().yarn_attn_factor);
 
-  auto linear = Build({.extra_keys = [](GgufBuilder& b) {
-    b.Str("gemma3.rope.scaling.type", "linear")
-        .F32("gemma3.rope.scaling.factor", kYarnFactor)
-        .F32("gemma3.rope.scaling.yarn_attn_factor", 0.5f);
-  }});
+  auto linear = Build({.extra_keys = LinearWith("yarn_attn_factor", 0.5f)});
   ASSERT_TRUE(linear.ok()) << linear.status().ToString();
   EXPECT_EQ((*linear)->hparams().yarn_ext_factor, 0.0f);
   EXPECT_EQ((*linear)->hparams().yarn_attn_factor, 0.5f);
