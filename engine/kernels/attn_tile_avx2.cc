@@ -61,6 +61,11 @@ float DotTail(int d0, int dim, const float* a, const typename L::T* b) {
 // L1 while the key tile streams from L2 once per chunk.
 constexpr int kScoreRowChunk = 16;
 
+// Lanes [0, nk) set, for _mm_maskstore_ps (nk <= 4).
+inline __m128i NkMask(int nk) {
+  return _mm_cmpgt_epi32(_mm_set1_epi32(nk), _mm_setr_epi32(0, 1, 2, 3));
+}
+
 // s[r][c] for r < 4, c < nk; k2/k1 repeat the last key when nk < 3.
 template <class L, class T = typename L::T>
 inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const T* k0, const T* k1,
@@ -87,6 +92,14 @@ inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const T* 
     a31 = _mm256_fmadd_ps(x, b1, a31);
     a32 = _mm256_fmadd_ps(x, b2, a32);
   }
+  if (dv == dim) {  // no tail: each row's nk scores go straight out
+    const __m128i m = NkMask(nk);
+    _mm_maskstore_ps(s, m, Hsum4(a00, a01, a02, a02));
+    _mm_maskstore_ps(s + ss, m, Hsum4(a10, a11, a12, a12));
+    _mm_maskstore_ps(s + 2 * ss, m, Hsum4(a20, a21, a22, a22));
+    _mm_maskstore_ps(s + 3 * ss, m, Hsum4(a30, a31, a32, a32));
+    return;
+  }
   float out[4][4];
   _mm_storeu_ps(out[0], Hsum4(a00, a01, a02, a02));
   _mm_storeu_ps(out[1], Hsum4(a10, a11, a12, a12));
@@ -99,6 +112,29 @@ inline void ScoreBlock4x3(int dim, int dv, const float* q, int64_t qs, const T* 
       if (dv < dim) v += DotTail<L>(dv, dim, q + r * qs, kk[c]);
       s[r * ss + c] = v;
     }
+  }
+}
+
+// The same arithmetic for four rows and one key (a tile's last key when the
+// count is 1 mod 3): Hsum4's lane 0 is the same tree whatever the other
+// arguments, so the score equals the one ScoreBlock4x3 computes.
+template <class L, class T = typename L::T>
+inline void ScoreBlock4x1(int dim, int dv, const float* q, int64_t qs, const T* k0, float* s,
+                          int64_t ss) {
+  const float *q0 = q, *q1 = q + qs, *q2 = q + 2 * qs, *q3 = q + 3 * qs;
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int d = 0; d < dv; d += 8) {
+    const __m256 b0 = L::Load8(k0 + d);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + d), b0, a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + d), b0, a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + d), b0, a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + d), b0, a3);
+  }
+  const __m256 acc[4] = {a0, a1, a2, a3};
+  for (int r = 0; r < 4; ++r) {
+    float v = _mm_cvtss_f32(Hsum4(acc[r], acc[r], acc[r], acc[r]));
+    if (dv < dim) v += DotTail<L>(dv, dim, q + r * qs, k0);
+    s[r * ss] = v;
   }
 }
 
@@ -138,6 +174,10 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
       const T* k1 = k + (j + std::min(1, nk - 1)) * ks;
       const T* k2 = k + (j + std::min(2, nk - 1)) * ks;
       int r = r0;
+      if (nk == 1) {
+        for (; r + 4 <= r1; r += 4)
+          ScoreBlock4x1<L>(dim, dv, q + r * qs, qs, k0, s + r * ss + j, ss);
+      }
       for (; r + 4 <= r1; r += 4) {
         ScoreBlock4x3<L>(dim, dv, q + r * qs, qs, k0, k1, k2, s + r * ss + j, ss, nk);
       }
@@ -261,15 +301,17 @@ inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const
   }
 }
 
-constexpr int kAccumulateKeyBlock = 32;
+constexpr int kAccumulateKeyBlock = 64;
 
 template <class L, class T = typename L::T>
 void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
                 float* o, int64_t os) {
-  // Keys in blocks of kAccumulateKeyBlock (16 KiB of f32 values at 256
-  // dims, half that stored as halves, so the block stays in L1), then
-  // 16-column strips, then blocks of six rows. Each output element still
-  // adds its keys one by one in order: the blocking never changes a sum.
+  // Keys in blocks of kAccumulateKeyBlock (a whole key tile of
+  // model/attention.cc: one load and store of the accumulators per 64 keys;
+  // a strip of the block is 4 KiB and stays in L1 across the row blocks),
+  // then 16-column strips, then blocks of six rows. Each output element
+  // still adds its keys one by one in order: the blocking never changes a
+  // sum. (64 measured ~5% faster than 32 in isolation, 48 x 64 x 256.)
   const int d16 = dim & ~15;
   for (int j0 = 0; j0 < keys; j0 += kAccumulateKeyBlock) {
     const int nj = std::min(kAccumulateKeyBlock, keys - j0);

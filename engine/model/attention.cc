@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/activations.h"
 #include "kernels/attn_tile.h"
-#include "quant/fp16.h"
 #include "quant/quant.h"
 
 namespace ellm::model {
@@ -26,21 +26,6 @@ constexpr int kFusedMaxRows = 16;
 constexpr int kMaxSplits = 8;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// Q rounded to the precision K is stored in, as llama.cpp rounds Q to K's
-// type before the product (q8_0 keys are dequantized instead; Q stays f32).
-float RoundLikeKv(KvType type, float x) {
-  switch (type) {
-    case KvType::kF16:
-      return quant::Fp16ToFp32(quant::Fp32ToFp16(x));
-    case KvType::kBF16:
-      return quant::Bf16ToFp32(quant::Fp32ToBf16(x));
-    case KvType::kF32:
-    case KvType::kQ8_0:
-      return x;
-  }
-  return x;
-}
 
 // rows x dim stored elements, contiguous, to f32; returns where they are.
 const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
@@ -286,15 +271,17 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     std::fill(st.l, st.l + rows, 0.0f);
     std::fill(st.o, st.o + int64_t{rows} * shape.head_dim_v, 0.0f);
   }
-  // Q rounded to K's precision once per call, not once per task and chunk.
+  // Q rounded to the precision K is stored in, as llama.cpp rounds Q to K's
+  // type before the product (q8_0 keys are dequantized instead; Q stays
+  // f32); once per call, not once per task and chunk.
   const float* qr = q;
   if (plan.type == KvType::kF16 || plan.type == KvType::kBF16) {
     const int64_t q_row = int64_t{shape.n_head} * shape.head_dim_k;
     scratch.q.resize(static_cast<size_t>(n_tokens * q_row));
+    const kernels::ActivationKernels& ak = kernels::GetActivationKernels();
+    const auto round = plan.type == KvType::kF16 ? ak.round_f16 : ak.round_bf16;
     pool.ParallelFor(n_tokens, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin * q_row; i < end * q_row; ++i) {
-        scratch.q[i] = RoundLikeKv(plan.type, q[i]);
-      }
+      round(q + begin * q_row, scratch.q.data() + begin * q_row, (end - begin) * q_row);
     });
     qr = scratch.q.data();
   }

@@ -79,6 +79,15 @@ void NormRows(const float* x, const std::vector<float>& w, float* y, int64_t row
   for (int64_t r = 0; r < rows; ++r) ops::RmsNorm(x + r * n, w.data(), y + r * n, n, eps);
 }
 
+// The same, rows shared among the pool's threads (a micro-batch's rows; the
+// per-row arithmetic is unchanged, so results are too).
+void NormRows(ThreadPool& pool, const float* x, const std::vector<float>& w, float* y, int64_t rows,
+              int64_t n, float eps) {
+  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+    NormRows(x + r0 * n, w, y + r0 * n, r1 - r0, n, eps);
+  });
+}
+
 }  // namespace
 
 Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
@@ -112,7 +121,7 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
     for (int il = 0; il < hp.n_layer; ++il) {
       const Layer& l = m.layers()[il];
       // Attention block.
-      NormRows(s.x.data(), l.attn_norm, s.h.data(), n, E, hp.rms_eps);
+      NormRows(pool, s.x.data(), l.attn_norm, s.h.data(), n, E, hp.rms_eps);
       ops::MatMul(l.q, s.h.data(), n, s.q.data(), pool, s.mm);
       ops::MatMul(l.k, s.h.data(), n, s.k.data(), pool, s.mm);
       ops::MatMul(l.v, s.h.data(), n, s.v.data(), pool, s.mm);
@@ -125,17 +134,23 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       const ops::RopePairs pairs = m.spec().rope == model::RopeStyle::kNeox
                                        ? ops::RopePairs::kNeox
                                        : ops::RopePairs::kAdjacent;
-      for (int64_t t = 0; t < n; ++t) {
-        float* qt = s.q.data() + t * q_row;
-        float* kt = s.k.data() + t * k_row;
-        if (m.spec().qk_norm) {
-          NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
-          NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
+      pool.ParallelFor(n, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          float* qt = s.q.data() + t * q_row;
+          float* kt = s.k.data() + t * k_row;
+          if (m.spec().qk_norm) {
+            NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
+            NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
+          }
+          ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, l.rope);
+          ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, l.rope);
+          ops::Scale(qt, hp.query_scale, q_row);
         }
-        ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, l.rope);
-        ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, l.rope);
-        ops::Scale(qt, hp.query_scale, q_row);
-        ELLM_RETURN_IF_ERROR(s.cache->Store(il, pos0 + t, kt, s.v.data() + t * v_row));
+      });
+      // The cache takes rows one at a time, on this thread (it may spill).
+      for (int64_t t = 0; t < n; ++t) {
+        ELLM_RETURN_IF_ERROR(
+            s.cache->Store(il, pos0 + t, s.k.data() + t * k_row, s.v.data() + t * v_row));
       }
       model::AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
                                   l.sliding ? hp.sliding_window : 0};
@@ -143,24 +158,28 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
                                             pool, s.attn_scratch, s.attn_placement[il]));
       ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
-        NormRows(s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
+        NormRows(pool, s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
       }
       ops::AddInPlace(s.x.data(), s.h.data(), n * E);
       // Feed-forward block.
-      NormRows(s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
+      NormRows(pool, s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
       ops::MatMul(l.gate, s.h.data(), n, s.gate.data(), pool, s.mm);
       ops::MatMul(l.up, s.h.data(), n, s.up.data(), pool, s.mm);
-      switch (m.spec().activation) {
-        case model::FfnActivation::kGeluTanh:
-          ops::GeGlu(s.gate.data(), s.up.data(), s.gate.data(), n * hp.n_ff);
-          break;
-        case model::FfnActivation::kSilu:
-          ops::SwiGlu(s.gate.data(), s.up.data(), s.gate.data(), n * hp.n_ff);
-          break;
-      }
+      pool.ParallelFor(n, 1, [&](int64_t t0, int64_t t1) {
+        float* g = s.gate.data() + t0 * hp.n_ff;
+        const float* u = s.up.data() + t0 * hp.n_ff;
+        switch (m.spec().activation) {
+          case model::FfnActivation::kGeluTanh:
+            ops::GeGlu(g, u, g, (t1 - t0) * hp.n_ff);
+            break;
+          case model::FfnActivation::kSilu:
+            ops::SwiGlu(g, u, g, (t1 - t0) * hp.n_ff);
+            break;
+        }
+      });
       ops::MatMul(l.down, s.gate.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
-        NormRows(s.h.data(), l.post_ffn_norm, s.h.data(), n, E, hp.rms_eps);
+        NormRows(pool, s.h.data(), l.post_ffn_norm, s.h.data(), n, E, hp.rms_eps);
       }
       ops::AddInPlace(s.x.data(), s.h.data(), n * E);
     }

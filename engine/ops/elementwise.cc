@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "kernels/activations.h"
 #include "quant/fp16.h"
 
 namespace ellm::ops {
@@ -112,19 +113,7 @@ float GeluTanh(float x) {
 }
 
 void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
-  const GeluTable& t = Table();
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    float a;
-    if (g <= -10.0f) {
-      a = 0.0f;
-    } else if (g >= 10.0f) {
-      a = g;
-    } else {
-      a = quant::Fp16ToFp32(t.v[quant::Fp32ToFp16(g)]);
-    }
-    y[i] = a * up[i];
-  }
+  kernels::GetActivationKernels().geglu_f16_table(Table().v, gate, up, y, n);
 }
 
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {

@@ -1,0 +1,102 @@
+// The vectorised activation kernels against their scalar references, bit for
+// bit (they are exact operations), on ties, special values and tails.
+#include "kernels/activations.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/fp16.h"
+
+namespace ellm::kernels {
+namespace {
+
+const ActivationKernels& Ref() { return GetActivationKernelsAt(IsaLevel::kScalar); }
+const ActivationKernels& Simd() { return GetActivationKernelsAt(IsaLevel::kAvx2); }
+
+uint32_t Bits(float x) { return std::bit_cast<uint32_t>(x); }
+
+TEST(ActivationKernels, QuantizeQ8_0WritesTheReferenceBytes) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 2);
+  constexpr int kBlocks = 64;
+  std::vector<float> x(32 * kBlocks);
+  for (float& v : x) v = nd(rng);
+  // Block 1: all zero (d = 0, id = 0). Block 2: amax 127, so x * id lands on
+  // exact halves (ties must go away from zero, where nearest-even would
+  // not). Block 3: one large value and tiny ones.
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  for (int j = 0; j < 32; ++j) x[64 + j] = (j % 2 ? -1.0f : 1.0f) * (0.5f + static_cast<float>(j));
+  x[64] = 127.0f;
+  for (int j = 0; j < 32; ++j) x[96 + j] = 1e-30f * static_cast<float>(j);
+  x[96] = 3e4f;
+  std::vector<quant::BlockQ8_0> want(kBlocks), got(kBlocks);
+  Ref().quantize_q8_0(x.data(), want.data(), static_cast<int64_t>(x.size()));
+  Simd().quantize_q8_0(x.data(), got.data(), static_cast<int64_t>(x.size()));
+  for (int b = 0; b < kBlocks; ++b) {
+    ASSERT_EQ(got[b].d, want[b].d) << "block " << b;
+    for (int j = 0; j < 32; ++j) ASSERT_EQ(got[b].qs[j], want[b].qs[j]) << b << " " << j;
+  }
+  // The tie block really has ties: 2.5 -> 3 and -1.5 -> -2 (away from zero).
+  EXPECT_EQ(want[2].qs[2], 3);
+  EXPECT_EQ(want[2].qs[1], -2);
+}
+
+TEST(ActivationKernels, GegluMatchesReferenceIncludingSaturationAndTails) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<uint16_t> table(1 << 16);
+  for (uint32_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint16_t>(i * 2654435761u);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> ud(-14.0f, 14.0f);
+  for (int n : {1, 7, 8, 9, 31, 640, 2051}) {
+    std::vector<float> g(n), u(n), want(n), got(n);
+    for (int i = 0; i < n; ++i) g[i] = ud(rng), u[i] = ud(rng);
+    if (n > 4) g[0] = -10.0f, g[1] = 10.0f, g[2] = -9.999f, g[3] = 0.0f, g[4] = -0.0f;
+    Ref().geglu_f16_table(table.data(), g.data(), u.data(), want.data(), n);
+    Simd().geglu_f16_table(table.data(), g.data(), u.data(), got.data(), n);
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(Bits(got[i]), Bits(want[i])) << n << " " << i << " " << g[i];
+    // In place, as the forward pass calls it.
+    Simd().geglu_f16_table(table.data(), g.data(), u.data(), g.data(), n);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(Bits(g[i]), Bits(want[i])) << n << " " << i;
+  }
+}
+
+TEST(ActivationKernels, RoundingToF16AndBf16MatchesReference) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(9);
+  std::vector<float> x;
+  while (x.size() < 5000) {  // every finite bit pattern is as likely
+    const uint32_t b = static_cast<uint32_t>(rng());
+    if ((b & 0x7f800000u) != 0x7f800000u) x.push_back(std::bit_cast<float>(b));
+  }
+  for (int i = 0; i < 2000; ++i)
+    x.push_back(
+        std::ldexp(std::bit_cast<float>((static_cast<uint32_t>(rng()) & 0x807fffffu) | 0x3f800000u),
+                   i % 40 - 26));
+  // Exact ties of both formats, both parities, overflow, subnormals, zeros.
+  for (uint32_t b :
+       {0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u, 0x477ff000u, 0x477fefffu, 0x7f7fffffu,
+        0x00000001u, 0x33000000u, 0x80000000u, 0x00000000u, 0x7f800000u, 0xff800000u}) {
+    x.push_back(std::bit_cast<float>(b));
+  }
+  for (int n : {1, 9, static_cast<int>(x.size())}) {
+    std::vector<float> w16(n), g16(n), wb(n), gb(n);
+    Ref().round_f16(x.data(), w16.data(), n);
+    Simd().round_f16(x.data(), g16.data(), n);
+    Ref().round_bf16(x.data(), wb.data(), n);
+    Simd().round_bf16(x.data(), gb.data(), n);
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(Bits(g16[i]), Bits(w16[i])) << std::hex << Bits(x[i]);
+      ASSERT_EQ(Bits(gb[i]), Bits(wb[i])) << std::hex << Bits(x[i]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ellm::kernels
