@@ -46,6 +46,58 @@ const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
   return buf;
 }
 
+// max(x[0..n)), n >= 1. Eight running maxima (vectorisable); the maximum
+// of finite floats is the same in any order.
+float MaxOf(const float* x, int n) {
+  float m[8];
+  std::fill(m, m + 8, x[0]);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) m[k] = std::max(m[k], x[j + k]);
+  }
+  float r = m[0];
+  for (int k = 1; k < 8; ++k) r = std::max(r, m[k]);
+  for (; j < n; ++j) r = std::max(r, x[j]);
+  return r;
+}
+
+// l[r] += sum of row r's weights s[r * ss + first[r] ...][0, n[r]), each a
+// sequential sum from 0 in key order (rows with n[r] == 0 add nothing).
+// Four rows with the same span run interleaved.
+void AddRowSums(int rows, const float* s, int64_t ss, const int* first, const int* n, float* l) {
+  auto one = [&](int r) {
+    if (n[r] == 0) return;
+    const float* x = s + r * ss + first[r];
+    float sum = 0.0f;
+    for (int j = 0; j < n[r]; ++j) sum += x[j];
+    l[r] += sum;
+  };
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const bool same = n[r] > 0 && n[r + 1] == n[r] && n[r + 2] == n[r] && n[r + 3] == n[r] &&
+                      first[r + 1] == first[r] && first[r + 2] == first[r] &&
+                      first[r + 3] == first[r];
+    if (!same) {
+      for (int k = 0; k < 4; ++k) one(r + k);
+      continue;
+    }
+    const float* x0 = s + r * ss + first[r];
+    const float *x1 = x0 + ss, *x2 = x0 + 2 * ss, *x3 = x0 + 3 * ss;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    for (int j = 0; j < n[r]; ++j) {
+      s0 += x0[j];
+      s1 += x1[j];
+      s2 += x2[j];
+      s3 += x3[j];
+    }
+    l[r] += s0;
+    l[r + 1] += s1;
+    l[r + 2] += s2;
+    l[r + 3] += s3;
+  }
+  for (; r < rows; ++r) one(r);
+}
+
 // Asks for bytes [p, p + n) to be brought into the cache.
 void Prefetch(const uint8_t* p, size_t n) {
   for (size_t off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
@@ -95,11 +147,14 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   if (lo > hi) return;
 
   thread_local std::vector<float> qbuf, kbuf, vbuf, sbuf;
+  thread_local std::vector<int> span_first, span_n;
   const int dk = sh.head_dim_k, dv = sh.head_dim_v;
   qbuf.resize(static_cast<size_t>(rows) * dk);
   kbuf.resize(static_cast<size_t>(kKeyTile) * dk);
   vbuf.resize(static_cast<size_t>(kKeyTile) * dv);
   sbuf.resize(static_cast<size_t>(rows) * kKeyTile);
+  span_first.resize(static_cast<size_t>(rows));
+  span_n.resize(static_cast<size_t>(rows));
   // q is already rounded (Attention does it once per call); a token's rows
   // for this KV head are adjacent query heads: group * dk floats to copy.
   const int64_t q_row = int64_t{sh.n_head} * dk;
@@ -152,6 +207,9 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       vf = ToF32(plan.type, v_rows, int64_t{nk} * dv, vbuf.data());
       kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
     }
+    // Softmax step, row by row: new maximum, rescale, exp. The sums of the
+    // weights come after, four rows at a time (each still one sequential
+    // sum in key order: interleaving rows only hides the add latency).
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * kKeyTile;
       const int64_t p = plan.pos0 + t0 + r / plan.group;
@@ -159,15 +217,15 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       // exactly 0 (adding them to the sum changed nothing either).
       const int jv0 = static_cast<int>(std::clamp<int64_t>(plan.Lo(p) - a, 0, nk));
       const int jv1 = static_cast<int>(std::clamp<int64_t>(p - a + 1, 0, nk));
+      span_first[r] = jv0;
+      span_n[r] = std::max(0, jv1 - jv0);
       if (jv0 >= jv1) {
         std::fill(sr, sr + nk, 0.0f);
         continue;
       }
       std::fill(sr, sr + jv0, 0.0f);
       std::fill(sr + jv1, sr + nk, 0.0f);
-      float mt = sr[jv0];
-      for (int j = jv0 + 1; j < jv1; ++j) mt = std::max(mt, sr[j]);
-      const float m_new = std::max(st.m[r], mt);
+      const float m_new = std::max(st.m[r], MaxOf(sr + jv0, jv1 - jv0));
       if (m_new != st.m[r]) {
         const float scale = std::exp(st.m[r] - m_new);
         st.l[r] *= scale;
@@ -179,10 +237,8 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       float* sv = sr + jv0;
       for (int j = 0; j < nv; ++j) sv[j] -= m_new;
       kern.exp(nv, sv, sv);
-      float sum = 0.0f;
-      for (int j = 0; j < nv; ++j) sum += sv[j];
-      st.l[r] += sum;
     }
+    AddRowSums(rows, s, kKeyTile, span_first.data(), span_n.data(), st.l);
     if (fused) {
       fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,
                        st.o, dv);
