@@ -7,6 +7,8 @@
 //     o[r*os + d] += sum_j p[r*ps + j] * v[j*vs + d]     (r < rows, d < dim)
 //   Exp(n, x, y):       y[i] = exp(x[i]); exp(-inf) = 0; x may alias y
 //   F16ToF32 / Bf16ToF32(n, src, dst): widen n stored halves
+//   Q8_0ToF32(n, src, dst): decode n values stored as Q8_0 blocks (n a
+//     multiple of 32), as quant::DequantizeQ8_0: q * d, bit for bit
 //   ScoresF16 / ScoresBf16, AccumulateF16 / AccumulateBf16: Scores and
 //     Accumulate with K or V given as stored halves, widened as they are
 //     read; equal bit for bit to widening the rows first and calling the f32
@@ -43,6 +45,7 @@ struct AttnTileKernels {
                       const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride);
   void (*accumulate_bf16)(int rows, int keys, int dim, const float* p, int64_t p_stride,
                           const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride);
+  void (*q8_0_to_f32)(int64_t n, const uint8_t* src, float* dst);
 };
 
 // The implementation for HostCpu().Level(), chosen once.

@@ -10,6 +10,8 @@
 #include <cmath>
 
 #include "kernels/attn_tile.h"
+#include "quant/fp16.h"
+#include "quant/q8_0.h"
 
 namespace ellm::kernels::internal {
 namespace {
@@ -397,6 +399,20 @@ void Bf16ToF32(int64_t n, const uint16_t* src, float* dst) {
   }
 }
 
+// q * d per block: the int8 -> f32 conversion is exact and the product is
+// the reference's one rounding, so the values equal DequantizeQ8_0's.
+void Q8_0ToF32(int64_t n, const uint8_t* src, float* dst) {
+  const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / 32; ++b, dst += 32) {
+    const __m256 d = _mm256_set1_ps(quant::Fp16ToFp32(x[b].d));
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[b].qs + 8 * k));
+      const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+      _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(q, d));
+    }
+  }
+}
+
 }  // namespace
 
 const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
@@ -407,6 +423,7 @@ const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
                                        Scores<F16Rows>,
                                        Accumulate<F16Rows>,
                                        Scores<Bf16Rows>,
-                                       Accumulate<Bf16Rows>};
+                                       Accumulate<Bf16Rows>,
+                                       Q8_0ToF32};
 
 }  // namespace ellm::kernels::internal

@@ -6,6 +6,7 @@
 
 #include "kernels/attn_tile.h"
 #include "quant/fp16.h"
+#include "quant/q8_0.h"
 
 namespace ellm::kernels::internal {
 namespace {
@@ -54,6 +55,10 @@ void Bf16ToF32Ref(int64_t n, const uint16_t* src, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = WidenBf16(src[i]);
 }
 
+void Q8_0ToF32Ref(int64_t n, const uint8_t* src, float* dst) {
+  quant::DequantizeQ8_0(reinterpret_cast<const quant::BlockQ8_0*>(src), dst, n);
+}
+
 }  // namespace
 
 const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
@@ -64,6 +69,7 @@ const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
                                       ScoresRef<uint16_t, WidenF16>,
                                       AccumulateRef<uint16_t, WidenF16>,
                                       ScoresRef<uint16_t, WidenBf16>,
-                                      AccumulateRef<uint16_t, WidenBf16>};
+                                      AccumulateRef<uint16_t, WidenBf16>,
+                                      Q8_0ToF32Ref};
 
 }  // namespace ellm::kernels::internal

@@ -6,7 +6,6 @@
 
 #include "kernels/activations.h"
 #include "kernels/attn_tile.h"
-#include "quant/quant.h"
 
 namespace ellm::model {
 namespace {
@@ -40,7 +39,7 @@ const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
       k.bf16_to_f32(n, reinterpret_cast<const uint16_t*>(src), buf);
       return buf;
     case KvType::kQ8_0:
-      quant::DequantizeRow(quant::TensorType::kQ8_0, src, buf, n);
+      k.q8_0_to_f32(n, src, buf);
       return buf;
   }
   return buf;

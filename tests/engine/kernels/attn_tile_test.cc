@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "quant/fp16.h"
+#include "quant/q8_0.h"
 
 namespace ellm::kernels {
 namespace {
@@ -140,6 +142,26 @@ TEST(AttnTile, HalfConversionsMatchReference) {
   Ref().bf16_to_f32(77, h.data(), a.data());
   Simd().bf16_to_f32(77, h.data(), b.data());
   EXPECT_EQ(a, b);
+}
+
+TEST(AttnTile, Q8_0DecodeMatchesReference) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(4);
+  constexpr int kBlocks = 9;
+  std::vector<quant::BlockQ8_0> x(kBlocks);
+  for (auto& blk : x) {
+    blk.d = quant::Fp32ToFp16(std::normal_distribution<float>(0, 0.05f)(rng));
+    for (auto& q : blk.qs) q = static_cast<int8_t>(rng());  // -128 .. 127
+  }
+  x[3].d = quant::Fp32ToFp16(-0.0f);
+  x[4].d = 0x0001;  // the smallest f16 subnormal
+  std::vector<float> a(32 * kBlocks), b(32 * kBlocks, 1.0f);
+  const auto* src = reinterpret_cast<const uint8_t*>(x.data());
+  Ref().q8_0_to_f32(32 * kBlocks, src, a.data());
+  Simd().q8_0_to_f32(32 * kBlocks, src, b.data());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << i;
+  }
 }
 
 }  // namespace
