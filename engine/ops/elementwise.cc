@@ -105,11 +105,12 @@ const GeluTable& Table() {
 }  // namespace
 
 float GeluTanh(float x) {
-  // As ggml_vec_gelu_f32 with GGML_GELU_FP16: saturate outside [-10, 10],
-  // else look up the f16-rounded input.
-  if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  return quant::Fp16ToFp32(Table().v[quant::Fp32ToFp16(x)]);
+  // As ggml_vec_gelu_f32 with GGML_GELU_FP16 (the kernel's contract: saturate
+  // outside [-10, 10], else look up the f16-rounded input); times 1 is exact.
+  const float one = 1.0f;
+  float y;
+  kernels::GetActivationKernels().geglu_f16_table(Table().v, &x, &one, &y, 1);
+  return y;
 }
 
 void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
