@@ -13,6 +13,7 @@ find_package(SQLite3 REQUIRED)
 
 # ingest
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++)
+pkg_check_modules(RDKAFKA_C REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)

@@ -1,9 +1,12 @@
 #include "ellm/ingest/kafka.h"
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 namespace ellm::ingest {
 namespace {
@@ -43,12 +46,22 @@ Status KafkaError(RdKafka::ErrorCode code, const std::string& what) {
   }
 }
 
+// A message's delivery report may come after Produce stopped waiting for it
+// (or from the flush at destruction), so the result slot is shared between
+// the waiting call and the message, which holds one reference until its report.
+struct Delivery {
+  std::atomic<bool> done{false};
+  std::atomic<int> err{RdKafka::ERR_NO_ERROR};
+};
+using DeliverySlot = std::shared_ptr<Delivery>;
+
 class DeliveryReport : public RdKafka::DeliveryReportCb {
  public:
   void dr_cb(RdKafka::Message& message) override {
-    auto* slot = static_cast<std::atomic<int>*>(message.msg_opaque());
-    if (slot)
-      slot->store(static_cast<int>(message.err()) == 0 ? 1 : -static_cast<int>(message.err()));
+    std::unique_ptr<DeliverySlot> slot(static_cast<DeliverySlot*>(message.msg_opaque()));
+    if (!slot) return;
+    (*slot)->err.store(static_cast<int>(message.err()));
+    (*slot)->done.store(true, std::memory_order_release);
   }
 };
 
@@ -57,18 +70,9 @@ DeliveryReport& DeliveryReporter() {
   return report;
 }
 
-}  // namespace
-
-KafkaProducer::KafkaProducer(std::unique_ptr<RdKafka::Producer> p) : producer_(std::move(p)) {}
-KafkaProducer::~KafkaProducer() {
-  if (producer_) producer_->flush(5000);
-}
-
-StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOptions& options) {
+StatusOr<std::unique_ptr<RdKafka::Producer>> NewProducer(
+    const std::map<std::string, std::string>& props) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  auto props = BaseProps(options);
-  props.emplace("enable.idempotence", "true");
-  props.emplace("acks", "all");
   ELLM_RETURN_IF_ERROR(SetAll(*conf, props));
   std::string err;
   if (conf->set("dr_cb", &DeliveryReporter(), err) != RdKafka::Conf::CONF_OK) {
@@ -76,47 +80,105 @@ StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOption
   }
   std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
   if (!p) return InvalidArgumentError("Kafka: cannot create producer: " + err);
-  return std::unique_ptr<KafkaProducer>(new KafkaProducer(std::move(p)));
+  return p;
+}
+
+// Drops what `p` still holds and serves the reports of what it dropped, so
+// every message's slot is released before `p` goes away.
+void Discard(RdKafka::Producer& p) {
+  p.purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+  p.flush(1000);
+}
+
+}  // namespace
+
+KafkaProducer::~KafkaProducer() {
+  if (!producer_) return;
+  if (producer_->flush(5000) != RdKafka::ERR_NO_ERROR) Discard(*producer_);
+}
+
+StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOptions& options) {
+  std::unique_ptr<KafkaProducer> p(new KafkaProducer());
+  p->props_ = BaseProps(options);
+  p->props_.emplace("enable.idempotence", "true");
+  p->props_.emplace("acks", "all");
+  p->props_.emplace("message.timeout.ms", std::to_string(kDefaultMessageTimeout.count()));
+  const std::string& timeout = p->props_["message.timeout.ms"];
+  char* end = nullptr;
+  long long ms = std::strtoll(timeout.c_str(), &end, 10);
+  if (timeout.empty() || *end != '\0' || ms < 0) {
+    return InvalidArgumentError("Kafka property 'message.timeout.ms'='" + timeout +
+                                "': not a number of milliseconds");
+  }
+  p->message_timeout_ = std::chrono::milliseconds(ms);
+  ELLM_ASSIGN_OR_RETURN(p->producer_, NewProducer(p->props_));
+  return p;
+}
+
+Status KafkaProducer::Restart() {
+  std::string reason;
+  RdKafka::ErrorCode fatal = producer_->fatal_error(reason);
+  spdlog::warn("kafka: the producer hit a fatal error ({}: {}); starting a new one",
+               RdKafka::err2str(fatal), reason);
+  Discard(*producer_);
+  producer_.reset();
+  ++restarts_;
+  ELLM_ASSIGN_OR_RETURN(producer_, NewProducer(props_));
+  return OkStatus();
+}
+
+void KafkaProducer::InjectFatalErrorForTest() {
+  rd_kafka_test_fatal_error(producer_->c_ptr(), RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                            "injected by a test");
 }
 
 Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
-                              const std::string& payload, std::chrono::milliseconds timeout) {
-  return Produce(topic, key, payload, {}, timeout);
+                              const std::string& payload) {
+  return Produce(topic, key, payload, {});
 }
 
 Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
                               const std::string& payload,
-                              const std::vector<std::pair<std::string, std::string>>& headers,
-                              std::chrono::milliseconds timeout) {
-  std::atomic<int> delivered{0};
-  RdKafka::Headers* hdrs = nullptr;
-  if (!headers.empty()) {
-    hdrs = RdKafka::Headers::create();
-    for (const auto& [name, value] : headers) hdrs->add(name, value);
-  }
-  // On success librdkafka owns `hdrs`; on failure they are ours to free.
-  RdKafka::ErrorCode rc =
-      producer_->produce(topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-                         const_cast<char*>(payload.data()), payload.size(), key.data(), key.size(),
-                         0, hdrs, &delivered);
-  if (rc != RdKafka::ERR_NO_ERROR) {
+                              const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto delivery = std::make_shared<Delivery>();
+  RdKafka::ErrorCode rc = RdKafka::ERR_NO_ERROR;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RdKafka::Headers* hdrs = nullptr;
+    if (!headers.empty()) {
+      hdrs = RdKafka::Headers::create();
+      for (const auto& [name, value] : headers) hdrs->add(name, value);
+    }
+    auto* slot = new DeliverySlot(delivery);
+    // On success librdkafka owns `hdrs` and `slot`; on failure they are ours.
+    rc = producer_->produce(topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                            const_cast<char*>(payload.data()), payload.size(), key.data(),
+                            key.size(), 0, hdrs, slot);
+    if (rc == RdKafka::ERR_NO_ERROR) break;
     delete hdrs;
-    return KafkaError(rc, "cannot queue message for '" + topic + "'");
+    delete slot;
+    if (rc != RdKafka::ERR__FATAL || attempt > 0) {
+      return KafkaError(rc, "cannot queue message for '" + topic + "'");
+    }
+    ELLM_RETURN_IF_ERROR(Restart());
   }
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (delivered.load() == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // The message may still be delivered later; flush on destruction waits for it.
+  // librdkafka reports every message by message.timeout.ms (0: no limit); the
+  // margin covers a report that is late to be served, never a lost one.
+  const auto limit = message_timeout_.count() > 0 ? std::chrono::steady_clock::now() +
+                                                        message_timeout_ + std::chrono::seconds(30)
+                                                  : std::chrono::steady_clock::time_point::max();
+  while (!delivery->done.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() >= limit) {
       return DeadlineExceededError("Kafka: no delivery report for a message to '" + topic +
-                                   "' within " + std::to_string(timeout.count()) + " ms");
+                                   "' within " + std::to_string(message_timeout_.count()) +
+                                   " ms (message.timeout.ms) and a margin");
     }
     producer_->poll(50);
   }
-  if (delivered.load() < 0) {
-    return KafkaError(static_cast<RdKafka::ErrorCode>(-delivered.load()),
-                      "delivery to '" + topic + "' failed");
-  }
-  return OkStatus();
+  auto err = static_cast<RdKafka::ErrorCode>(delivery->err.load());
+  if (err == RdKafka::ERR_NO_ERROR) return OkStatus();
+  Status failed = KafkaError(err, "delivery to '" + topic + "' failed");
+  if (err == RdKafka::ERR__FATAL) ELLM_RETURN_IF_ERROR(Restart());
+  return failed;
 }
 
 namespace {

@@ -36,8 +36,9 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& c, const std::string& 
       << "\n  session_timeout_ms: " << c.session_timeout_ms
       << "\n  max_poll_interval_ms: " << c.max_poll_interval_ms
       << "\n  shutdown_grace_s: " << c.shutdown_grace_s << "\n"
-      << "  properties:\n    topic.metadata.refresh.interval.ms: '1000'\n"
-      << "jobs:\n  allowed_roots: [" << c.inbox << "]\n  max_attempts: " << c.max_attempts
+      << "  properties:\n    topic.metadata.refresh.interval.ms: '1000'\n";
+    for (const auto& [k, v] : c.kafka_properties) y << "    " << k << ": '" << v << "'\n";
+    y << "jobs:\n  allowed_roots: [" << c.inbox << "]\n  max_attempts: " << c.max_attempts
       << "\nlog:\n  level: debug\n"
       << (c.metrics ? "metrics:\n  enabled: true\n  listen: 127.0.0.1:0\n" : "")
       << (c.pipelines_dir.empty() ? "" : "pipelines:\n  dir: " + c.pipelines_dir + "\n");

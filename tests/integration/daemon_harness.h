@@ -34,6 +34,7 @@ struct DaemonConfig {
   int context = 0;            // model.context; 0 = the default
   bool metrics = false;       // metrics on 127.0.0.1, a free port (see MetricsPort)
   std::string pipelines_dir;  // empty: the shipped pipelines
+  std::map<std::string, std::string> kafka_properties;  // added to kafka.properties
 };
 
 class Daemon {

@@ -118,6 +118,57 @@ TEST_F(KafkaRoundTrip, UncommittedMessagesAreRedeliveredAfterACrash) {
   EXPECT_EQ(got.back().key, "job-9");
 }
 
+TEST_F(KafkaRoundTrip, ProducerStartsAfreshAfterAFatalError) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  options_.brokers = brokers;
+  const std::string topic = Unique("ellm-test-fatal");
+  auto p = KafkaProducer::Create(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE((*p)->Produce(topic, "job-0", "before").ok());
+  (*p)->InjectFatalErrorForTest();
+  // The broken handle refuses the message; the producer replaces it and sends.
+  Status s = (*p)->Produce(topic, "job-1", "after");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ((*p)->restarts(), 1);
+  ASSERT_TRUE((*p)->Produce(topic, "job-2", "again").ok());
+  EXPECT_EQ((*p)->restarts(), 1);
+  auto c = Consumer(Unique("ellm-test-group"), topic);
+  ASSERT_NE(c, nullptr);
+  auto got = Take(*c, 4, milliseconds(10000));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].payload, "before");
+  EXPECT_EQ(got[1].payload, "after");
+  EXPECT_EQ(got[2].payload, "again");
+}
+
+// No broker at all: the delivery report says so once message.timeout.ms is
+// over, and a report that arrives after the call gave up is harmless.
+TEST(KafkaProducerTest, UnreachableBrokerFailsAfterTheMessageTimeout) {
+  KafkaOptions o;
+  o.brokers = "127.0.0.1:1";  // nothing listens on port 1
+  o.properties["message.timeout.ms"] = "1500";
+  auto p = KafkaProducer::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (int i = 0; i < 2; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = (*p)->Produce("ellm-test-nowhere", "k", "v");
+    auto waited = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("timed out"), std::string::npos) << s.ToString();
+    EXPECT_GE(waited, milliseconds(1000));
+    EXPECT_LT(waited, milliseconds(15000));
+  }
+}
+
+TEST(KafkaOptionsTest, MessageTimeoutMustBeANumber) {
+  KafkaOptions o;
+  o.properties["message.timeout.ms"] = "soon";
+  auto p = KafkaProducer::Create(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("message.timeout.ms"), std::string::npos);
+}
+
 TEST(KafkaOptionsTest, BadPropertyIsAClearError) {
   KafkaOptions o;
   o.properties["no.such.property"] = "1";

@@ -63,21 +63,39 @@ class RebalanceListener {
 
 class KafkaProducer {
  public:
+  // How long a message may wait for the broker's acknowledgement
+  // (librdkafka's message.timeout.ms) unless `properties` set it.
+  static constexpr std::chrono::milliseconds kDefaultMessageTimeout{30000};
+
   static StatusOr<std::unique_ptr<KafkaProducer>> Create(const KafkaOptions& options);
   ~KafkaProducer();
 
-  // Sends one message and waits until the broker acknowledged it (acks=all,
-  // idempotent) or `timeout` passed.
-  Status Produce(const std::string& topic, const std::string& key, const std::string& payload,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Sends one message and waits for its delivery report: the broker's
+  // acknowledgement (acks=all, idempotent), or librdkafka's definitive
+  // failure, at the latest after message.timeout.ms (UNAVAILABLE, "Local:
+  // Message timed out"). A message that timed out after it was sent may still
+  // have been written, so a retry can repeat it (at-least-once: readers
+  // deduplicate by key). After a fatal client error (such as a broken
+  // idempotence sequence) the producer is created afresh, so the next call
+  // works again.
+  Status Produce(const std::string& topic, const std::string& key, const std::string& payload);
   // Same, with message headers (name, value) in order.
   Status Produce(const std::string& topic, const std::string& key, const std::string& payload,
-                 const std::vector<std::pair<std::string, std::string>>& headers,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                 const std::vector<std::pair<std::string, std::string>>& headers);
+
+  // Raises a fatal client error, as a broker could, for tests of the recovery.
+  void InjectFatalErrorForTest();
+  // How many times a fatal error made the producer start afresh.
+  int restarts() const { return restarts_; }
 
  private:
-  explicit KafkaProducer(std::unique_ptr<RdKafka::Producer> p);
+  KafkaProducer() = default;
+  Status Restart();
+
+  std::map<std::string, std::string> props_;
+  std::chrono::milliseconds message_timeout_ = kDefaultMessageTimeout;
   std::unique_ptr<RdKafka::Producer> producer_;
+  int restarts_ = 0;
 };
 
 class KafkaConsumer {
