@@ -6,7 +6,8 @@
 //
 // BM_Int8Peak measures the machine's integer SIMD ceiling: independent
 // VPMADDUBSW + VPMADDWD + VPADDD chains (32 byte MACs per VPMADDUBSW), the
-// instruction mix of every AVX2 integer dot product without VNNI. It uses
+// instruction mix of every AVX2 integer dot product without VNNI
+// (BM_Int8PeakVnni: VPDPBUSD on ZMM, the AVX-512 VNNI kernels'). It uses
 // intrinsics outside kernels/ on purpose: it measures the CPU, not our code.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -209,5 +210,37 @@ void BM_Int8PeakMaddubsOnly(benchmark::State& state) {
                          benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_Int8PeakMaddubsOnly)->Threads(1)->Threads(2)->UseRealTime();
+
+// The AVX-512 VNNI ceiling: independent VPDPBUSD chains on ZMM registers (64
+// byte MACs each), the instruction of the packed kernels at that level.
+// Enough chains to cover VPDPBUSD's latency at two issues per cycle.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8PeakVnniLoop(
+    benchmark::State& state) {
+  constexpr int kChains = 12;
+  constexpr int64_t kSteps = 1 << 14;
+  __m512i u[kChains];
+  for (int c = 0; c < kChains; ++c) u[c] = _mm512_set1_epi8(static_cast<char>(3 + c));
+  __m512i s = _mm512_set1_epi8(-5);
+  for (auto _ : state) {
+    __m512i acc[kChains];
+    for (auto& v : acc) v = _mm512_set1_epi32(0);
+    for (int64_t i = 0; i < kSteps; ++i) {
+      for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], u[c], s);
+      asm volatile("" : "+v"(s));
+    }
+    for (auto& v : acc) benchmark::DoNotOptimize(v);
+  }
+  state.counters["MAC"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * kChains * 64,
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void BM_Int8PeakVnni(benchmark::State& state) {
+  if (ellm::HostCpu().Level() < IsaLevel::kAvx512Vnni) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  Int8PeakVnniLoop(state);
+}
+BENCHMARK(BM_Int8PeakVnni)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace

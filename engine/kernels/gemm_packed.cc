@@ -135,6 +135,7 @@ Table BuildTable() {
     if (!traits.has_value() || !CanPack(traits->type)) continue;
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefGemmPacked(traits->type);
     t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2GemmPacked(traits->type);
+    t[static_cast<int>(IsaLevel::kAvx512Vnni)][id] = internal::Avx512VnniGemmPacked(traits->type);
   }
   return t;
 }

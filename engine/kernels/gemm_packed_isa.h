@@ -23,5 +23,7 @@ inline constexpr size_t kQ6KPackedD = 0, kQ6KPackedSc = 32, kQ6KPackedQ = 160,
 
 GemmPackedFn RefGemmPacked(quant::TensorType type);   // gemm_packed_ref.cc
 GemmPackedFn Avx2GemmPacked(quant::TensorType type);  // gemm_packed_avx2.cc
+// gemm_packed_avx512.cc; null when the compiler could not build it.
+GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type);
 
 }  // namespace ellm::kernels::internal

@@ -162,6 +162,34 @@ TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
   }
 }
 
+// The AVX-512 VNNI kernels work on pairs of groups: row counts with an odd
+// number of groups (a lone last group) and a part-filled last group.
+TEST_P(GemmPacked, Avx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  if (HostCpu().Level() < IsaLevel::kAvx512Vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI here: " << HostCpu().ToString();
+  }
+  const TensorType type = GetParam();
+  const GemmPackedFn gemm = GetGemmPackedAt(type, IsaLevel::kAvx512Vnni);
+  ASSERT_NE(gemm, GetGemmPackedAt(type, IsaLevel::kAvx2)) << "the VNNI kernel is not built";
+  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+  uint32_t seed = 300;
+  for (int64_t cols : Columns(type)) {
+    for (int64_t tokens : {1, 3, 5, 17, 70}) {
+      for (int64_t rows : {16, 21, 40, 45}) {
+        const Problem p = MakeProblem(type, rows, cols, tokens, seed++);
+        const auto packed = Pack(p);
+        std::vector<float> y(p.tokens * rows);
+        gemm(packed->matrix(), 0, rows, p.Activations(), y.data(), rows);
+        for (int64_t t = 0; t < p.tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[t * rows + r], dot(cols, p.Row(r), p.Act(t))) << Where(p, r, t);
+          }
+        }
+      }
+    }
+  }
+}
+
 // A row range that starts and ends inside groups, written to a wider y: only
 // the requested rows are written, each where the contract says.
 TEST_P(GemmPacked, UnalignedRowRangeWritesOnlyItsRows) {
@@ -170,7 +198,7 @@ TEST_P(GemmPacked, UnalignedRowRangeWritesOnlyItsRows) {
   const Problem p = MakeProblem(type, 29, cols, 5, 7);
   const auto packed = Pack(p);
   const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
-  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2}) {
+  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512Vnni}) {
     if (HostCpu().Level() < level) continue;
     const GemmPackedFn gemm = GetGemmPackedAt(type, level);
     const int64_t begin = 3, end = 27, stride = 40;

@@ -1,0 +1,334 @@
+// AVX-512 VNNI packed GEMM. A register tile is two adjacent groups (16 rows)
+// x kTile tokens: one ZMM holds the same 32-byte chunk of both groups (group
+// g in lanes 0-7, group g + 1 in lanes 8-15), so one VPDPBUSD against a
+// broadcast of 4 activation bytes adds 4 products into each of 16 rows' i32
+// lanes, where AVX2 needs VPMADDUBSW, VPMADDWD and adds for 8 rows. A lone
+// last group is run as the pair (g, g) and its upper half dropped.
+//
+// Integer bounds: VPDPBUSD adds u8 * i8 products straight into i32, without
+// the i16 saturation AVX2 has to avoid (activations are in [-127, 127]):
+//   Q8_0: signed weights are made unsigned by flipping the sign bit
+//         (w + 128 in [0, 255]); 128 * (sum of the block's activations)
+//         comes off afterwards: at most 32 * 255 * 127 ~ 1.0e6 per block.
+//   Q5_0, Q4_0: q in [0, 31] / [0, 15] as stored; kOffset * sum comes off.
+//   Q4_K: a 32-element group's dot is at most 32 * 15 * 127 = 60960, times
+//         its 6-bit scale in VPMULLD; super-block sums as in the AVX2 file.
+//   Q6_K: a 16-element group's dot is at most 16 * 63 * 127 = 128016, times
+//         its signed 8-bit scale in VPMULLD.
+// Integer sums are exact, so grouping them differently from the AVX2 kernels
+// changes nothing; the float work per block is the scalar reference's,
+// operation for operation, in each lane (built with -ffp-contract=off):
+// results equal RefVecDot bit for bit, as the AVX2 kernels' do.
+#include "kernels/gemm_packed_isa.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+
+// GCC 12's AVX-512 headers build "undefined" vectors from self-initialised
+// locals and then warn about them once inlined (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "quant/q8_0.h"
+#include "quant/q8_k.h"
+
+namespace ellm::kernels::internal {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::BlockQ8_K;
+using quant::kQkK;
+
+// Rows per register tile: two packed groups.
+constexpr int kPairRows = 2 * kPackRows;
+// Tokens per register tile. 32 ZMM registers hold the per-token i32 sums and
+// f32 accumulators of 8 tokens (Q4_K: also the per-group dots) beside the
+// weight chunk; ellm_bench_gemm at 256 tokens, one thread: Q5_0 283 -> 304-330
+// GMAC/s and Q4_K 271-283 -> 332-336 going from 4 tokens to 8.
+constexpr int kTile = 8;
+// Tokens per cache tile, as in the AVX2 file.
+constexpr int64_t kTokenChunk = 64;
+
+inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+// 32 aligned bytes of group 0 in the low half, the same 32 of group 1 high.
+inline __m512i Load2(const uint8_t* p0, const uint8_t* p1) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(p0))),
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(p1)), 1);
+}
+// 16 bytes of group 0 then 16 of group 1.
+inline __m256i Load2x16(const uint8_t* p0, const uint8_t* p1) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(Load128(p0)), Load128(p1), 1);
+}
+// 8 f16 of each group, widened (exact).
+inline __m512 Halves16(const uint8_t* p0, const uint8_t* p1) {
+  return _mm512_cvtph_ps(Load2x16(p0, p1));
+}
+// Four activation bytes broadcast to all sixteen 32-bit lanes.
+inline __m512i Bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
+
+// kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
+// stored unsigned quant (16 for Q5_0, 8 for Q4_0).
+template <int kOffset, int T>
+void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
+            int64_t t0, float* out, int64_t out_stride) {
+  const int64_t nb = w.cols / 32;
+  const size_t q_base = PackedScaleBytes32(nb);
+  const int8_t* act[T];
+  const float* act_d[T];
+  const int32_t* act_sum[T];
+  for (int t = 0; t < T; ++t) {
+    act[t] = reinterpret_cast<const BlockQ8_0*>(a.rows + (t0 + t) * a.stride)->qs;
+    act_d[t] = a.block_d + (t0 + t) * nb;
+    act_sum[t] = a.block_sum + (t0 + t) * nb;
+  }
+  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
+  // The bias the stored bytes carry: Q8_0's flipped sign bit adds 128.
+  constexpr int kBias = kOffset == 0 ? 128 : kOffset;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t q = q_base + static_cast<size_t>(b) * kPackedBlock32QuantBytes;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {
+      __m512i wq = Load2(g0 + q + 32 * c, g1 + q + 32 * c);
+      if constexpr (kOffset == 0) wq = _mm512_xor_si512(wq, flip);
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm512_dpbusd_epi32(isum[t], wq, Bcast4(act[t] + b * kActBlock + 4 * c));
+      }
+    }
+    const __m512 wd = Halves16(g0 + 2 * kPackRows * b, g1 + 2 * kPackRows * b);
+    for (int t = 0; t < T; ++t) {
+      const __m512i ints = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(kBias * act_sum[t][b]));
+      const __m512 da = _mm512_set1_ps(act_d[t][b]);
+      const __m512 fi = _mm512_cvtepi32_ps(ints);
+      __m512 term;
+      if constexpr (kOffset == 0) {
+        term = _mm512_mul_ps(fi, _mm512_mul_ps(wd, da));  // as DotQ8_0
+      } else if constexpr (kOffset == 8) {
+        term = _mm512_mul_ps(_mm512_mul_ps(fi, wd), da);  // as DotQ4_0
+      } else {
+        term = _mm512_mul_ps(_mm512_mul_ps(wd, da), fi);  // as DotQ5_0
+      }
+      acc[t] = _mm512_add_ps(acc[t], term);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- Q4_K against Q8_K ----
+
+template <int T>
+void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
+              int64_t t0, float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
+    const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g) {  // 32-element groups: low nibbles of pair g/2, then high
+      const int p = g / 2, shift = 4 * (g % 2);
+      __m512i dot[T];
+      for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+      for (int c = 0; c < 8; ++c) {
+        const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
+        const __m512i v = Load2(sb0 + off, sb1 + off);
+        const __m512i nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
+        for (int t = 0; t < T; ++t) {
+          dot[t] = _mm512_dpbusd_epi32(dot[t], nib, Bcast4(act[t][s].qs + 32 * g + 4 * c));
+        }
+      }
+      // Each row's scale is stored twice as u8: zero-extended to i16 pairs,
+      // the low one of each i32 lane is the row's scale.
+      const size_t sc_off = kQ4KPackedSc + 16 * g;
+      const __m512i sc =
+          _mm512_and_si512(_mm512_cvtepu8_epi16(Load2x16(sb0 + sc_off, sb1 + sc_off)), low16);
+      for (int t = 0; t < T; ++t)
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+    }
+    const __m512 d = Halves16(sb0 + kQ4KPackedD, sb1 + kQ4KPackedD);
+    const __m512 dmin = Halves16(sb0 + kQ4KPackedDmin, sb1 + kQ4KPackedDmin);
+    for (int t = 0; t < T; ++t) {
+      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m is stored twice, so
+      // VPMADDWD against the broadcast bsum pair gives it per row.
+      __m512i msum = _mm512_setzero_si512();
+      for (int g = 0; g < 8; ++g) {
+        const size_t m_off = kQ4KPackedM + 16 * g;
+        const __m512i m = _mm512_cvtepu8_epi16(Load2x16(sb0 + m_off, sb1 + m_off));
+        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(m, Bcast4(act[t][s].bsums + 2 * g)));
+      }
+      const __m512 da = _mm512_set1_ps(act[t][s].d);
+      const __m512 x =
+          _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])),
+                        _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+      acc[t] = _mm512_add_ps(acc[t], x);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- Q6_K against Q8_K ----
+
+template <int T>
+void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
+              int64_t t0, float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb0 = g0 + s * kQ6KPackedBytes;
+    const uint8_t* sb1 = g1 + s * kQ6KPackedBytes;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      // i16 lanes 2r, 2r + 1: row r's scales of groups 2p, 2p + 1.
+      const size_t sc_off = kQ6KPackedSc + 16 * p;
+      const __m512i pair = _mm512_cvtepi8_epi16(Load2x16(sb0 + sc_off, sb1 + sc_off));
+      // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g, per pair.
+      const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
+      for (int t = 0; t < T; ++t) {
+        isum[t] =
+            _mm512_add_epi32(isum[t], _mm512_madd_epi16(neg32, Bcast4(act[t][s].bsums + 2 * p)));
+      }
+      for (int k = 0; k < 2; ++k) {
+        // Row r's scale of group 2p + k, sign-extended to its i32 lane.
+        const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                  : _mm512_srai_epi32(pair, 16);
+        const int g = 2 * p + k;
+        __m512i dot[T];
+        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+          const size_t off = kQ6KPackedQ + 32 * (4 * g + c);
+          const __m512i wq = Load2(sb0 + off, sb1 + off);
+          for (int t = 0; t < T; ++t) {
+            dot[t] = _mm512_dpbusd_epi32(dot[t], wq, Bcast4(act[t][s].qs + 16 * g + 4 * c));
+          }
+        }
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+      }
+    }
+    const __m512 d = Halves16(sb0 + kQ6KPackedD, sb1 + kQ6KPackedD);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[t][s].d)),
+                                                   _mm512_cvtepi32_ps(isum[t])));
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// ---- the loop over group pairs and tokens, shared by every type ----
+
+// Runs Kernel<n> for 1 <= n <= N.
+template <template <int> class Kernel, int N = kTile>
+void RunTile(int n, const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
+             const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
+  if constexpr (N > 1) {
+    if (n < N) return RunTile<Kernel, N - 1>(n, w, g0, g1, a, t0, out, out_stride);
+  }
+  Kernel<N>::Run(w, g0, g1, a, t0, out, out_stride);
+}
+
+template <template <int> class Kernel>
+void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
+          float* y, int64_t y_stride) {
+  const int64_t g_begin = row_begin / kPackRows;
+  const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
+  alignas(64) float partial[kTile * kPairRows];
+  for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
+    const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
+    for (int64_t g = g_begin; g < g_end; g += 2) {
+      const bool pair = g + 1 < g_end;
+      const uint8_t* g0 = w.Group(g);
+      const uint8_t* g1 = pair ? w.Group(g + 1) : g0;
+      const int64_t r0 = std::max(row_begin, g * kPackRows);
+      const int64_t r1 = std::min(row_end, g * kPackRows + (pair ? kPairRows : kPackRows));
+      const bool whole = r1 - r0 == kPairRows;
+      for (int64_t t = c0; t < c1; t += kTile) {
+        const int n = static_cast<int>(std::min<int64_t>(kTile, c1 - t));
+        float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
+        const int64_t out_stride = whole ? y_stride : kPairRows;
+        RunTile<Kernel>(n, w, g0, g1, a, t, out, out_stride);
+        if (whole) continue;
+        for (int k = 0; k < n; ++k) {
+          for (int64_t r = r0; r < r1; ++r) {
+            y[(t + k) * y_stride + (r - row_begin)] = partial[k * kPairRows + (r - g * kPackRows)];
+          }
+        }
+      }
+    }
+  }
+}
+
+template <int T>
+struct Q8_0Kernel {
+  static constexpr auto Run = Tile32<0, T>;
+};
+template <int T>
+struct Q5_0Kernel {
+  static constexpr auto Run = Tile32<16, T>;
+};
+template <int T>
+struct Q4_0Kernel {
+  static constexpr auto Run = Tile32<8, T>;
+};
+template <int T>
+struct Q4_KKernel {
+  static constexpr auto Run = TileQ4_K<T>;
+};
+template <int T>
+struct Q6_KKernel {
+  static constexpr auto Run = TileQ6_K<T>;
+};
+
+}  // namespace
+
+GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
+  using TT = quant::TensorType;
+  switch (type) {
+    case TT::kQ8_0:
+      return Gemm<Q8_0Kernel>;
+    case TT::kQ5_0:
+      return Gemm<Q5_0Kernel>;
+    case TT::kQ4_0:
+      return Gemm<Q4_0Kernel>;
+    case TT::kQ4_K:
+      return Gemm<Q4_KKernel>;
+    case TT::kQ6_K:
+      return Gemm<Q6_KKernel>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ellm::kernels::internal
+
+#else  // not built for AVX-512 VNNI
+
+namespace ellm::kernels::internal {
+GemmPackedFn Avx512VnniGemmPacked(quant::TensorType) { return nullptr; }
+}  // namespace ellm::kernels::internal
+
+#endif
