@@ -3,7 +3,14 @@
 namespace ellm::kernels {
 
 const AttnTileKernels& GetAttnTileAt(IsaLevel level) {
-  return level == IsaLevel::kScalar ? internal::kAttnTileRef : internal::kAttnTileAvx2;
+  if (level == IsaLevel::kScalar) return internal::kAttnTileRef;
+  if (level < IsaLevel::kAvx512) return internal::kAttnTileAvx2;
+  static const AttnTileKernels avx512 = [] {
+    AttnTileKernels k = internal::kAttnTileAvx2;
+    internal::UseAvx512AttnTile(&k);
+    return k;
+  }();
+  return avx512;
 }
 
 const AttnTileKernels& GetAttnTile() {

@@ -48,13 +48,17 @@ struct AttnTileKernels {
   void (*q8_0_to_f32)(int64_t n, const uint8_t* src, float* dst);
 };
 
-// The implementation for HostCpu().Level(), chosen once.
+// The implementation for HostCpu().Level(), chosen once. The AVX-512 level
+// computes exactly what the AVX2 one does (same operations per output).
 const AttnTileKernels& GetAttnTile();
 const AttnTileKernels& GetAttnTileAt(IsaLevel level);
 
 namespace internal {
 extern const AttnTileKernels kAttnTileRef;   // attn_tile_ref.cc
 extern const AttnTileKernels kAttnTileAvx2;  // attn_tile_avx2.cc
+// attn_tile_avx512.cc: puts its Scores and Accumulate kernels into `k` (no
+// change when the compiler could not build them).
+void UseAvx512AttnTile(AttnTileKernels* k);
 }  // namespace internal
 
 }  // namespace ellm::kernels

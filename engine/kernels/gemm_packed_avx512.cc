@@ -26,6 +26,7 @@
 // GCC 12's AVX-512 headers build "undefined" vectors from self-initialised
 // locals and then warn about them once inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 

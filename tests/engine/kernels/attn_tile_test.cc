@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "quant/fp16.h"
@@ -106,6 +107,58 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
                 << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
           }
         }
+      }
+    }
+  }
+}
+
+// The AVX-512 level does what the AVX2 one does, operation for operation:
+// equal bits on every shape, for f32, f16 and bf16 K/V.
+TEST(AttnTile, Avx512EqualsAvx2BitForBit) {
+  if (HostCpu().Level() < IsaLevel::kAvx512) {
+    GTEST_SKIP() << "no AVX-512 here: " << HostCpu().ToString();
+  }
+  const AttnTileKernels& wide = GetAttnTileAt(IsaLevel::kAvx512);
+  ASSERT_NE(wide.scores, Simd().scores) << "the AVX-512 kernels are not built";
+  std::mt19937 rng(5);
+  for (int rows : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 48}) {
+    for (int keys : {1, 2, 3, 4, 5, 7, 63, 64, 65, 130}) {
+      for (int dim : {8, 13, 16, 40, 48, 64, 72, 256}) {
+        const int ks = dim + 5, ss = 136;
+        auto q = Random(rows * (dim + 3), rng), kf = Random(keys * ks, rng);
+        std::vector<uint16_t> kh(kf.size()), kb(kf.size());
+        for (size_t i = 0; i < kf.size(); ++i) {
+          kh[i] = quant::Fp32ToFp16(kf[i]);
+          kb[i] = quant::Fp32ToBf16(kf[i]);
+        }
+        const std::string where =
+            std::to_string(rows) + "x" + std::to_string(keys) + "x" + std::to_string(dim);
+        std::vector<float> want(rows * ss, -7.0f), got(rows * ss, -7.0f);
+        Simd().scores(rows, keys, dim, q.data(), dim + 3, kf.data(), ks, want.data(), ss);
+        wide.scores(rows, keys, dim, q.data(), dim + 3, kf.data(), ks, got.data(), ss);
+        ASSERT_EQ(got, want) << "f32 scores " << where;
+        Simd().scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, want.data(), ss);
+        wide.scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, got.data(), ss);
+        ASSERT_EQ(got, want) << "f16 scores " << where;
+        Simd().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss);
+        wide.scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss);
+        ASSERT_EQ(got, want) << "bf16 scores " << where;
+
+        auto p = Random(rows * ss, rng);
+        const auto o0 = Random(rows * (dim + 2), rng);
+        auto o_want = o0, o_got = o0;
+        Simd().accumulate(rows, keys, dim, p.data(), ss, kf.data(), ks, o_want.data(), dim + 2);
+        wide.accumulate(rows, keys, dim, p.data(), ss, kf.data(), ks, o_got.data(), dim + 2);
+        ASSERT_EQ(o_got, o_want) << "f32 accumulate " << where;
+        o_want = o_got = o0;
+        Simd().accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_want.data(), dim + 2);
+        wide.accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_got.data(), dim + 2);
+        ASSERT_EQ(o_got, o_want) << "f16 accumulate " << where;
+        o_want = o_got = o0;
+        Simd().accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_want.data(),
+                               dim + 2);
+        wide.accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_got.data(), dim + 2);
+        ASSERT_EQ(o_got, o_want) << "bf16 accumulate " << where;
       }
     }
   }
