@@ -86,13 +86,20 @@ float DotTail(int d0, int dim, const float* a, const typename L::T* b) {
 constexpr int kScoreRowChunk = 16;
 constexpr int kScoreKeys = 4;  // keys per register block
 
+// Query rows of a chunk, packed in pairs so that one aligned load gives a
+// pair's 8 values at d: pair i at qp + i * 2 * dv, d at + 2 * d, row a's
+// values then row b's. Up to this many dimensions; wider heads load each
+// row's half and join them (the same values, one shuffle more).
+constexpr int kPackedQMaxDim = 512;
+
 // Scores of P row pairs x 4 keys (P * 4 accumulators): q[2i] and q[2i + 1]
 // are pair i's rows (equal when a lone row fills a pair; `rows` says how
-// many of the 2P are real), kk[0..3] the keys (the last repeated when fewer
-// than nk = 4 are real). s[r * ss + c] for real rows r and c < nk.
+// many of the 2P are real), qp their packed pairs (null: not packed),
+// kk[0..3] the keys (the last repeated when fewer than nk = 4 are real).
+// s[r * ss + c] for real rows r and c < nk.
 template <class L, int P, class T = typename L::T>
-inline void ScoreBlock(int dim, int dv, const float* const* q, const T* const* kk, float* s,
-                       int64_t ss, int rows, int nk) {
+inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, const T* const* kk,
+                       float* s, int64_t ss, int rows, int nk) {
   __m512 acc[P][kScoreKeys];
 #pragma GCC unroll 16
   for (int i = 0; i < P; ++i) {
@@ -105,8 +112,10 @@ inline void ScoreBlock(int dim, int dv, const float* const* q, const T* const* k
     for (int c = 0; c < kScoreKeys; ++c) b[c] = L::Dup8(kk[c] + d);
 #pragma GCC unroll 16
     for (int i = 0; i < P; ++i) {
-      const __m512 x = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q[2 * i] + d)),
-                                          _mm256_loadu_ps(q[2 * i + 1] + d), 1);
+      const __m512 x =
+          qp != nullptr ? _mm512_load_ps(qp + i * 2 * dv + 2 * d)
+                        : _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q[2 * i] + d)),
+                                             _mm256_loadu_ps(q[2 * i + 1] + d), 1);
 #pragma GCC unroll 4
       for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = _mm512_fmadd_ps(x, b[c], acc[i][c]);
     }
@@ -134,8 +143,21 @@ template <class L, class T = typename L::T>
 void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
             float* s, int64_t ss) {
   const int dv = dim & ~7;
+  const bool pack = dv <= kPackedQMaxDim;
+  alignas(64) float packed[kScoreRowChunk * kPackedQMaxDim];
   for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
     const int r1 = std::min(rows, r0 + kScoreRowChunk);
+    if (pack) {
+      for (int i = 0; 2 * i < r1 - r0; ++i) {
+        const float* a = q + (r0 + 2 * i) * qs;
+        const float* b = q + std::min(r0 + 2 * i + 1, r1 - 1) * qs;
+        float* out = packed + i * 2 * dv;
+        for (int d = 0; d < dv; d += 8) {
+          _mm256_store_ps(out + 2 * d, _mm256_loadu_ps(a + d));
+          _mm256_store_ps(out + 2 * d + 8, _mm256_loadu_ps(b + d));
+        }
+      }
+    }
     for (int j = 0; j < keys; j += kScoreKeys) {
       const int nk = std::min(kScoreKeys, keys - j);
       const T* kk[kScoreKeys];
@@ -144,19 +166,20 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
         const int n = std::min(8, r1 - r);
         const float* qq[8];
         for (int i = 0; i < 8; ++i) qq[i] = q + (r + std::min(i, n - 1)) * qs;
+        const float* qp = pack ? packed + (r - r0) * dv : nullptr;
         float* out = s + r * ss + j;
         switch ((n + 1) / 2) {
           case 4:
-            ScoreBlock<L, 4>(dim, dv, qq, kk, out, ss, n, nk);
+            ScoreBlock<L, 4>(dim, dv, qq, qp, kk, out, ss, n, nk);
             break;
           case 3:
-            ScoreBlock<L, 3>(dim, dv, qq, kk, out, ss, n, nk);
+            ScoreBlock<L, 3>(dim, dv, qq, qp, kk, out, ss, n, nk);
             break;
           case 2:
-            ScoreBlock<L, 2>(dim, dv, qq, kk, out, ss, n, nk);
+            ScoreBlock<L, 2>(dim, dv, qq, qp, kk, out, ss, n, nk);
             break;
           default:
-            ScoreBlock<L, 1>(dim, dv, qq, kk, out, ss, n, nk);
+            ScoreBlock<L, 1>(dim, dv, qq, qp, kk, out, ss, n, nk);
             break;
         }
       }
