@@ -11,6 +11,7 @@
 #include <string>
 
 #include "commands.h"
+#include "ellm/engine/cpu_features.h"
 #include "ellm/engine/engine.h"
 #include "ellm/engine/sampler.h"
 #include "flags.h"
@@ -46,11 +47,11 @@ Status Run(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   ELLM_ASSIGN_OR_RETURN(int64_t batch, f.GetInt("batch", 256));
   if (depth < 1 || gen < 0) return InvalidArgumentError("--depth must be >= 1 and --gen >= 0");
-  ELLM_ASSIGN_OR_RETURN(auto engine,
-                        Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
   const int64_t n_ctx = depth + gen + 1;
   SessionOptions so{.n_ctx = n_ctx, .micro_batch = batch};
-  ELLM_RETURN_IF_ERROR(ApplyKvFlags(f, &so));
+  ELLM_RETURN_IF_ERROR(ApplyKvFlags(f, &so));  // before the model: bad flags fail at once
+  ELLM_ASSIGN_OR_RETURN(auto engine,
+                        Engine::Load(model_path, {.threads = static_cast<int>(threads)}));
   ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession(so));
   std::mt19937 rng(1234);
   std::uniform_int_distribution<TokenId> pick(1000, std::min(engine->info().n_vocab - 1, 200000));
@@ -82,6 +83,8 @@ Status Run(const Flags& f) {
       {"decode_seconds", decode_s},
       {"peak_rss_bytes", PeakRssBytes()},
       {"kv_type", KvTypeName(so.kv_type)},
+      // The kernels' level (ELLM_ISA caps it): "avx2", "avx512vnni", ...
+      {"isa", IsaLevelName(HostCpu().Level())},
   };
   AddKvStats(session->kv_stats(), &out);
   std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());

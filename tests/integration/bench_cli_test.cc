@@ -1,0 +1,78 @@
+// `ellm bench --json` is a contract that acceptance checks read (issue #4):
+// one JSON object with at least prefill_tokens_per_s, decode_tokens_per_s and
+// peak_rss_bytes. These tests check its form and that it reports what ran,
+// never its speed (speed is for benchmarks, not tests).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "run_cli.h"
+#include "test_env.h"
+
+namespace ellm::testing {
+namespace {
+
+// The last line of `output` as JSON (stderr's log lines may come first).
+nlohmann::json LastLineJson(const std::string& output) {
+  std::string s = output;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  const size_t nl = s.rfind('\n');
+  return nlohmann::json::parse(nl == std::string::npos ? s : s.substr(nl + 1));
+}
+
+TEST(BenchCli, JsonCarriesTheContractKeys) {
+  ELLM_REQUIRE_MODEL(model);
+  std::string out;
+  ASSERT_EQ(RunCli("bench --model '" + model + "' --depth 300 --gen 4 --threads 2 --json", &out), 0)
+      << out;
+  const nlohmann::json j = LastLineJson(out);
+  EXPECT_EQ(j.at("depth"), 300);
+  EXPECT_EQ(j.at("gen"), 4);
+  EXPECT_EQ(j.at("threads"), 2);
+  EXPECT_GT(j.at("prefill_tokens_per_s").get<double>(), 0.0);
+  EXPECT_GT(j.at("decode_tokens_per_s").get<double>(), 0.0);
+  // The mapped model alone is ~240 MB; a few GB would be a leak.
+  EXPECT_GT(j.at("peak_rss_bytes").get<uint64_t>(), uint64_t{100} << 20);
+  EXPECT_LT(j.at("peak_rss_bytes").get<uint64_t>(), uint64_t{4} << 30);
+  EXPECT_EQ(j.at("kv_type"), "f16");
+  EXPECT_EQ(j.at("kv_spilled_bytes"), 0);
+  EXPECT_TRUE(j.contains("isa")) << j.dump();
+}
+
+// ELLM_ISA caps the kernels' level, and the report says which level ran.
+TEST(BenchCli, ReportsTheKernelLevelItRan) {
+  ELLM_REQUIRE_MODEL(model);
+  setenv("ELLM_ISA", "scalar", 1);
+  std::string out;
+  const int rc = RunCli(
+      "bench --model '" + model + "' --depth 8 --gen 1 --threads 2 --kv-type q8_0 --json", &out);
+  unsetenv("ELLM_ISA");
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json j = LastLineJson(out);
+  EXPECT_EQ(j.at("isa"), "scalar");
+  EXPECT_EQ(j.at("kv_type"), "q8_0");
+}
+
+// A bad KV flag is refused before the model is opened: the model path here
+// does not exist, and the error names the flag's value, not the file.
+TEST(BenchCli, UnknownKvTypeIsRefusedBeforeTheModelLoads) {
+  std::string out;
+  EXPECT_EQ(RunCli("bench --model /nonexistent/model.gguf --depth 8 --gen 1 --kv-type q4_9", &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("unknown KV type 'q4_9'"), std::string::npos) << out;
+  EXPECT_NE(out.find("f16, bf16, f32 or q8_0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("nonexistent"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunCli("perplexity --model /nonexistent/model.gguf --file /nonexistent/t.txt --ctx 64 "
+                   "--kv-type q4_9",
+                   &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("unknown KV type 'q4_9'"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace ellm::testing
