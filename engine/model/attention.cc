@@ -185,10 +185,14 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     const uint8_t* v_rows = slice + kBlockPositions * k_row_bytes + row0 * v_row_bytes;
     const float* vf = nullptr;
     float* s = sbuf.data();
+    // The kernels read V in column strips and K several rows at a time,
+    // which the hardware prefetchers follow poorly from DRAM: this thread's
+    // next tile is asked for ahead, its K before these scores and its V
+    // after them, so the requests come in two halves rather than one burst
+    // that fills every line-fill buffer at once.
+    const uint8_t* next_v = nullptr;
+    size_t next_v_bytes = 0;
     if (fused) {
-      // The kernels read V in column strips and K three rows at a time,
-      // which the hardware prefetchers follow poorly from DRAM: ask for this
-      // tile's V and the next tile's K ahead.
       const int64_t next = j0 + int64_t{plan.splits} * kKeyTile;
       if (next <= hi) {
         const int64_t nb = (next - chunk_first) / kBlockPositions;
@@ -196,8 +200,8 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
         const int64_t nrows = std::min<int64_t>(kKeyTile, hi - next + 1);
         const uint8_t* nslice = nv.slices[kvh];
         Prefetch(nslice + (next - nv.first_pos) * k_row_bytes, nrows * k_row_bytes);
-        Prefetch(nslice + kBlockPositions * k_row_bytes + (next - nv.first_pos) * v_row_bytes,
-                 nrows * v_row_bytes);
+        next_v = nslice + kBlockPositions * k_row_bytes + (next - nv.first_pos) * v_row_bytes;
+        next_v_bytes = static_cast<size_t>(nrows) * v_row_bytes;
       }
       fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk, s,
                    kKeyTile);
@@ -206,6 +210,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       vf = ToF32(plan.type, v_rows, int64_t{nk} * dv, vbuf.data());
       kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
     }
+    if (next_v != nullptr) Prefetch(next_v, next_v_bytes);
     // Softmax step, row by row: new maximum, rescale, exp. The sums of the
     // weights come after, four rows at a time (each still one sequential
     // sum in key order: interleaving rows only hides the add latency).
