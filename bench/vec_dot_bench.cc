@@ -71,7 +71,8 @@ void FfnRows(benchmark::internal::Benchmark* b) { b->Arg(2048); }
 
 #define ELLM_VEC_DOT_BENCH(type, rows)                                                           \
   BENCHMARK_CAPTURE(BM_VecDot, type##_ref, TensorType::k##type, IsaLevel::kScalar)->Apply(rows); \
-  BENCHMARK_CAPTURE(BM_VecDot, type##_avx2, TensorType::k##type, IsaLevel::kAvx2)->Apply(rows)
+  BENCHMARK_CAPTURE(BM_VecDot, type##_avx2, TensorType::k##type, IsaLevel::kAvx2)->Apply(rows);  \
+  BENCHMARK_CAPTURE(BM_VecDot, type##_vnni, TensorType::k##type, IsaLevel::kAvx512Vnni)->Apply(rows)
 
 ELLM_VEC_DOT_BENCH(Q8_0, SmallAndFfnRows);
 ELLM_VEC_DOT_BENCH(Q5_0, SmallAndFfnRows);

@@ -28,6 +28,9 @@ pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 if(ELLM_BUILD_TESTS)
   find_package(GTest REQUIRED)
   find_package(ZLIB REQUIRED)  # the PDF robustness test reads gzipped docs
+  # SIMDe (header-only): the AVX-512 kernels built against it, so that their
+  # tests run on CPUs without AVX-512 (tests/CMakeLists.txt).
+  find_path(SIMDE_INCLUDE_DIR simde/x86/avx512.h REQUIRED)
 endif()
 if(ELLM_BUILD_BENCH)
   find_package(benchmark REQUIRED)

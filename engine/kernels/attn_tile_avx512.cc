@@ -11,16 +11,9 @@
 //     here 16 elements per register instead of 8.
 #include "kernels/attn_tile.h"
 
-#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#include "kernels/avx512_intrin.h"
 
-// GCC 12's AVX-512 headers build "undefined" vectors from self-initialised
-// locals and then warn about them once inlined (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#include <immintrin.h>
+#if defined(ELLM_AVX512_KERNELS)
 
 #include <algorithm>
 #include <cmath>

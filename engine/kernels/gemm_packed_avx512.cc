@@ -21,16 +21,9 @@
 // results equal RefVecDot bit for bit, as the AVX2 kernels' do.
 #include "kernels/gemm_packed_isa.h"
 
-#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include "kernels/avx512_intrin.h"
 
-// GCC 12's AVX-512 headers build "undefined" vectors from self-initialised
-// locals and then warn about them once inlined (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#include <immintrin.h>
+#if defined(ELLM_AVX512_VNNI_KERNELS)
 
 #include <algorithm>
 #include <cstring>

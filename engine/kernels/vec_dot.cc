@@ -21,8 +21,8 @@ Table BuildTable() {
     if (!traits.has_value()) continue;
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefVecDot(traits->type);
     t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2VecDot(traits->type);
-    // kAvx512 / kAvx512Vnni: fill from internal::Avx512VecDot when it exists;
-    // until then GetVecDotAt falls back to the AVX2 row.
+    // The AVX-512 kernels use VPDPBUSD, so plain AVX-512 falls back to AVX2.
+    t[static_cast<int>(IsaLevel::kAvx512Vnni)][id] = internal::Avx512VecDot(traits->type);
   }
   return t;
 }
@@ -45,7 +45,12 @@ VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level) {
 }
 
 VecDot4Fn GetVecDot4(quant::TensorType weight) {
+  // The four-row kernel must come from the level GetVecDot resolves to, so
+  // that both give the same bits.
   static const IsaLevel level = HostCpu().Level();
+  if (level >= IsaLevel::kAvx512Vnni && internal::Avx512VecDot(weight) != nullptr) {
+    return internal::Avx512VecDot4(weight);
+  }
   return level >= IsaLevel::kAvx2 ? internal::Avx2VecDot4(weight) : nullptr;
 }
 

@@ -7,11 +7,10 @@
 namespace ellm::kernels::internal {
 
 // The kernel for `weight` at one level, or nullptr where that level has none.
-VecDotFn RefVecDot(quant::TensorType weight);     // vec_dot_ref.cc
-VecDotFn Avx2VecDot(quant::TensorType weight);    // vec_dot_avx2.cc
-VecDot4Fn Avx2VecDot4(quant::TensorType weight);  // vec_dot_avx2.cc
-// VecDotFn Avx512VecDot(quant::TensorType weight) plugs in here
-// (vec_dot_avx512.cc, built with ellm_kernel_isa(... ISA avx512)) once there is
-// a machine to test it on.
+VecDotFn RefVecDot(quant::TensorType weight);       // vec_dot_ref.cc
+VecDotFn Avx2VecDot(quant::TensorType weight);      // vec_dot_avx2.cc
+VecDot4Fn Avx2VecDot4(quant::TensorType weight);    // vec_dot_avx2.cc
+VecDotFn Avx512VecDot(quant::TensorType weight);    // vec_dot_avx512.cc (VNNI)
+VecDot4Fn Avx512VecDot4(quant::TensorType weight);  // vec_dot_avx512.cc (VNNI)
 
 }  // namespace ellm::kernels::internal

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "emulated_avx512.h"
 #include "quant/fp16.h"
 #include "quant/q8_0.h"
 
@@ -114,11 +115,7 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
 
 // The AVX-512 level does what the AVX2 one does, operation for operation:
 // equal bits on every shape, for f32, f16 and bf16 K/V.
-TEST(AttnTile, Avx512EqualsAvx2BitForBit) {
-  if (HostCpu().Level() < IsaLevel::kAvx512) {
-    GTEST_SKIP() << "no AVX-512 here: " << HostCpu().ToString();
-  }
-  const AttnTileKernels& wide = GetAttnTileAt(IsaLevel::kAvx512);
+void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
   ASSERT_NE(wide.scores, Simd().scores) << "the AVX-512 kernels are not built";
   std::mt19937 rng(5);
   for (int rows : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 48}) {
@@ -162,6 +159,18 @@ TEST(AttnTile, Avx512EqualsAvx2BitForBit) {
       }
     }
   }
+}
+
+TEST(AttnTile, Avx512EqualsAvx2BitForBit) {
+  if (HostCpu().Level() < IsaLevel::kAvx512) {
+    GTEST_SKIP() << "no AVX-512 here: " << HostCpu().ToString()
+                 << " (EmulatedAvx512EqualsAvx2BitForBit tests the same kernels)";
+  }
+  ExpectEqualsAvx2BitForBit(GetAttnTileAt(IsaLevel::kAvx512));
+}
+
+TEST(AttnTile, EmulatedAvx512EqualsAvx2BitForBit) {
+  ExpectEqualsAvx2BitForBit(internal::EmulatedAvx512AttnTile());
 }
 
 TEST(AttnTile, ExpIsAccurateAndZeroAtMinusInfinity) {

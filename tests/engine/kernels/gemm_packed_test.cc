@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ellm/engine/cpu_features.h"
+#include "emulated_avx512.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/vec_dot.h"
 #include "ops/packed_weight.h"
@@ -164,12 +165,8 @@ TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
 
 // The AVX-512 VNNI kernels work on pairs of groups: row counts with an odd
 // number of groups (a lone last group) and a part-filled last group.
-TEST_P(GemmPacked, Avx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
-  if (HostCpu().Level() < IsaLevel::kAvx512Vnni) {
-    GTEST_SKIP() << "no AVX-512 VNNI here: " << HostCpu().ToString();
-  }
-  const TensorType type = GetParam();
-  const GemmPackedFn gemm = GetGemmPackedAt(type, IsaLevel::kAvx512Vnni);
+void ExpectPairedGroupsEqualRowWiseReference(TensorType type, GemmPackedFn gemm) {
+  ASSERT_NE(gemm, nullptr) << "the VNNI kernel is not built";
   ASSERT_NE(gemm, GetGemmPackedAt(type, IsaLevel::kAvx2)) << "the VNNI kernel is not built";
   const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
   uint32_t seed = 300;
@@ -188,6 +185,20 @@ TEST_P(GemmPacked, Avx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
       }
     }
   }
+}
+
+TEST_P(GemmPacked, Avx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  if (HostCpu().Level() < IsaLevel::kAvx512Vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI here: " << HostCpu().ToString()
+                 << " (EmulatedAvx512Vnni... tests the same kernels)";
+  }
+  ExpectPairedGroupsEqualRowWiseReference(GetParam(),
+                                          GetGemmPackedAt(GetParam(), IsaLevel::kAvx512Vnni));
+}
+
+TEST_P(GemmPacked, EmulatedAvx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  ExpectPairedGroupsEqualRowWiseReference(GetParam(),
+                                          internal::EmulatedAvx512VnniGemmPacked(GetParam()));
 }
 
 // A row range that starts and ends inside groups, written to a wider y: only

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ellm/engine/cpu_features.h"
+#include "emulated_avx512.h"
 #include "kernels/vec_dot.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
@@ -193,24 +194,41 @@ TEST_P(VecDot, ReferenceMatchesExactDotOfDecodedRows) {
   }
 }
 
-TEST_P(VecDot, Avx2MatchesReference) {
-  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 here";
-  const TensorType t = GetParam();
+// A SIMD kernel (`what` names it) against the scalar reference on random rows.
+void ExpectMatchesReference(TensorType t, VecDotFn simd, const char* what, uint32_t seed) {
   const VecDotFn ref = GetVecDotAt(t, IsaLevel::kScalar);
-  const VecDotFn avx2 = GetVecDotAt(t, IsaLevel::kAvx2);
-  ASSERT_NE(avx2, nullptr);
-  ASSERT_NE(avx2, ref) << Name(t) << " has no AVX2 kernel";
-  std::mt19937 rng(2000 + static_cast<uint32_t>(t));
+  ASSERT_NE(simd, nullptr) << Name(t) << " has no kernel at " << what;
+  ASSERT_NE(simd, ref) << Name(t) << " has no kernel at " << what;
+  std::mt19937 rng(seed + static_cast<uint32_t>(t));
   for (int64_t n : Lengths(t)) {
     for (int trial = 0; trial < 5; ++trial) {
       const auto w = RandomWeights(t, n, rng);
       const auto a = EncodeActivations(t, RandomActivations(n, rng));
       const Truth truth = ExactDot(t, w, a, n);
       const float want = ref(n, w.data(), a.data());
-      const float got = avx2(n, w.data(), a.data());
-      ASSERT_NEAR(got, want, kRelTol * truth.scale) << Name(t) << " n=" << n;
+      const float got = simd(n, w.data(), a.data());
+      ASSERT_NEAR(got, want, kRelTol * truth.scale) << Name(t) << " at " << what << " n=" << n;
     }
   }
+}
+
+TEST_P(VecDot, Avx2MatchesReference) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 here";
+  ExpectMatchesReference(GetParam(), GetVecDotAt(GetParam(), IsaLevel::kAvx2), "avx2", 2000);
+}
+
+TEST_P(VecDot, Avx512VnniMatchesReference) {
+  if (HostCpu().Level() < IsaLevel::kAvx512Vnni) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI (" << IsaLevelName(HostCpu().Level())
+                 << "): EmulatedAvx512VnniMatchesReference tests the same kernels";
+  }
+  ExpectMatchesReference(GetParam(), GetVecDotAt(GetParam(), IsaLevel::kAvx512Vnni), "avx512vnni",
+                         4000);
+}
+
+TEST_P(VecDot, EmulatedAvx512VnniMatchesReference) {
+  ExpectMatchesReference(GetParam(), internal::EmulatedAvx512VecDot(GetParam()),
+                         "avx512vnni (emulated)", 4000);
 }
 
 // All-ones, all-high-bit and alternating quant bytes against activations of
@@ -218,11 +236,9 @@ TEST_P(VecDot, Avx2MatchesReference) {
 // must not saturate where the scalar sum does not.
 class VecDotQuantized : public ::testing::TestWithParam<TensorType> {};
 
-TEST_P(VecDotQuantized, Avx2MatchesReferenceOnExtremeQuants) {
-  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 here";
-  const TensorType t = GetParam();
+void ExpectMatchesReferenceOnExtremeQuants(TensorType t, VecDotFn simd, const char* what) {
   const VecDotFn ref = GetVecDotAt(t, IsaLevel::kScalar);
-  const VecDotFn avx2 = GetVecDotAt(t, IsaLevel::kAvx2);
+  ASSERT_NE(simd, nullptr) << Name(t) << " has no kernel at " << what;
   const int64_t n = 2 * 256;
   std::mt19937 rng(3000 + static_cast<uint32_t>(t));
   for (uint8_t pattern : {0x00, 0xff, 0x80, 0x7f, 0x55, 0xaa}) {
@@ -242,11 +258,32 @@ TEST_P(VecDotQuantized, Avx2MatchesReferenceOnExtremeQuants) {
       const auto a = EncodeActivations(t, x);
       const Truth truth = ExactDot(t, w, a, n);
       const float want = ref(n, w.data(), a.data());
-      const float got = avx2(n, w.data(), a.data());
+      const float got = simd(n, w.data(), a.data());
       EXPECT_NEAR(want, truth.dot, truth.Tolerance()) << Name(t) << " pattern " << int{pattern};
-      EXPECT_NEAR(got, want, kRelTol * truth.scale) << Name(t) << " pattern " << int{pattern};
+      EXPECT_NEAR(got, want, kRelTol * truth.scale)
+          << Name(t) << " at " << what << " pattern " << int{pattern};
     }
   }
+}
+
+TEST_P(VecDotQuantized, Avx2MatchesReferenceOnExtremeQuants) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 here";
+  ExpectMatchesReferenceOnExtremeQuants(GetParam(), GetVecDotAt(GetParam(), IsaLevel::kAvx2),
+                                        "avx2");
+}
+
+TEST_P(VecDotQuantized, Avx512VnniMatchesReferenceOnExtremeQuants) {
+  if (HostCpu().Level() < IsaLevel::kAvx512Vnni) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI (" << IsaLevelName(HostCpu().Level())
+                 << "): EmulatedAvx512VnniMatchesReferenceOnExtremeQuants tests the same kernels";
+  }
+  ExpectMatchesReferenceOnExtremeQuants(GetParam(), GetVecDotAt(GetParam(), IsaLevel::kAvx512Vnni),
+                                        "avx512vnni");
+}
+
+TEST_P(VecDotQuantized, EmulatedAvx512VnniMatchesReferenceOnExtremeQuants) {
+  ExpectMatchesReferenceOnExtremeQuants(GetParam(), internal::EmulatedAvx512VecDot(GetParam()),
+                                        "avx512vnni (emulated)");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDot,
@@ -265,8 +302,11 @@ INSTANTIATE_TEST_SUITE_P(QuantizedWeightTypes, VecDotQuantized,
                          [](const auto& param_info) { return Name(param_info.param); });
 
 TEST(VecDotDispatch, HigherLevelsFallBackAndUnknownTypesHaveNone) {
-  EXPECT_EQ(GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx512Vnni),
-            GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx2));  // no AVX-512 kernels yet
+  // The AVX-512 kernels need VNNI: plain AVX-512 runs the AVX2 ones.
+  EXPECT_EQ(GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx512),
+            GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx2));
+  EXPECT_NE(GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx512Vnni),
+            GetVecDotAt(TensorType::kQ4_K, IsaLevel::kAvx2));
   EXPECT_EQ(GetVecDot(TensorType::kQ4_K), GetVecDotAt(TensorType::kQ4_K, HostCpu().Level()));
   EXPECT_EQ(GetVecDot(TensorType::kIQ2_XXS), nullptr);
   EXPECT_EQ(GetVecDot(TensorType::kQ8_K), nullptr);  // an activation format only

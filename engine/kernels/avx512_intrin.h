@@ -1,0 +1,143 @@
+// The intrinsics of the AVX-512 kernel files (*_avx512.cc), and whether this
+// translation unit builds them.
+//
+// Normally these are <immintrin.h>'s, and a file compiles its kernels only
+// when the compiler targets the level it needs (ellm_kernel_isa in
+// cmake/EllmCompileOptions.cmake). A test build defines ELLM_AVX512_EMULATED
+// and compiles the same files against SIMDe's portable AVX-512 (Debian's
+// libsimde-dev), which runs on any AVX2 machine: the kernels' logic (every
+// lane, tail and mask) is then tested bit for bit on machines without
+// AVX-512, not only where the CPU has it. The emulated build is never linked
+// into the product (tests/engine/kernels/CMakeLists.txt).
+//
+// SIMDe 0.7.4 (bookworm) lacks a few intrinsics the kernels use; they are
+// defined below from two 256-bit halves, each with the instruction's
+// documented lane semantics (Intel SDM).
+//
+// Defines, for the including file:
+//   ELLM_AVX512_KERNELS      F, BW, DQ, VL available (attn_tile_avx512.cc)
+//   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#if defined(ELLM_AVX512_EMULATED)
+
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+
+#include <cstdint>
+
+namespace ellm::kernels::emulated {
+
+using M512 = simde__m512;
+using M512i = simde__m512i;
+
+inline simde__m512i JoinI(simde__m256i lo, simde__m256i hi) {
+  simde__m512i_private r;
+  r.m256i[0] = lo;
+  r.m256i[1] = hi;
+  return simde__m512i_from_private(r);
+}
+inline simde__m512 JoinF(simde__m256 lo, simde__m256 hi) {
+  simde__m512_private r;
+  r.m256[0] = lo;
+  r.m256[1] = hi;
+  return simde__m512_from_private(r);
+}
+inline simde__m256i HalfI(simde__m512i a, int i) { return simde__m512i_to_private(a).m256i[i]; }
+inline simde__m256 HalfF(simde__m512 a, int i) { return simde__m512_to_private(a).m256[i]; }
+
+inline simde__m512 cvtepi32_ps(simde__m512i a) {
+  return JoinF(_mm256_cvtepi32_ps(HalfI(a, 0)), _mm256_cvtepi32_ps(HalfI(a, 1)));
+}
+inline simde__m512i cvtepi8_epi32(__m128i a) {
+  return JoinI(_mm256_cvtepi8_epi32(a), _mm256_cvtepi8_epi32(_mm_srli_si128(a, 8)));
+}
+inline simde__m512i cvtepu8_epi32(__m128i a) {
+  return JoinI(_mm256_cvtepu8_epi32(a), _mm256_cvtepu8_epi32(_mm_srli_si128(a, 8)));
+}
+inline simde__m512i cvtepu16_epi32(__m256i a) {
+  return JoinI(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(a)),
+               _mm256_cvtepu16_epi32(_mm256_extracti128_si256(a, 1)));
+}
+inline simde__m512i cvtepu8_epi16(__m256i a) {
+  return JoinI(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(a)),
+               _mm256_cvtepu8_epi16(_mm256_extracti128_si256(a, 1)));
+}
+inline simde__m512 cvtph_ps(__m256i a) {
+  return JoinF(_mm256_cvtph_ps(_mm256_castsi256_si128(a)),
+               _mm256_cvtph_ps(_mm256_extracti128_si256(a, 1)));
+}
+inline simde__m256 extractf32x8_ps(simde__m512 a, int i) { return HalfF(a, i & 1); }
+inline simde__m512i srai_epi32(simde__m512i a, int n) {
+  return JoinI(_mm256_srai_epi32(HalfI(a, 0), n), _mm256_srai_epi32(HalfI(a, 1), n));
+}
+inline simde__m512i zextsi256_si512(__m256i a) { return JoinI(a, _mm256_setzero_si256()); }
+// Bit i set where byte i of a & b is not zero.
+inline uint32_t test_epi8_mask(__m256i a, __m256i b) {
+  const __m256i zero = _mm256_cmpeq_epi8(_mm256_and_si256(a, b), _mm256_setzero_si256());
+  return ~static_cast<uint32_t>(_mm256_movemask_epi8(zero));
+}
+inline void mask_storeu_ps(float* p, unsigned k, __m128 a) {
+  alignas(16) float v[4];
+  _mm_store_ps(v, a);
+  for (int i = 0; i < 4; ++i) {
+    if ((k >> i) & 1) p[i] = v[i];
+  }
+}
+
+}  // namespace ellm::kernels::emulated
+
+// The kernels' spelling, bound to the definitions above. GCC's headers may
+// define some of these names as macros (the immediate-operand forms).
+#undef _mm512_cvtepi32_ps
+#undef _mm512_cvtepi8_epi32
+#undef _mm512_cvtepu8_epi32
+#undef _mm512_cvtepu16_epi32
+#undef _mm512_cvtepu8_epi16
+#undef _mm512_cvtph_ps
+#undef _mm512_extractf32x8_ps
+#undef _mm512_srai_epi32
+#undef _mm512_zextsi256_si512
+#undef _mm256_test_epi8_mask
+#undef _mm_mask_storeu_ps
+#define _mm512_cvtepi32_ps ::ellm::kernels::emulated::cvtepi32_ps
+#define _mm512_cvtepi8_epi32 ::ellm::kernels::emulated::cvtepi8_epi32
+#define _mm512_cvtepu8_epi32 ::ellm::kernels::emulated::cvtepu8_epi32
+#define _mm512_cvtepu16_epi32 ::ellm::kernels::emulated::cvtepu16_epi32
+#define _mm512_cvtepu8_epi16 ::ellm::kernels::emulated::cvtepu8_epi16
+#define _mm512_cvtph_ps ::ellm::kernels::emulated::cvtph_ps
+#define _mm512_extractf32x8_ps ::ellm::kernels::emulated::extractf32x8_ps
+#define _mm512_srai_epi32 ::ellm::kernels::emulated::srai_epi32
+#define _mm512_zextsi256_si512 ::ellm::kernels::emulated::zextsi256_si512
+#define _mm256_test_epi8_mask ::ellm::kernels::emulated::test_epi8_mask
+#define _mm_mask_storeu_ps ::ellm::kernels::emulated::mask_storeu_ps
+// SIMDe 0.7.4 spells this alias with four parameters (a copy of the masked
+// form's); the function itself is right.
+#undef _mm512_madd_epi16
+#define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
+
+#define ELLM_AVX512_KERNELS 1
+#define ELLM_AVX512_VNNI_KERNELS 1
+
+#else  // the real instructions
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define ELLM_AVX512_KERNELS 1
+#if defined(__AVX512VNNI__)
+#define ELLM_AVX512_VNNI_KERNELS 1
+#endif
+#endif
+
+#endif  // ELLM_AVX512_EMULATED
+
+#if defined(ELLM_AVX512_KERNELS) && defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 headers build "undefined" vectors from self-initialised
+// locals and then warn about them once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
