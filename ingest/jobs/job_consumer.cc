@@ -100,26 +100,31 @@ milliseconds JobConsumer::NextBackoff() {
   return std::min<milliseconds>(b, options_.retry_backoff_max);
 }
 
+Status JobConsumer::PollOnce(milliseconds timeout) {
+  auto m = consumer_->Poll(timeout);
+  if (!m.ok()) {
+    if (m.status().code() != StatusCode::kUnavailable) return m.status();
+    if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
+      spdlog::warn("{} (retrying)", m.status().message());
+      last_unavailable_log_ = Clock::now();
+    }
+    return OkStatus();
+  }
+  if (m->has_value()) {
+    spdlog::debug("kafka: {} arrived while busy; held", Where(**m));
+    held_.push_back(std::move(**m));
+  }
+  return OkStatus();
+}
+
 Status JobConsumer::Serve(milliseconds duration, const std::atomic<bool>* until) {
   auto deadline = Clock::now() + duration;
   do {
     // Short polls early in a job, so that a quick job is noticed quickly.
     bool early = job_active_ && Clock::now() - job_started_ < options_.pause_after;
     Tick();
-    auto m = consumer_->Poll(early ? std::min(options_.poll_timeout, milliseconds(10))
-                                   : options_.poll_timeout);
-    if (!m.ok()) {
-      if (m.status().code() != StatusCode::kUnavailable) return m.status();
-      if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
-        spdlog::warn("{} (retrying)", m.status().message());
-        last_unavailable_log_ = Clock::now();
-      }
-      continue;
-    }
-    if (m->has_value()) {
-      spdlog::debug("kafka: {} arrived while busy; held", Where(**m));
-      held_.push_back(std::move(**m));
-    }
+    ELLM_RETURN_IF_ERROR(PollOnce(early ? std::min(options_.poll_timeout, milliseconds(10))
+                                        : options_.poll_timeout));
     if (job_active_ && !paused_ && Clock::now() - job_started_ >= options_.pause_after) {
       ELLM_RETURN_IF_ERROR(PauseAll());
       paused_ = true;
@@ -224,45 +229,79 @@ Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>&
   return OkStatus();
 }
 
+Status JobConsumer::Step(const std::atomic<bool>& stop) {
+  if (!held_.empty()) {
+    // What librdkafka has queued comes first: a partition lost or revoked
+    // meanwhile (a broker outage longer than the session) drops its held
+    // messages, so no job starts for a partition this member lost.
+    ELLM_RETURN_IF_ERROR(PollOnce(milliseconds(0)));
+    if (held_.empty()) return OkStatus();
+    KafkaMessage next = std::move(held_.front());
+    held_.pop_front();
+    return RunOne(next, stop);
+  }
+  if (paused_) {
+    ELLM_RETURN_IF_ERROR(ResumeAll());
+    paused_ = false;
+  }
+  Tick();
+  auto m = consumer_->Poll(options_.poll_timeout);
+  if (!m.ok()) {
+    if (m.status().code() != StatusCode::kUnavailable) return m.status();
+    if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
+      spdlog::warn("{} (retrying)", m.status().message());
+      last_unavailable_log_ = Clock::now();
+    }
+    std::this_thread::sleep_for(options_.poll_timeout);
+    return OkStatus();
+  }
+  if (!m->has_value()) return OkStatus();
+  return RunOne(**m, stop);
+}
+
+Status JobConsumer::ReplaceAfterFatalError(const Status& failure) {
+  const std::optional<std::string> fatal = consumer_->FatalError();
+  if (!fatal) return failure;
+  const auto now = Clock::now();
+  std::erase_if(replaced_at_, [&](Clock::time_point t) { return now - t > kReplaceWindow; });
+  if (replaced_at_.size() >= kMaxReplacements) {
+    return Status(failure.code(),
+                  failure.message() + " (the consumer was replaced " +
+                      std::to_string(replaced_at_.size()) +
+                      " times in the last 10 minutes after fatal errors: is another consumer "
+                      "using the same group.instance.id?)");
+  }
+  spdlog::warn("kafka: the consumer hit a fatal error ({}); starting a new one", *fatal);
+  // After a fatal error closing commits nothing and does not leave the
+  // group; the new member (same group.instance.id, if set) takes over the
+  // partitions and fetches from the committed offsets, so what was held is
+  // delivered again.
+  consumer_.reset();
+  held_.clear();
+  paused_ = false;
+  replaced_at_.push_back(now);
+  ++stats_.replaced;
+  ELLM_ASSIGN_OR_RETURN(consumer_, KafkaConsumer::Create(options_.kafka, options_.group_id,
+                                                         {options_.jobs_topic}, this));
+  return OkStatus();
+}
+
 Status JobConsumer::Run(const std::atomic<bool>& stop) {
   spdlog::info("kafka: consuming {} as group {}", options_.jobs_topic, options_.group_id);
   Status result;
   while (!stop.load()) {
-    if (!held_.empty()) {
-      KafkaMessage next = std::move(held_.front());
-      held_.pop_front();
-      result = RunOne(next, stop);
-      if (!result.ok()) break;
-      continue;
-    }
-    if (paused_) {
-      result = ResumeAll();
-      if (!result.ok()) break;
-      paused_ = false;
-    }
-    Tick();
-    auto m = consumer_->Poll(options_.poll_timeout);
-    if (!m.ok()) {
-      if (m.status().code() != StatusCode::kUnavailable) {
-        result = m.status();
-        break;
-      }
-      if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
-        spdlog::warn("{} (retrying)", m.status().message());
-        last_unavailable_log_ = Clock::now();
-      }
-      std::this_thread::sleep_for(options_.poll_timeout);
-      continue;
-    }
-    if (!m->has_value()) continue;
-    result = RunOne(**m, stop);
+    Status step = Step(stop);
+    if (step.ok()) continue;
+    result = ReplaceAfterFatalError(step);
     if (!result.ok()) break;
   }
   Status closed = consumer_->Close();
   if (!closed.ok()) spdlog::warn("kafka: {}", closed.message());
-  spdlog::info("kafka: consumer closed ({} committed, {} retried, {} abandoned)", stats_.committed,
-               stats_.retried, stats_.abandoned);
+  spdlog::info("kafka: consumer closed ({} committed, {} retried, {} abandoned, {} replaced)",
+               stats_.committed, stats_.retried, stats_.abandoned, stats_.replaced);
   return result;
 }
+
+void JobConsumer::InjectFatalErrorForTest() { consumer_->InjectFatalErrorForTest(); }
 
 }  // namespace ellm::ingest

@@ -364,6 +364,18 @@ Status KafkaConsumer::Rewind(const KafkaMessage& message) {
   return OkStatus();
 }
 
+std::optional<std::string> KafkaConsumer::FatalError() {
+  std::string reason;
+  const RdKafka::ErrorCode code = consumer_->fatal_error(reason);
+  if (code == RdKafka::ERR_NO_ERROR) return std::nullopt;
+  return RdKafka::err2str(code) + ": " + reason;
+}
+
+void KafkaConsumer::InjectFatalErrorForTest() {
+  rd_kafka_test_fatal_error(consumer_->c_ptr(), RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID,
+                            "injected by a test");
+}
+
 Status KafkaConsumer::Close() {
   if (closed_) return OkStatus();
   closed_ = true;

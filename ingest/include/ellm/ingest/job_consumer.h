@@ -21,6 +21,12 @@
 // the consumer is closed, leaving the group (with static membership,
 // `group.instance.id`, the broker keeps the member's partitions for
 // session.timeout.ms so that a quick restart gets them back).
+//
+// Fatal client errors (see KafkaConsumer::FatalError): the running job is
+// cancelled and left uncommitted, and the Kafka consumer is replaced by a
+// new one, which rejoins the group and gets the uncommitted messages again.
+// More than kMaxReplacements of these within ten minutes end Run with the
+// error (two processes sharing a group.instance.id fence each other forever).
 #pragma once
 
 #include <atomic>
@@ -30,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/kafka.h"
@@ -76,6 +83,7 @@ struct JobConsumerStats {
   int64_t committed = 0;  // messages whose offset was committed
   int64_t retried = 0;    // kRetryLater outcomes
   int64_t abandoned = 0;  // jobs cancelled because their partition moved
+  int64_t replaced = 0;   // Kafka consumers replaced after a fatal error
 };
 
 class JobConsumer : private RebalanceListener {
@@ -86,10 +94,18 @@ class JobConsumer : private RebalanceListener {
   ~JobConsumer() override;
 
   // Consumes until `stop` is true, then shuts down as described above.
-  // Returns OK after a clean shutdown, an error for a fatal client error.
+  // Returns OK after a clean shutdown; an error when the consumer cannot be
+  // replaced after a fatal client error, or has been too often.
   Status Run(const std::atomic<bool>& stop);
 
   const JobConsumerStats& stats() const { return stats_; }
+
+  // Raises a fatal client error in the current Kafka consumer, for tests of
+  // the recovery. Call it from the handler while its job runs (the consumer
+  // is only replaced between jobs).
+  void InjectFatalErrorForTest();
+
+  static constexpr size_t kMaxReplacements = 5;
 
  private:
   JobConsumer(const JobConsumerOptions& options, JobHandler* handler)
@@ -97,11 +113,20 @@ class JobConsumer : private RebalanceListener {
   bool OnAssigned(const std::vector<TopicPartition>& partitions) override;
   void OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) override;
 
+  // One turn of Run: the next held or polled message, if any.
+  Status Step(const std::atomic<bool>& stop);
+  // `failure` came from a consumer with a fatal error: replaces it (OK), or
+  // returns the error when it is not fatal or replacements ran out.
+  Status ReplaceAfterFatalError(const Status& failure);
   Status RunOne(const KafkaMessage& message, const std::atomic<bool>& stop);
   // Polls (serving the group) for `duration`, holding any message that
   // arrives; pauses once a job has run for `pause_after`. Returns early
   // when `until` is true.
   Status Serve(std::chrono::milliseconds duration, const std::atomic<bool>* until = nullptr);
+  // One poll of up to `timeout`: serves rebalances and holds a message that
+  // arrives. A broker that is away is logged (at most every 30 s), not an
+  // error.
+  Status PollOnce(std::chrono::milliseconds timeout);
   void DropHeld(const TopicPartition& tp);
   bool Owns(const TopicPartition& tp);
   Status CommitWithRetry(const KafkaMessage& message, const std::atomic<bool>& stop);
@@ -126,6 +151,8 @@ class JobConsumer : private RebalanceListener {
   std::chrono::steady_clock::time_point last_unavailable_log_{};
   std::chrono::steady_clock::time_point job_started_{};
   std::chrono::steady_clock::time_point last_lag_report_{};
+  static constexpr std::chrono::minutes kReplaceWindow{10};
+  std::vector<std::chrono::steady_clock::time_point> replaced_at_;  // within the window
   void Tick();
 };
 

@@ -114,7 +114,7 @@ class KafkaConsumer {
   // The next message, or nullopt when none arrived within `timeout`.
   // Partition EOF and unknown topics are absorbed. A broker that is away
   // gives kUnavailable (librdkafka keeps reconnecting: log it and poll on);
-  // a fatal client error gives kInternal.
+  // a fatal client error gives kInternal (see FatalError).
   StatusOr<std::optional<KafkaMessage>> Poll(std::chrono::milliseconds timeout);
   // Commits `message.offset + 1` for its partition, synchronously.
   Status Commit(const KafkaMessage& message);
@@ -134,6 +134,17 @@ class KafkaConsumer {
   Status Rewind(const KafkaMessage& message);
   // Leaves the group cleanly (so a successor gets the partitions at once).
   Status Close();
+
+  // After a fatal client error every call fails until the consumer is
+  // replaced: the error's description, or nullopt while there is none. With
+  // static membership (group.instance.id) librdkafka 2.0.2 can fence itself
+  // after a broker outage: its session times out, it rejoins under the same
+  // instance id, and the broker then answers the old member id with
+  // FENCED_INSTANCE_ID, which librdkafka makes fatal (confluentinc/librdkafka
+  // #3437). A new consumer with the same instance id joins normally.
+  std::optional<std::string> FatalError();
+  // Raises a fatal client error, as a broker could, for tests of the recovery.
+  void InjectFatalErrorForTest();
 
  private:
   class Rebalancer;
