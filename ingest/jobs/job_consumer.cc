@@ -100,14 +100,18 @@ milliseconds JobConsumer::NextBackoff() {
   return std::min<milliseconds>(b, options_.retry_backoff_max);
 }
 
+void JobConsumer::LogUnavailable(const Status& status) {
+  if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
+    spdlog::warn("{} (retrying)", status.message());
+    last_unavailable_log_ = Clock::now();
+  }
+}
+
 Status JobConsumer::PollOnce(milliseconds timeout) {
   auto m = consumer_->Poll(timeout);
   if (!m.ok()) {
     if (m.status().code() != StatusCode::kUnavailable) return m.status();
-    if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
-      spdlog::warn("{} (retrying)", m.status().message());
-      last_unavailable_log_ = Clock::now();
-    }
+    LogUnavailable(m.status());
     return OkStatus();
   }
   if (m->has_value()) {
@@ -248,10 +252,7 @@ Status JobConsumer::Step(const std::atomic<bool>& stop) {
   auto m = consumer_->Poll(options_.poll_timeout);
   if (!m.ok()) {
     if (m.status().code() != StatusCode::kUnavailable) return m.status();
-    if (Clock::now() - last_unavailable_log_ > std::chrono::seconds(30)) {
-      spdlog::warn("{} (retrying)", m.status().message());
-      last_unavailable_log_ = Clock::now();
-    }
+    LogUnavailable(m.status());
     std::this_thread::sleep_for(options_.poll_timeout);
     return OkStatus();
   }

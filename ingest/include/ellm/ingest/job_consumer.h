@@ -127,6 +127,8 @@ class JobConsumer : private RebalanceListener {
   // arrives. A broker that is away is logged (at most every 30 s), not an
   // error.
   Status PollOnce(std::chrono::milliseconds timeout);
+  // Logs a broker-away status at most every 30 s.
+  void LogUnavailable(const Status& status);
   void DropHeld(const TopicPartition& tp);
   bool Owns(const TopicPartition& tp);
   Status CommitWithRetry(const KafkaMessage& message, const std::atomic<bool>& stop);
