@@ -208,26 +208,41 @@ inline __m512 SignedPairTerm(const W* x, const BlockQ8_0* y, int64_t b, bool two
   return _mm512_fmadd_ps(Scales2(s0, s1), _mm512_cvtepi32_ps(ints), acc);
 }
 
+// The order in which the signed formats visit a row's nb blocks: pairs
+// (b, b + 1), pair p into accumulator p % 2, an odd last block as a lone
+// half pair. step(b, two, k) folds blocks b (and b + 1 when `two`) into
+// accumulator k. DotSigned32 and DotSigned32x4 both walk this way, which
+// their bit-equality (the VecDot4Fn contract) rests on.
+template <typename Step>
+inline void ForEachBlockPair(int64_t nb, Step&& step) {
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    step(b, true, 0);
+    step(b + 2, true, 1);
+  }
+  if (b + 2 <= nb) {
+    step(b, true, 0);
+    if (b + 2 < nb) step(b + 2, false, 1);
+  } else if (b < nb) {
+    step(b, false, 0);
+  }
+}
+
 // Q8_0, Q4_0, Q5_0 against Q8_0: pairs alternate between two accumulators.
 template <typename W>
 float DotSigned32(int64_t n, const void* wp, const void* ap) {
   const W* x = static_cast<const W*>(wp);
   const BlockQ8_0* y = static_cast<const BlockQ8_0*>(ap);
-  const int64_t nb = n / 32;
-  // Pair p goes to accumulator p % 2 (named registers: an array indexed at
-  // run time would live on the stack, one store-forward per step).
+  // Named registers, chosen by a branch: an array indexed at run time would
+  // live on the stack, one store-forward per step.
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    acc0 = SignedPairTerm(x, y, b, true, acc0);
-    acc1 = SignedPairTerm(x, y, b + 2, true, acc1);
-  }
-  if (b + 2 <= nb) {
-    acc0 = SignedPairTerm(x, y, b, true, acc0);
-    if (b + 2 < nb) acc1 = SignedPairTerm(x, y, b + 2, false, acc1);
-  } else if (b < nb) {
-    acc0 = SignedPairTerm(x, y, b, false, acc0);
-  }
+  ForEachBlockPair(n / 32, [&](int64_t b, bool two, int k) {
+    if (k == 0) {
+      acc0 = SignedPairTerm(x, y, b, two, acc0);
+    } else {
+      acc1 = SignedPairTerm(x, y, b, two, acc1);
+    }
+  });
   return HsumF32(_mm512_add_ps(acc0, acc1));
 }
 
@@ -257,21 +272,11 @@ void DotSigned32x4(int64_t n, const void* wp, const void* ap, size_t a_stride, f
   for (int t = 0; t < 4; ++t) {
     y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(ap) + t * a_stride);
   }
-  const int64_t nb = n / 32;
   __m512 acc0[4], acc1[4];
   for (int t = 0; t < 4; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
-  // Same pair-to-accumulator order as DotSigned32.
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    SignedPairTerm4(x, y, b, true, acc0);
-    SignedPairTerm4(x, y, b + 2, true, acc1);
-  }
-  if (b + 2 <= nb) {
-    SignedPairTerm4(x, y, b, true, acc0);
-    if (b + 2 < nb) SignedPairTerm4(x, y, b + 2, false, acc1);
-  } else if (b < nb) {
-    SignedPairTerm4(x, y, b, false, acc0);
-  }
+  ForEachBlockPair(n / 32, [&](int64_t b, bool two, int k) {
+    SignedPairTerm4(x, y, b, two, k == 0 ? acc0 : acc1);
+  });
   for (int t = 0; t < 4; ++t) out[t] = HsumF32(_mm512_add_ps(acc0[t], acc1[t]));
 }
 
