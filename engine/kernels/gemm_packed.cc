@@ -58,6 +58,35 @@ void Block32Quants(TensorType type, const uint8_t* block, uint8_t q[32]) {
   }
 }
 
+// The inverse of Block32Quants: the stored block's quant bytes from the 32
+// packed quants (its f16 d is written by the caller).
+void StoreBlock32Quants(TensorType type, const uint8_t q[32], uint8_t* block) {
+  switch (type) {
+    case TensorType::kQ8_0: {
+      std::memcpy(reinterpret_cast<BlockQ8_0*>(block)->qs, q, 32);
+      return;
+    }
+    case TensorType::kQ5_0: {
+      auto* x = reinterpret_cast<BlockQ5_0*>(block);
+      uint32_t qh = 0;
+      for (int j = 0; j < 16; ++j) {
+        x->qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+        qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+        qh |= static_cast<uint32_t>((q[j + 16] >> 4) & 1) << (j + 16);
+      }
+      std::memcpy(x->qh, &qh, sizeof(qh));
+      return;
+    }
+    case TensorType::kQ4_0: {
+      auto* x = reinterpret_cast<BlockQ4_0*>(block);
+      for (int j = 0; j < 16; ++j) x->qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
+      return;
+    }
+    default:
+      std::abort();
+  }
+}
+
 void PackGroup32(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
                  uint8_t* dst) {
   const int64_t nb = cols / 32;
@@ -177,6 +206,26 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
       return PackGroupQ6_K(src, row_bytes, n_rows, cols, dst);
     default:
       return PackGroup32(type, src, row_bytes, n_rows, cols, dst);
+  }
+}
+
+bool CanUnpackRow(TensorType type) {
+  return type == TensorType::kQ8_0 || type == TensorType::kQ5_0 || type == TensorType::kQ4_0;
+}
+
+void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
+  const int64_t nb = m.cols / 32;
+  const uint32_t block_bytes = Traits(m.type).block_bytes;
+  const uint8_t* group = m.Group(row / kPackRows);
+  const int r = static_cast<int>(row % kPackRows);
+  const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* block = dst + b * block_bytes;
+    std::memcpy(block, group + 2 * (kPackRows * b + r), 2);  // f16 d, as PackGroup32 took it
+    const uint8_t* in = qs + b * kPackedBlock32QuantBytes;
+    uint8_t q[32];
+    for (int e = 0; e < 32; ++e) q[e] = in[ChunkByte(e / 4, r, e % 4)];
+    StoreBlock32Quants(m.type, q, block);
   }
 }
 

@@ -85,6 +85,17 @@ struct PackedMatrix {
 void PackGroup(quant::TensorType type, const uint8_t* src, size_t row_bytes, int n_rows,
                int64_t cols, uint8_t* dst);
 
+// True when UnpackRow can give back stored rows of a packed `type` matrix:
+// the 32-element formats (Q8_0, Q5_0, Q4_0), whose packing only moves bytes
+// and bits.
+bool CanUnpackRow(quant::TensorType type);
+
+// Writes row `row` of `m` to dst as GGUF stores it (quant::RowBytes of
+// m.type and m.cols): the exact bytes PackGroup read. For lookups in a tied
+// embedding matrix whose file pages were released once it was packed.
+// REQUIRES: CanUnpackRow(m.type); 0 <= row < m.rows. Thread-safe.
+void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst);
+
 // The activation rows of one product.
 struct GemmActivations {
   const uint8_t* rows = nullptr;  // row t at rows + t * stride

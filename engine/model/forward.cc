@@ -41,6 +41,7 @@ struct Session::State {
   std::unique_ptr<kv::KvCache> cache;
   int64_t micro_batch;
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
+  std::vector<uint8_t> emb_row;  // one stored embedding row, unpacked
   ops::MatMulScratch mm;
   model::AttentionScratch attn_scratch;
   std::vector<model::AttentionPlacement> attn_placement;  // per layer
@@ -114,8 +115,7 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
     const int64_t pos0 = pos_;
     // Embeddings.
     for (int64_t t = 0; t < n; ++t) {
-      const model::Weight& emb = m.token_embd();
-      quant::DequantizeRow(emb.type, emb.Row(tokens[b0 + t]), s.x.data() + t * E, E);
+      ops::DequantizeWeightRow(m.token_embd(), tokens[b0 + t], s.x.data() + t * E, s.emb_row);
       ops::Scale(s.x.data() + t * E, hp.embedding_scale, E);
     }
     for (int il = 0; il < hp.n_layer; ++il) {
@@ -322,8 +322,9 @@ Status Engine::SetUpNuma(const EngineOptions& options) {
 // The repacked layer matrices (the bulk of the weights) go where the plan
 // says: interleaved over the nodes (distribute), onto the one node
 // (isolate), or copied onto every node with each thread reading its own
-// node's copy (replicate). The tied embedding/output matrix stays in the
-// file mapping, whose page-cache pages cannot be bound.
+// node's copy (replicate). That includes the output projection when it is
+// packed (Model::PackWeights); a matrix left in the file mapping stays
+// where the page cache put it, as its pages cannot be bound.
 Status Engine::PlaceWeights(const EngineOptions& options) {
   const NumaPlan& plan = *numa_plan_;
   if (plan.weight_nodes.empty()) return OkStatus();

@@ -55,8 +55,9 @@ struct Weight {
   uint64_t row_bytes = 0;
   const uint8_t* data = nullptr;
   // The same matrix repacked for the packed GEMM (owned by the Model), or
-  // nullptr. When set, ops::MatMul reads only this, and the file pages of
-  // `data` may have been released (they read back from the file on touch).
+  // nullptr. When set, ops::MatMul and ops::DequantizeWeightRow read only
+  // this, and the file pages of `data` may have been released (they read
+  // back from the file on touch).
   const ops::PackedWeight* packed = nullptr;
   const uint8_t* Row(int64_t r) const { return data + r * row_bytes; }
 };

@@ -108,6 +108,17 @@ void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_
   });
 }
 
+void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
+                         std::vector<uint8_t>& row_buf) {
+  const uint8_t* row = w.Row(r);
+  if (w.packed != nullptr) {
+    row_buf.resize(w.row_bytes);
+    kernels::UnpackRow(w.packed->matrix(), r, row_buf.data());
+    row = row_buf.data();
+  }
+  quant::DequantizeRow(w.type, row, out, w.cols);
+}
+
 void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch) {
   MatMulRows(w, x, n_tokens, 0, w.rows, y, pool, scratch);

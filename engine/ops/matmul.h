@@ -31,4 +31,12 @@ void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, 
 void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch);
 
+// out[0, w.cols) = row r of w in f32 (an embedding lookup), decoded from
+// the packed copy when w has one (its file pages may have been released)
+// with the same bits as from the file. `row_buf` is scratch, reused.
+// REQUIRES: 0 <= r < w.rows; w.packed is null or
+// kernels::CanUnpackRow(w.type).
+void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
+                         std::vector<uint8_t>& row_buf);
+
 }  // namespace ellm::ops

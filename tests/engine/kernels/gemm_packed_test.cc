@@ -228,6 +228,26 @@ TEST_P(GemmPacked, UnalignedRowRangeWritesOnlyItsRows) {
   }
 }
 
+// UnpackRow gives back every stored row byte for byte, the tail group's
+// included (29 rows: the last group holds 5); the K-quants cannot.
+TEST_P(GemmPacked, UnpackRowGivesBackTheStoredRows) {
+  const TensorType type = GetParam();
+  if (!CanUnpackRow(type)) {
+    EXPECT_TRUE(type == TensorType::kQ4_K || type == TensorType::kQ6_K) << quant::TypeName(type);
+    return;
+  }
+  for (int64_t cols : Columns(type)) {
+    const Problem p = MakeProblem(type, 29, cols, 1, 11);
+    const auto packed = Pack(p);
+    std::vector<uint8_t> row(p.row_bytes + 1, 0xa5);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      UnpackRow(packed->matrix(), r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), p.Row(r), p.row_bytes), 0) << Where(p, r, 0);
+      ASSERT_EQ(row[p.row_bytes], 0xa5) << "wrote past the row: " << Where(p, r, 0);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, GemmPacked, ::testing::ValuesIn(kTypes),
                          [](const auto& p) { return std::string(quant::TypeName(p.param)); });
 

@@ -109,5 +109,26 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
   }
 }
 
+// An embedding lookup in a packed matrix gives the same floats as from the
+// stored rows, in every format UnpackRow serves.
+TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
+  std::mt19937 rng(5);
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0}) {
+    Matrix m = RandomMatrix(type, 21, 640, rng);
+    const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
+    const auto packed = PackWeights({&src, 1}, 2);
+    model::Weight pw = m.w;
+    pw.packed = packed[0].get();
+    std::vector<uint8_t> row_buf;
+    std::vector<float> want(m.w.cols), got(m.w.cols);
+    for (int64_t r = 0; r < m.w.rows; ++r) {
+      quant::DequantizeRow(type, m.w.Row(r), want.data(), m.w.cols);
+      DequantizeWeightRow(pw, r, got.data(), row_buf);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << quant::TypeName(type) << " r=" << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ellm::ops
