@@ -1,12 +1,12 @@
-// AVX-512 versions of attn_tile.h's Scores and Accumulate (F, BW, DQ, VL;
-// the rest of the table stays AVX2). They compute every output with exactly
+// AVX-512 versions of attn_tile.h's Scores, Accumulate and Exp (F, BW, DQ,
+// VL; the rest of the table stays AVX2). They compute every output with exactly
 // the AVX2 kernels' operations, so the two levels agree bit for bit and a
 // result never depends on the machine's vector width:
 //   Scores: each score is one 8-lane FMA chain over d in order and one
 //     Hsum4 tree (attn_tile_avx2.cc). Here a ZMM holds two such chains, the
 //     same key against two query rows (rows in the halves, the key's 8
-//     values duplicated), so one FMA advances two scores; the halves are
-//     reduced with the same Hsum4 tree.
+//     values duplicated), so one FMA advances two scores; the Hsum4 trees
+//     run on whole ZMM registers, four rows' at once.
 //   Accumulate: each output element is one FMA chain over keys in order;
 //     here 16 elements per register instead of 8.
 #include "kernels/attn_tile.h"
@@ -20,14 +20,6 @@
 
 namespace ellm::kernels::internal {
 namespace {
-
-// The AVX2 file's reduction: four 8-lane accumulators -> four sums.
-inline __m128 Hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-inline __m256 Lo(__m512 v) { return _mm512_castps512_ps256(v); }
-inline __m256 Hi(__m512 v) { return _mm512_extractf32x8_ps(v, 1); }
 
 // How K and V are read: 8 values duplicated into both halves (Dup8) or 16
 // values (Load16), widened from 16-bit halves where stored so (exact).
@@ -85,12 +77,43 @@ constexpr int kScoreKeys = 4;  // keys per register block
 // row's half and join them (the same values, one shuffle more).
 constexpr int kPackedQMaxDim = 512;
 
+// _mm256_hadd_ps on each 256-bit half: per 128-bit lane [x0 + x1, x2 + x3,
+// y0 + y1, y2 + y3] (two shuffles and one add, as vhaddps itself).
+inline __m512 Hadd(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Hsum4 of a pair's four accumulators, both halves at once: 128-bit lanes
+// [row a's lanes 0-3 summed, its lanes 4-7, row b's 0-3, row b's 4-7], each
+// holding the four keys. Hsum4 ends with lane 0 + lane 1 of each half.
+inline __m512 PairTree(const __m512* acc) {
+  return Hadd(Hadd(acc[0], acc[1]), Hadd(acc[2], acc[3]));
+}
+
+// The last step of Hsum4 for two pairs' trees: [row a, row b, row c, row d]
+// (pair x's rows a, b; pair y's c, d), each lane four keys' scores.
+inline __m512 FinishTrees(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Writes lanes [0, nk) of each 128-bit lane r < rows to s + r * ss.
+inline void StoreLanes(__m512 v, int rows, float* s, int64_t ss, __mmask8 m) {
+  _mm_mask_storeu_ps(s, m, _mm512_castps512_ps128(v));
+  if (rows > 1) _mm_mask_storeu_ps(s + ss, m, _mm512_extractf32x4_ps(v, 1));
+  if (rows > 2) _mm_mask_storeu_ps(s + 2 * ss, m, _mm512_extractf32x4_ps(v, 2));
+  if (rows > 3) _mm_mask_storeu_ps(s + 3 * ss, m, _mm512_extractf32x4_ps(v, 3));
+}
+
 // Scores of P row pairs x 4 keys (P * 4 accumulators): q[2i] and q[2i + 1]
 // are pair i's rows (equal when a lone row fills a pair; `rows` says how
-// many of the 2P are real), qp their packed pairs (null: not packed),
+// many of the 2P are real), qp their packed pairs (used when kPacked),
 // kk[0..3] the keys (the last repeated when fewer than nk = 4 are real).
-// s[r * ss + c] for real rows r and c < nk.
-template <class L, int P, class T = typename L::T>
+// s[r * ss + c] for real rows r and c < nk. The Hsum4 trees run on whole
+// ZMM registers (Hadd, FinishTrees): the same additions of the same values
+// as the AVX2 file's, with a third of its shuffles.
+template <class L, int P, bool kPacked, class T = typename L::T>
 inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, const T* const* kk,
                        float* s, int64_t ss, int rows, int nk) {
   __m512 acc[P][kScoreKeys];
@@ -105,30 +128,57 @@ inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, 
     for (int c = 0; c < kScoreKeys; ++c) b[c] = L::Dup8(kk[c] + d);
 #pragma GCC unroll 16
     for (int i = 0; i < P; ++i) {
-      const __m512 x =
-          qp != nullptr ? _mm512_load_ps(qp + i * 2 * dv + 2 * d)
-                        : _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q[2 * i] + d)),
-                                             _mm256_loadu_ps(q[2 * i + 1] + d), 1);
+      __m512 x;
+      if constexpr (kPacked) {
+        x = _mm512_load_ps(qp + i * 2 * dv + 2 * d);
+      } else {
+        x = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q[2 * i] + d)),
+                               _mm256_loadu_ps(q[2 * i + 1] + d), 1);
+      }
 #pragma GCC unroll 4
       for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = _mm512_fmadd_ps(x, b[c], acc[i][c]);
     }
   }
+  __m512 t[P];
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) t[i] = PairTree(acc[i]);
   const __mmask8 m = static_cast<__mmask8>((1u << nk) - 1);
-#pragma GCC unroll 16
-  for (int i = 0; i < P; ++i) {
-    __m128 h[2] = {Hsum4(Lo(acc[i][0]), Lo(acc[i][1]), Lo(acc[i][2]), Lo(acc[i][3])),
-                   Hsum4(Hi(acc[i][0]), Hi(acc[i][1]), Hi(acc[i][2]), Hi(acc[i][3]))};
-    for (int half = 0; half < 2; ++half) {
-      const int r = 2 * i + half;
-      if (r >= rows) break;
-      if (dv == dim) {
-        _mm_mask_storeu_ps(s + r * ss, m, h[half]);
-        continue;
-      }
-      float out[4];
-      _mm_storeu_ps(out, h[half]);
-      for (int c = 0; c < nk; ++c) s[r * ss + c] = out[c] + DotTail<L>(dv, dim, q[r], kk[c]);
+#pragma GCC unroll 2
+  for (int i = 0; i < P; i += 2) {
+    const int r0 = 2 * i;
+    if (r0 >= rows) break;
+    const __m512 h = FinishTrees(t[i], t[i + 1 < P ? i + 1 : i]);
+    const int n = std::min(4, rows - r0);
+    if (dv == dim) {
+      StoreLanes(h, n, s + r0 * ss, ss, m);
+      continue;
     }
+    alignas(64) float out[16];
+    _mm512_store_ps(out, h);
+    for (int r = 0; r < n; ++r) {
+      for (int c = 0; c < nk; ++c) {
+        s[(r0 + r) * ss + c] = out[4 * r + c] + DotTail<L>(dv, dim, q[r0 + r], kk[c]);
+      }
+    }
+  }
+}
+
+template <class L, bool kPacked, class T = typename L::T>
+inline void ScoreRows(int n, int dim, int dv, const float* const* q, const float* qp,
+                      const T* const* kk, float* s, int64_t ss, int nk) {
+  switch ((n + 1) / 2) {
+    case 4:
+      ScoreBlock<L, 4, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      break;
+    case 3:
+      ScoreBlock<L, 3, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      break;
+    case 2:
+      ScoreBlock<L, 2, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      break;
+    default:
+      ScoreBlock<L, 1, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      break;
   }
 }
 
@@ -159,21 +209,11 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
         const int n = std::min(8, r1 - r);
         const float* qq[8];
         for (int i = 0; i < 8; ++i) qq[i] = q + (r + std::min(i, n - 1)) * qs;
-        const float* qp = pack ? packed + (r - r0) * dv : nullptr;
         float* out = s + r * ss + j;
-        switch ((n + 1) / 2) {
-          case 4:
-            ScoreBlock<L, 4>(dim, dv, qq, qp, kk, out, ss, n, nk);
-            break;
-          case 3:
-            ScoreBlock<L, 3>(dim, dv, qq, qp, kk, out, ss, n, nk);
-            break;
-          case 2:
-            ScoreBlock<L, 2>(dim, dv, qq, qp, kk, out, ss, n, nk);
-            break;
-          default:
-            ScoreBlock<L, 1>(dim, dv, qq, qp, kk, out, ss, n, nk);
-            break;
+        if (pack) {
+          ScoreRows<L, true>(n, dim, dv, qq, packed + (r - r0) * dv, kk, out, ss, nk);
+        } else {
+          ScoreRows<L, false>(n, dim, dv, qq, nullptr, kk, out, ss, nk);
         }
       }
     }
@@ -254,9 +294,46 @@ void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T
   }
 }
 
+// ---- Exp ----
+
+// attn_tile_avx2.cc's Exp8 on 16 lanes: the same operations in the same
+// order per lane (round to nearest, Cephes' polynomial, 2^n by exponent
+// bits), so every lane's bits equal the AVX2 kernel's.
+inline __m512 Exp16(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.3f);
+  const __mmask16 zero = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), y);
+}
+
+// The tail through Exp16 too (masked), so exp(x) does not depend on x's index.
+void Exp(int64_t n, const float* x, float* y) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, Exp16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, Exp16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
 }  // namespace
 
 void UseAvx512AttnTile(AttnTileKernels* k) {
+  k->exp = Exp;
   k->scores = Scores<F32Rows>;
   k->accumulate = Accumulate<F32Rows>;
   k->scores_f16 = Scores<F16Rows>;

@@ -88,6 +88,25 @@ inline void mask_storeu_ps(float* p, unsigned k, __m128 a) {
     if ((k >> i) & 1) p[i] = v[i];
   }
 }
+inline simde__m512i cvtps_epi32(simde__m512 a) {
+  return JoinI(_mm256_cvtps_epi32(HalfF(a, 0)), _mm256_cvtps_epi32(HalfF(a, 1)));
+}
+// Lanes whose mask bit is clear are neither read nor written.
+inline simde__m512 maskz_loadu_ps(unsigned k, const float* p) {
+  alignas(64) float v[16] = {};
+  for (int i = 0; i < 16; ++i) {
+    if ((k >> i) & 1) v[i] = p[i];
+  }
+  return JoinF(_mm256_load_ps(v), _mm256_load_ps(v + 8));
+}
+inline void mask512_storeu_ps(float* p, unsigned k, simde__m512 a) {
+  alignas(64) float v[16];
+  _mm256_store_ps(v, HalfF(a, 0));
+  _mm256_store_ps(v + 8, HalfF(a, 1));
+  for (int i = 0; i < 16; ++i) {
+    if ((k >> i) & 1) p[i] = v[i];
+  }
+}
 
 }  // namespace ellm::kernels::emulated
 
@@ -104,6 +123,9 @@ inline void mask_storeu_ps(float* p, unsigned k, __m128 a) {
 #undef _mm512_zextsi256_si512
 #undef _mm256_test_epi8_mask
 #undef _mm_mask_storeu_ps
+#undef _mm512_cvtps_epi32
+#undef _mm512_maskz_loadu_ps
+#undef _mm512_mask_storeu_ps
 #define _mm512_cvtepi32_ps ::ellm::kernels::emulated::cvtepi32_ps
 #define _mm512_cvtepi8_epi32 ::ellm::kernels::emulated::cvtepi8_epi32
 #define _mm512_cvtepu8_epi32 ::ellm::kernels::emulated::cvtepu8_epi32
@@ -115,10 +137,16 @@ inline void mask_storeu_ps(float* p, unsigned k, __m128 a) {
 #define _mm512_zextsi256_si512 ::ellm::kernels::emulated::zextsi256_si512
 #define _mm256_test_epi8_mask ::ellm::kernels::emulated::test_epi8_mask
 #define _mm_mask_storeu_ps ::ellm::kernels::emulated::mask_storeu_ps
+#define _mm512_cvtps_epi32 ::ellm::kernels::emulated::cvtps_epi32
+#define _mm512_maskz_loadu_ps ::ellm::kernels::emulated::maskz_loadu_ps
+#define _mm512_mask_storeu_ps ::ellm::kernels::emulated::mask512_storeu_ps
 // SIMDe 0.7.4 spells this alias with four parameters (a copy of the masked
 // form's); the function itself is right.
 #undef _mm512_madd_epi16
 #define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
+// SIMDe 0.7.4 has the function but no native alias.
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)
 
 #define ELLM_AVX512_KERNELS 1
 #define ELLM_AVX512_VNNI_KERNELS 1

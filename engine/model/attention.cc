@@ -16,9 +16,16 @@ using kv::kBlockPositions;
 // stay in L2 while every row of the task's tile is folded in.
 constexpr int kKeyTile = 64;
 static_assert(kBlockPositions % kKeyTile == 0, "a key tile never straddles two blocks");
-// Query rows per task: enough to amortise each converted key tile, few
-// enough to leave several tasks per thread.
-constexpr int kRowsPerTile = 48;
+// Query rows per task. A full-attention layer converts each key tile (and
+// streams it from memory: 32 MiB of f16 K/V per 32K positions) once per
+// row tile, so its tiles are large: 256 rows (64 tokens of a 4-query-head
+// group) cut the conversions to a fifth of 48 rows' (ellm_bench_attention,
+// Gemma 3 global layer at 32K, 1 thread: 339 -> 296 ms per 256 tokens; 2
+// threads 191 -> 173 ms). A sliding-window layer's row tile sees the window
+// plus the tile's own span of keys, so its tiles stay small (48 rows waste
+// 12 of ~524 keys per row, 256 rows 64). Results never depend on the tile.
+constexpr int kRowsPerTileFull = 256;
+constexpr int kRowsPerTileWindowed = 48;
 // Row tiles up to this many read 16-bit K and V directly (see RunTask).
 constexpr int kFusedMaxRows = 16;
 // Most key splits (see Attention).
@@ -26,21 +33,41 @@ constexpr int kMaxSplits = 8;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// rows x dim stored elements, contiguous, to f32; returns where they are.
-const float* ToF32(KvType type, const uint8_t* src, int64_t n, float* buf) {
+// Floats between f32 rows of V converted for the prefill kernels: a row is
+// 1 KiB at head size 256, and Accumulate reads a 32-column strip of 64 rows
+// (8 KiB) once per 8 query rows; at a 1 KiB stride those lines fall in 8 of
+// L1's 64 sets and evict one another, padded they spread over all of them
+// (Accumulate in isolation, 48 x 64 x 256: 64 -> 74 GMAC/s).
+constexpr int kVRowPad = 16;
+
+// `rows` stored rows of `dim` elements (row_bytes apart) to f32 rows
+// `stride` floats apart in buf; returns where they are (f32 storage is
+// used in place, at its own stride `dim`).
+const float* ToF32(KvType type, const uint8_t* src, int rows, int dim, size_t row_bytes, float* buf,
+                   int64_t stride) {
   const kernels::AttnTileKernels& k = kernels::GetAttnTile();
-  switch (type) {
-    case KvType::kF32:
-      return reinterpret_cast<const float*>(src);
-    case KvType::kF16:
-      k.f16_to_f32(n, reinterpret_cast<const uint16_t*>(src), buf);
-      return buf;
-    case KvType::kBF16:
-      k.bf16_to_f32(n, reinterpret_cast<const uint16_t*>(src), buf);
-      return buf;
-    case KvType::kQ8_0:
-      k.q8_0_to_f32(n, src, buf);
-      return buf;
+  if (type == KvType::kF32) return reinterpret_cast<const float*>(src);
+  if (stride == dim) {  // contiguous: one call
+    row_bytes *= static_cast<size_t>(rows);
+    dim *= rows;
+    rows = 1;
+  }
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* from = src + r * row_bytes;
+    float* to = buf + r * stride;
+    switch (type) {
+      case KvType::kF32:
+        break;
+      case KvType::kF16:
+        k.f16_to_f32(dim, reinterpret_cast<const uint16_t*>(from), to);
+        break;
+      case KvType::kBF16:
+        k.bf16_to_f32(dim, reinterpret_cast<const uint16_t*>(from), to);
+        break;
+      case KvType::kQ8_0:
+        k.q8_0_to_f32(dim, from, to);
+        break;
+    }
   }
   return buf;
 }
@@ -62,39 +89,39 @@ float MaxOf(const float* x, int n) {
 
 // l[r] += sum of row r's weights s[r * ss + first[r] ...][0, n[r]), each a
 // sequential sum from 0 in key order (rows with n[r] == 0 add nothing).
-// Four rows with the same span run interleaved.
-void AddRowSums(int rows, const float* s, int64_t ss, const int* first, const int* n, float* l) {
-  auto one = [&](int r) {
-    if (n[r] == 0) return;
-    const float* x = s + r * ss + first[r];
-    float sum = 0.0f;
-    for (int j = 0; j < n[r]; ++j) sum += x[j];
-    l[r] += sum;
-  };
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const bool same = n[r] > 0 && n[r + 1] == n[r] && n[r + 2] == n[r] && n[r + 3] == n[r] &&
-                      first[r + 1] == first[r] && first[r + 2] == first[r] &&
-                      first[r + 3] == first[r];
-    if (!same) {
-      for (int k = 0; k < 4; ++k) one(r + k);
-      continue;
-    }
-    const float* x0 = s + r * ss + first[r];
-    const float *x1 = x0 + ss, *x2 = x0 + 2 * ss, *x3 = x0 + 3 * ss;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-    for (int j = 0; j < n[r]; ++j) {
-      s0 += x0[j];
-      s1 += x1[j];
-      s2 += x2[j];
-      s3 += x3[j];
-    }
-    l[r] += s0;
-    l[r + 1] += s1;
-    l[r + 2] += s2;
-    l[r + 3] += s3;
+// Eight rows, or four, with the same span run interleaved: the sums are
+// latency-bound chains, and eight keep both add ports busy.
+template <int N>
+bool SameSpan(int r, const int* first, const int* n) {
+  if (n[r] == 0) return false;
+  for (int k = 1; k < N; ++k) {
+    if (n[r + k] != n[r] || first[r + k] != first[r]) return false;
   }
-  for (; r < rows; ++r) one(r);
+  return true;
+}
+template <int N>
+void AddInterleaved(const float* x0, int64_t ss, int n, float* l) {
+  float sum[N] = {};
+  for (int j = 0; j < n; ++j) {
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) sum[k] += x0[k * ss + j];
+  }
+  for (int k = 0; k < N; ++k) l[k] += sum[k];
+}
+void AddRowSums(int rows, const float* s, int64_t ss, const int* first, const int* n, float* l) {
+  int r = 0;
+  while (r < rows) {
+    if (r + 8 <= rows && SameSpan<8>(r, first, n)) {
+      AddInterleaved<8>(s + r * ss + first[r], ss, n[r], l + r);
+      r += 8;
+    } else if (r + 4 <= rows && SameSpan<4>(r, first, n)) {
+      AddInterleaved<4>(s + r * ss + first[r], ss, n[r], l + r);
+      r += 4;
+    } else {
+      if (n[r] > 0) AddInterleaved<1>(s + r * ss + first[r], ss, n[r], l + r);
+      ++r;
+    }
+  }
 }
 
 // Asks for bytes [p, p + n) to be brought into the cache.
@@ -150,7 +177,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   const int dk = sh.head_dim_k, dv = sh.head_dim_v;
   qbuf.resize(static_cast<size_t>(rows) * dk);
   kbuf.resize(static_cast<size_t>(kKeyTile) * dk);
-  vbuf.resize(static_cast<size_t>(kKeyTile) * dv);
+  vbuf.resize(static_cast<size_t>(kKeyTile) * (dv + kVRowPad));
   sbuf.resize(static_cast<size_t>(rows) * kKeyTile);
   span_first.resize(static_cast<size_t>(rows));
   span_n.resize(static_cast<size_t>(rows));
@@ -184,6 +211,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     const uint8_t* k_rows = slice + row0 * k_row_bytes;
     const uint8_t* v_rows = slice + kBlockPositions * k_row_bytes + row0 * v_row_bytes;
     const float* vf = nullptr;
+    int64_t vf_stride = dv;
     float* s = sbuf.data();
     // The kernels read V in column strips and K several rows at a time,
     // which the hardware prefetchers follow poorly from DRAM: this thread's
@@ -206,29 +234,33 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk, s,
                    kKeyTile);
     } else {
-      const float* kf = ToF32(plan.type, k_rows, int64_t{nk} * dk, kbuf.data());
-      vf = ToF32(plan.type, v_rows, int64_t{nk} * dv, vbuf.data());
+      const float* kf = ToF32(plan.type, k_rows, nk, dk, k_row_bytes, kbuf.data(), dk);
+      const bool in_place = plan.type == KvType::kF32;
+      vf_stride = in_place ? dv : dv + kVRowPad;
+      vf = ToF32(plan.type, v_rows, nk, dv, v_row_bytes, vbuf.data(), vf_stride);
       kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
     }
     if (next_v != nullptr) Prefetch(next_v, next_v_bytes);
-    // Softmax step, row by row: new maximum, rescale, exp. The sums of the
-    // weights come after, four rows at a time (each still one sequential
-    // sum in key order: interleaving rows only hides the add latency).
+    // Softmax step, row by row: new maximum, rescale, shift. Then one exp
+    // over the whole tile (a row's few calls were bound by the polynomial's
+    // latency) and the sums of the weights, several rows at a time (each
+    // still one sequential sum in key order: interleaving rows only hides
+    // the add latency).
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * kKeyTile;
       const int64_t p = plan.pos0 + t0 + r / plan.group;
-      // The keys of this tile the row sees: [jv0, jv1). The others weigh
-      // exactly 0 (adding them to the sum changed nothing either).
+      // The keys of this tile the row sees: [jv0, jv1). The others get -inf,
+      // so they weigh exactly 0 after the exp (and add nothing to the sum).
       const int jv0 = static_cast<int>(std::clamp<int64_t>(plan.Lo(p) - a, 0, nk));
       const int jv1 = static_cast<int>(std::clamp<int64_t>(p - a + 1, 0, nk));
       span_first[r] = jv0;
       span_n[r] = std::max(0, jv1 - jv0);
       if (jv0 >= jv1) {
-        std::fill(sr, sr + nk, 0.0f);
+        std::fill(sr, sr + nk, kNegInf);
         continue;
       }
-      std::fill(sr, sr + jv0, 0.0f);
-      std::fill(sr + jv1, sr + nk, 0.0f);
+      std::fill(sr, sr + jv0, kNegInf);
+      std::fill(sr + jv1, sr + nk, kNegInf);
       const float m_new = std::max(st.m[r], MaxOf(sr + jv0, jv1 - jv0));
       if (m_new != st.m[r]) {
         const float scale = std::exp(st.m[r] - m_new);
@@ -240,14 +272,18 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       const int nv = jv1 - jv0;
       float* sv = sr + jv0;
       for (int j = 0; j < nv; ++j) sv[j] -= m_new;
-      kern.exp(nv, sv, sv);
+    }
+    if (nk == kKeyTile) {
+      kern.exp(int64_t{rows} * kKeyTile, s, s);
+    } else {
+      for (int r = 0; r < rows; ++r) kern.exp(nk, s + r * kKeyTile, s + r * kKeyTile);
     }
     AddRowSums(rows, s, kKeyTile, span_first.data(), span_n.data(), st.l);
     if (fused) {
       fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,
                        st.o, dv);
     } else {
-      kern.accumulate(rows, nk, dv, s, kKeyTile, vf, dv, st.o, dv);
+      kern.accumulate(rows, nk, dv, s, kKeyTile, vf, vf_stride, st.o, dv);
     }
   }
 }
@@ -311,7 +347,8 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
   plan.shape = shape;
   plan.type = cache.type();
   plan.group = shape.n_head / shape.n_head_kv;
-  plan.tile_tokens = std::max(1, kRowsPerTile / plan.group);
+  const int tile_rows = shape.window > 0 ? kRowsPerTileWindowed : kRowsPerTileFull;
+  plan.tile_tokens = std::max(1, tile_rows / plan.group);
   plan.n_tiles = (n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
   plan.n_tokens = n_tokens;
   plan.pos0 = pos0;

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -114,10 +115,23 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
 }
 
 // The AVX-512 level does what the AVX2 one does, operation for operation:
-// equal bits on every shape, for f32, f16 and bf16 K/V.
+// equal bits on every shape, for f32, f16 and bf16 K/V, and for Exp on
+// every length (the tail too) over its whole range.
 void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
   ASSERT_NE(wide.scores, Simd().scores) << "the AVX-512 kernels are not built";
+  ASSERT_NE(wide.exp, Simd().exp) << "the AVX-512 Exp is not built";
   std::mt19937 rng(5);
+  std::uniform_real_distribution<float> range(-100.0f, 100.0f);
+  for (int n : {1, 7, 8, 15, 16, 17, 31, 64, 100, 1000}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = range(rng);
+    x[0] = -std::numeric_limits<float>::infinity();
+    if (n > 3) x[n - 1] = 0.0f, x[n / 2] = -87.3f, x[1] = 88.7f;
+    std::vector<float> want(n + 1, 5.0f), got(n + 1, 5.0f);
+    Simd().exp(n, x.data(), want.data());
+    wide.exp(n, x.data(), got.data());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * (n + 1)), 0) << "exp n=" << n;
+  }
   for (int rows : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 48}) {
     for (int keys : {1, 2, 3, 4, 5, 7, 63, 64, 65, 130}) {
       for (int dim : {8, 13, 16, 40, 48, 64, 72, 256}) {
