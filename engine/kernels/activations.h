@@ -5,6 +5,10 @@
 //   quantize_q8_0(x, y, n): as quant::QuantizeQ8_0 (quantize_row_q8_0_ref:
 //     d = amax / 127, id = 1 / d, q = roundf(x * id), ties away from zero),
 //     bit for bit. REQUIRES: n % 32 == 0; x finite.
+//   quantize_q8_k(x, y, n): as quant::QuantizeQ8_K (quantize_row_q8_K_ref:
+//     the scale from the first value of largest magnitude, q rounded to
+//     nearest even, per-16 sums), bit for bit; the activation encoding of
+//     every K-quant product. REQUIRES: n % 256 == 0; x finite.
 //   geglu_f16_table(table, gate, up, y, n): y[i] = a * up[i] with a = 0 for
 //     gate[i] <= -10, gate[i] for gate[i] >= 10, else
 //     f16_to_f32(table[f32_to_f16(gate[i])]) (ggml_vec_gelu_f32 with
@@ -21,11 +25,13 @@
 
 #include "ellm/engine/cpu_features.h"
 #include "quant/q8_0.h"
+#include "quant/q8_k.h"
 
 namespace ellm::kernels {
 
 struct ActivationKernels {
   void (*quantize_q8_0)(const float* x, quant::BlockQ8_0* y, int64_t n);
+  void (*quantize_q8_k)(const float* x, quant::BlockQ8_K* y, int64_t n);
   void (*geglu_f16_table)(const uint16_t* table, const float* gate, const float* up, float* y,
                           int64_t n);
   void (*round_f16)(const float* x, float* y, int64_t n);

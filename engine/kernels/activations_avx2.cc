@@ -48,6 +48,60 @@ void QuantizeQ8_0(const float* x, quant::BlockQ8_0* y, int64_t n) {
   }
 }
 
+// quantize_row_q8_K_ref on 8 lanes. The scale comes from the first value
+// of largest magnitude (its sign included), found as the first lane equal
+// to the maximum of |x|; q = nearest-even(iscale * x), which is ggml's
+// nearest_int (|iscale * x| <= ~127, far inside its 2^22 range) and
+// _mm256_cvtps_epi32 under the default rounding mode, capped at 127.
+void QuantizeQ8_K(const float* x, quant::BlockQ8_K* y, int64_t n) {
+  constexpr int kVecs = quant::kQkK / 8;
+  for (int64_t b = 0; b < n / quant::kQkK; ++b, x += quant::kQkK) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < kVecs; ++k) m = _mm256_max_ps(m, Abs(_mm256_loadu_ps(x + 8 * k)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    if (amax == 0.0f) {
+      std::memset(&y[b], 0, sizeof(y[b]));
+      continue;
+    }
+    float max = 0.0f;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int k = 0; k < kVecs; ++k) {
+      const __m256 eq = _mm256_cmp_ps(Abs(_mm256_loadu_ps(x + 8 * k)), va, _CMP_EQ_OQ);
+      const int bits = _mm256_movemask_ps(eq);
+      if (bits != 0) {
+        max = x[8 * k + __builtin_ctz(static_cast<unsigned>(bits))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i cap = _mm256_set1_epi32(127);
+    for (int k = 0; k < kVecs; k += 4) {
+      __m256i i[4];
+      for (int u = 0; u < 4; ++u) {
+        i[u] = _mm256_min_epi32(
+            cap, _mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 8 * (k + u)))));
+      }
+      // Two groups of 16: sums of the capped values, as the reference sums q.
+      for (int g = 0; g < 2; ++g) {
+        const __m256i s = _mm256_add_epi32(i[2 * g], i[2 * g + 1]);
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        t = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 1));
+        y[b].bsums[k / 2 + g] = static_cast<int16_t>(_mm_cvtsi128_si32(t));
+      }
+      const __m256i p =
+          _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+      const __m256i q = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 8 * k), q);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
 inline __m256 Gelu8(const uint16_t* table, __m256 g) {
   alignas(16) uint16_t idx[8], val[8];
   _mm_store_si128(reinterpret_cast<__m128i*>(idx),
@@ -102,7 +156,7 @@ void RoundRows(const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-const ActivationKernels kActivationsAvx2 = {QuantizeQ8_0, GegluF16Table, RoundRows<RoundF16x8>,
-                                            RoundRows<RoundBf16x8>};
+const ActivationKernels kActivationsAvx2 = {QuantizeQ8_0, QuantizeQ8_K, GegluF16Table,
+                                            RoundRows<RoundF16x8>, RoundRows<RoundBf16x8>};
 
 }  // namespace ellm::kernels::internal

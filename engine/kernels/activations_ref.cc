@@ -30,6 +30,7 @@ void RoundBf16(const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-const ActivationKernels kActivationsRef = {quant::QuantizeQ8_0, GegluF16Table, RoundF16, RoundBf16};
+const ActivationKernels kActivationsRef = {quant::QuantizeQ8_0, quant::QuantizeQ8_K, GegluF16Table,
+                                           RoundF16, RoundBf16};
 
 }  // namespace ellm::kernels::internal

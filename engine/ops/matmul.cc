@@ -11,14 +11,21 @@ namespace ellm::ops {
 namespace {
 
 // quant::QuantizeRow, with Q8_0 (the activation type of Q8_0, Q5_0 and Q4_0
-// weights, most of a prefill's products) through the vectorised encoder,
-// which writes the same bytes.
+// weights, most of a prefill's products) and Q8_K (of the K-quants) through
+// the vectorised encoders, which write the same bytes.
 void QuantizeActivationRow(quant::TensorType type, const float* x, uint8_t* dst, int64_t n) {
-  if (type == quant::TensorType::kQ8_0) {
-    kernels::GetActivationKernels().quantize_q8_0(x, reinterpret_cast<quant::BlockQ8_0*>(dst), n);
-    return;
+  const kernels::ActivationKernels& k = kernels::GetActivationKernels();
+  switch (type) {
+    case quant::TensorType::kQ8_0:
+      k.quantize_q8_0(x, reinterpret_cast<quant::BlockQ8_0*>(dst), n);
+      return;
+    case quant::TensorType::kQ8_K:
+      k.quantize_q8_k(x, reinterpret_cast<quant::BlockQ8_K*>(dst), n);
+      return;
+    default:
+      quant::QuantizeRow(type, x, dst, n);
+      return;
   }
-  quant::QuantizeRow(type, x, dst, n);
 }
 
 // Row groups per task: 2 groups (16 rows), as the row-wise path's grain.

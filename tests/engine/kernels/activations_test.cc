@@ -47,6 +47,43 @@ TEST(ActivationKernels, QuantizeQ8_0WritesTheReferenceBytes) {
   EXPECT_EQ(want[2].qs[1], -2);
 }
 
+TEST(ActivationKernels, QuantizeQ8_KWritesTheReferenceBytes) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0, 2);
+  constexpr int kBlocks = 16;
+  std::vector<float> x(256 * kBlocks);
+  for (float& v : x) v = nd(rng);
+  // Block 1: all zero. Block 2: the largest magnitude twice, negative first
+  // (the first one sets the sign of the scale). Block 3: x * iscale on exact
+  // halves (nearest even: 2.5 -> 2, not 3). Block 4: one huge value, tiny
+  // others. Block 5: the largest magnitude in the last lane.
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);
+  x[512 + 40] = -9.0f;
+  x[512 + 200] = 9.0f;
+  for (int j = 0; j < 256; ++j) x[768 + j] = static_cast<float>(j % 64) - 31.5f;
+  x[768] = -127.0f;
+  for (int j = 0; j < 256; ++j) x[1024 + j] = 1e-30f * static_cast<float>(j);
+  x[1024 + 7] = 3e4f;
+  x[1280 + 255] = 50.0f;
+  std::vector<quant::BlockQ8_K> want(kBlocks), got(kBlocks);
+  Ref().quantize_q8_k(x.data(), want.data(), static_cast<int64_t>(x.size()));
+  Simd().quantize_q8_k(x.data(), got.data(), static_cast<int64_t>(x.size()));
+  for (int b = 0; b < kBlocks; ++b) {
+    ASSERT_EQ(Bits(got[b].d), Bits(want[b].d)) << "block " << b;
+    for (int j = 0; j < 256; ++j) ASSERT_EQ(got[b].qs[j], want[b].qs[j]) << b << " " << j;
+    for (int g = 0; g < 16; ++g) ASSERT_EQ(got[b].bsums[g], want[b].bsums[g]) << b << " " << g;
+  }
+  // The cases are what they claim: the first of two equal magnitudes sets
+  // the sign (d > 0 for -9 first: iscale = -127 / -9), and ties go to even.
+  EXPECT_GT(want[2].d, 0.0f);
+  EXPECT_EQ(want[2].qs[40], -127);
+  // Block 3's iscale is -127 / -127 = 1: q = nearest-even(x).
+  EXPECT_EQ(want[3].qs[1], -30);  // -30.5
+  EXPECT_EQ(want[3].qs[2], -30);  // -29.5
+  EXPECT_EQ(want[3].qs[3], -28);  // -28.5
+}
+
 TEST(ActivationKernels, GegluMatchesReferenceIncludingSaturationAndTails) {
   if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
   std::vector<uint16_t> table(1 << 16);
