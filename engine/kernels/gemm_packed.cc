@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 #include "kernels/gemm_packed_isa.h"
 #include "quant/fp16.h"
@@ -115,10 +117,8 @@ void PackGroupQ4_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
       uint8_t sc[8], m[8];
       UnpackK4Scales(x->scales, sc, m);
       for (int g = 0; g < 8; ++g) {
-        for (int k = 0; k < 2; ++k) {
-          out[internal::kQ4KPackedSc + 16 * g + 2 * r + k] = sc[g];
-          out[internal::kQ4KPackedM + 16 * g + 2 * r + k] = m[g];
-        }
+        out[internal::kQ4KPackedSc + 8 * g + r] = sc[g];
+        out[internal::kQ4KPackedM + 8 * g + r] = m[g];
       }
       // Q4_K already pairs element 64p + l (low nibble) with 64p + 32 + l
       // (high nibble) in qs[32p + l]: the bytes move, the nibbles stay.
@@ -148,6 +148,58 @@ void PackGroupQ6_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
         const int low = (x->ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0f;
         const int high = (x->qh[32 * h + l] >> (2 * k)) & 3;
         q[ChunkByte(e / 4, r, e % 4)] = static_cast<uint8_t>(low | (high << 4));
+      }
+    }
+  }
+}
+
+// ---- wide -> stored (the compact layouts of gemm_packed.h) ----
+
+// Q5_0 / Q4_0: per block, chunk k and chunk k + 4 share a nibble vector;
+// Q5_0's fifth bits follow, byte i holding those of byte i of chunks 0-7.
+void Compact32(TensorType type, const uint8_t* wide, int64_t cols, uint8_t* stored) {
+  const int64_t nb = cols / 32;
+  const size_t scales = internal::PackedScaleBytes32(nb);
+  std::memcpy(stored, wide, scales);
+  const bool q5 = type == TensorType::kQ5_0;
+  const size_t block = q5 ? internal::kStoredBlockQ5_0 : internal::kStoredBlockQ4_0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* in = wide + scales + b * kPackedBlock32QuantBytes;
+    uint8_t* out = stored + scales + b * block;
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 32; ++i) {
+        out[32 * k + i] =
+            static_cast<uint8_t>((in[32 * k + i] & 0x0f) | ((in[32 * (k + 4) + i] & 0x0f) << 4));
+      }
+    }
+    if (!q5) continue;
+    for (int i = 0; i < 32; ++i) {
+      int bits = 0;
+      for (int c = 0; c < 8; ++c) bits |= ((in[32 * c + i] >> 4) & 1) << c;
+      out[128 + i] = static_cast<uint8_t>(bits);
+    }
+  }
+}
+
+// Q6_K: chunk k and chunk k + 32 share a nibble vector; the high bit pairs of
+// chunks m, m + 16, m + 32, m + 48 share a byte vector (bits 1:0 to 7:6).
+void CompactQ6_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = wide + s * internal::kQ6KPackedBytes;
+    uint8_t* out = stored + s * internal::kQ6KStoredBytes;
+    std::memcpy(out, in, internal::kQ6KPackedQ);  // d, padding, scales
+    const uint8_t* q = in + internal::kQ6KPackedQ;
+    for (int k = 0; k < 32; ++k) {
+      for (int i = 0; i < 32; ++i) {
+        out[internal::kQ6KStoredNib + 32 * k + i] =
+            static_cast<uint8_t>((q[32 * k + i] & 0x0f) | ((q[32 * (k + 32) + i] & 0x0f) << 4));
+      }
+    }
+    for (int m = 0; m < 16; ++m) {
+      for (int i = 0; i < 32; ++i) {
+        int bits = 0;
+        for (int j = 0; j < 4; ++j) bits |= ((q[32 * (m + 16 * j) + i] >> 4) & 3) << (2 * j);
+        out[internal::kQ6KStoredHigh + 32 * m + i] = static_cast<uint8_t>(bits);
       }
     }
   }
@@ -185,27 +237,42 @@ bool CanPack(TensorType type) {
 }
 
 size_t PackedGroupBytes(TensorType type, int64_t cols) {
+  const int64_t nb = cols / 32;
   switch (type) {
-    case TensorType::kQ4_K:
-      return static_cast<size_t>(cols / kQkK) * internal::kQ4KPackedBytes;
+    case TensorType::kQ5_0:
+      return internal::PackedScaleBytes32(nb) +
+             static_cast<size_t>(nb) * internal::kStoredBlockQ5_0;
+    case TensorType::kQ4_0:
+      return internal::PackedScaleBytes32(nb) +
+             static_cast<size_t>(nb) * internal::kStoredBlockQ4_0;
     case TensorType::kQ6_K:
-      return static_cast<size_t>(cols / kQkK) * internal::kQ6KPackedBytes;
+      return static_cast<size_t>(cols / kQkK) * internal::kQ6KStoredBytes;
     default:
-      return internal::PackedScaleBytes32(cols / 32) +
-             static_cast<size_t>(cols / 32) * kPackedBlock32QuantBytes;
+      return internal::WideGroupBytes(type, cols);
   }
 }
 
 void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
                uint8_t* dst) {
-  std::memset(dst, 0, PackedGroupBytes(type, cols));
+  // The wide layout first (in dst itself when it is the stored one), then
+  // its compact form.
+  std::vector<uint8_t> buffer;
+  uint8_t* wide = dst;
+  if (internal::IsCompact(type)) {
+    buffer.resize(internal::WideGroupBytes(type, cols));
+    wide = buffer.data();
+  }
+  std::memset(wide, 0, internal::WideGroupBytes(type, cols));
   switch (type) {
     case TensorType::kQ4_K:
-      return PackGroupQ4_K(src, row_bytes, n_rows, cols, dst);
+      return PackGroupQ4_K(src, row_bytes, n_rows, cols, wide);
     case TensorType::kQ6_K:
-      return PackGroupQ6_K(src, row_bytes, n_rows, cols, dst);
+      PackGroupQ6_K(src, row_bytes, n_rows, cols, wide);
+      return CompactQ6_K(wide, cols, dst);
     default:
-      return PackGroup32(type, src, row_bytes, n_rows, cols, dst);
+      PackGroup32(type, src, row_bytes, n_rows, cols, wide);
+      if (internal::IsCompact(type)) Compact32(type, wide, cols, dst);
+      return;
   }
 }
 
@@ -217,6 +284,12 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
   const uint8_t* group = m.Group(row / kPackRows);
+  std::vector<uint8_t> wide;
+  if (internal::IsCompact(m.type)) {
+    wide.resize(internal::WideGroupBytes(m.type, m.cols));
+    internal::RefExpandGroup(m.type, group, m.cols, wide.data());
+    group = wide.data();
+  }
   const int r = static_cast<int>(row % kPackRows);
   const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
   for (int64_t b = 0; b < nb; ++b) {
@@ -257,5 +330,59 @@ GemmPackedFn GetGemmPacked(TensorType type) {
   static const IsaLevel level = HostCpu().Level();
   return GetGemmPackedAt(type, level);
 }
+
+namespace internal {
+
+size_t WideGroupBytes(TensorType type, int64_t cols) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return static_cast<size_t>(cols / kQkK) * kQ4KPackedBytes;
+    case TensorType::kQ6_K:
+      return static_cast<size_t>(cols / kQkK) * kQ6KPackedBytes;
+    default:
+      return PackedScaleBytes32(cols / 32) +
+             static_cast<size_t>(cols / 32) * kPackedBlock32QuantBytes;
+  }
+}
+
+bool IsCompact(TensorType type) {
+  return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ6_K;
+}
+
+namespace {
+// This thread's expansion buffer: grows to the largest request, never
+// shrinks, freed with the thread.
+struct ThreadBuffer {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  ~ThreadBuffer() {
+    if (data != nullptr) ::operator delete(data, std::align_val_t(kPackAlign));
+  }
+  uint8_t* Get(size_t n) {
+    if (n > bytes) {
+      if (data != nullptr) ::operator delete(data, std::align_val_t(kPackAlign));
+      data = static_cast<uint8_t*>(::operator new(n, std::align_val_t(kPackAlign)));
+      bytes = n;
+    }
+    return data;
+  }
+};
+}  // namespace
+
+WideGroups::WideGroups(const PackedMatrix& w, ExpandFn expand) : w_(w), expand_(expand) {
+  if (!IsCompact(w.type)) return;
+  slot_bytes_ = (WideGroupBytes(w.type, w.cols) + kPackAlign - 1) / kPackAlign * kPackAlign;
+  thread_local ThreadBuffer buffer;
+  buffer_ = buffer.Get(2 * slot_bytes_);
+}
+
+const uint8_t* WideGroups::Get(int64_t g, int slot) {
+  if (buffer_ == nullptr) return w_.Group(g);
+  uint8_t* wide = buffer_ + static_cast<size_t>(slot) * slot_bytes_;
+  expand_(w_.type, w_.Group(g), w_.cols, wide);
+  return wide;
+}
+
+}  // namespace internal
 
 }  // namespace ellm::kernels

@@ -6,28 +6,43 @@
 // no horizontal sums; per block the 8 row scales multiply 8 lanes at once.
 // The scheme is ggml-cpu's "repack" (q4_0_8x8, q4_K_8x8); the code is ours.
 //
-// Packed layouts (a group is 8 rows; rows past the matrix's end are zero,
-// scale 0, so they add nothing; the group base is 32-byte aligned). In
-// every layout a "chunk" is 32 bytes: [row 0: 4 quants][row 1: 4 quants]...
-// [row 7: 4 quants], the quants of elements 4c .. 4c+3 of its block.
+// Wide layouts, the ones the kernels read (a group is 8 rows; rows past the
+// matrix's end are zero, scale 0, so they add nothing). In every layout a
+// "chunk" is 32 bytes: [row 0: 4 quants][row 1: 4 quants]...[row 7: 4
+// quants], the quants of elements 4c .. 4c+3 of its block, one per byte.
 //
 //   Q8_0, Q5_0, Q4_0 (blocks of 32, nb = cols / 32 per row):
 //     d: nb x 8 f16 (block b, row r at 8b + r), padded to a multiple of 64
 //        bytes; then q: nb blocks x 8 chunks. Quant bytes: Q8_0 signed as
 //        stored; Q5_0 unsigned 5-bit q (value d * (q - 16)); Q4_0 unsigned
-//        4-bit q (value d * (q - 8)). Q5_0 and Q4_0 grow (22 -> 34 and
-//        18 -> 34 bytes per 32 weights) so that no bit unpacking is left
-//        in the inner loop; Q8_0 keeps its size.
-//   Q4_K (super-blocks of 256): per super-block 1312 bytes:
-//     d[8] f16, dmin[8] f16; sc: 8 groups x 8 rows x 2 u8 (each 6-bit scale
-//     twice, so one VPMOVZXBW gives the VPMADDWD operand); m: likewise for
+//        4-bit q (value d * (q - 8)).
+//   Q4_K (super-blocks of 256): per super-block 1184 bytes:
+//     d[8] f16, dmin[8] f16; sc: 8 groups x 8 rows u8 (the 6-bit scales;
+//     kernels double each into an i16 pair for VPMADDWD); m: likewise for
 //     the mins; q: 4 pairs x 8 chunks, byte = element 64p + 4c + i in the
 //     low nibble, element 64p + 32 + 4c + i in the high one (as Q4_K pairs
-//     them). Same size as Q4_K to within 14%.
+//     them). Stored as read: 3% larger than Q4_K.
 //   Q6_K (super-blocks of 256): per super-block 2208 bytes:
 //     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
 //     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
-//     (value d * sc * (q - 32)), 38% larger than Q6_K.
+//     (value d * sc * (q - 32)).
+//
+// Stored layouts, what PackGroup writes and memory holds: the wide ones
+// with the spare bits squeezed out, so a stored group is within 3% of its
+// rows in the file (the wide Q5_0 is 55% larger, Q6_K 31%) and decode,
+// which streams every weight once per token, reads no more bytes than
+// llama.cpp does. Kernels expand one group at a time into a per-thread
+// buffer (an L1/L2 round trip, a few instructions per 32 bytes), once per
+// 64 tokens.
+//   Q8_0, Q4_K: the wide layout.
+//   Q5_0, Q4_0: the d table as wide; then per block 4 nibble vectors of 32
+//     bytes (vector k: chunk k's quants in the low nibbles, chunk k + 4's in
+//     the high ones) and, for Q5_0, one vector of fifth bits (bit c of byte
+//     i: the fifth bit of chunk c's byte i): 160 / 128 bytes per block.
+//   Q6_K: per super-block 1696 bytes: d, padding, sc as wide (160 bytes);
+//     32 nibble vectors (vector k: chunk k low, chunk k + 32 high); 16 vectors
+//     of high bit pairs (byte i of vector m, bits 2j+1:2j = bits 5:4 of
+//     chunk m + 16j's byte i).
 //
 // Activations are the rows quant::QuantizeRow writes in
 // quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for
@@ -59,7 +74,7 @@ inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must ha
 // True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q6_K.
 bool CanPack(quant::TensorType type);
 
-// Bytes of one packed group of rows of `cols` elements (a multiple of 32).
+// Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).
 // REQUIRES: CanPack(type); cols % Traits(type).block_elems == 0.
 size_t PackedGroupBytes(quant::TensorType type, int64_t cols);
 
@@ -115,7 +130,8 @@ void SummarizeQ8_0(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t
 // y[t * y_stride + (r - row_begin)] = dot(weight row r, activation row t)
 // for row_begin <= r < row_end, t < a.n_tokens. Any row range works; ranges
 // aligned to 8 rows avoid a copy. y must not alias the weights or the
-// activations. Pure, thread-safe, no allocation.
+// activations. Thread-safe; allocates only this thread's expansion buffer,
+// the first time the thread meets a wider group than before.
 using GemmPackedFn = void (*)(const PackedMatrix& w, int64_t row_begin, int64_t row_end,
                               const GemmActivations& a, float* y, int64_t y_stride);
 

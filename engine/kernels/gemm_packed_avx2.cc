@@ -58,6 +58,11 @@ inline __m256i Bcast4(const void* p) {
   std::memcpy(&v, p, sizeof(v));
   return _mm256_set1_epi32(v);
 }
+// 8 u8 (one per row) as 16 i16: each twice, the VPMADDWD operand of a row.
+inline __m256i Dup8(const uint8_t* p) {
+  const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(x, x));
+}
 inline __m256i Widen(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
 
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
@@ -157,18 +162,18 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
           s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(nib, ab));
         }
       }
-      const __m256i sc = _mm256_cvtepu8_epi16(Load128(sb + kQ4KPackedSc + 16 * g));
+      const __m256i sc = Dup8(sb + kQ4KPackedSc + 8 * g);
       for (int t = 0; t < T; ++t)
         isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
     }
     const __m256 d = Halves8(sb + kQ4KPackedD);
     const __m256 dmin = Halves8(sb + kQ4KPackedDmin);
     for (int t = 0; t < T; ++t) {
-      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m is stored twice, so
-      // VPMADDWD against the broadcast bsum pair gives it per row.
+      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m doubled into an i16
+      // pair, so VPMADDWD against the broadcast bsum pair gives it per row.
       __m256i msum = _mm256_setzero_si256();
       for (int g = 0; g < 8; ++g) {
-        const __m256i m = _mm256_cvtepu8_epi16(Load128(sb + kQ4KPackedM + 16 * g));
+        const __m256i m = Dup8(sb + kQ4KPackedM + 8 * g);
         msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, Bcast4(act[t][s].bsums + 2 * g)));
       }
       const __m256 da = _mm256_set1_ps(act[t][s].d);
@@ -233,6 +238,67 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- stored -> wide (gemm_packed_ref.cc's Expand*, 32 bytes at a time) ----
+
+// The fifth bits of chunk c (0-7) as 0x10 or 0 per byte, from the block's
+// vector h whose byte i holds bit c of byte i of every chunk (16-bit shifts
+// move bit c to bit 4 within each byte).
+inline __m256i FifthBits(__m256i h, int c) {
+  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
+  const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
+  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+inline void Store256(uint8_t* p, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
+void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  const int64_t nb = cols / 32;
+  const size_t scales = PackedScaleBytes32(nb);
+  std::memcpy(wide, stored, scales);
+  const bool q5 = type == quant::TensorType::kQ5_0;
+  const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* in = stored + scales + b * block;
+    uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
+    const __m256i h = q5 ? Load256(in + 128) : _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v = Load256(in + 32 * k);
+      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      if (q5) {
+        lo = _mm256_or_si256(lo, FifthBits(h, k));
+        hi = _mm256_or_si256(hi, FifthBits(h, k + 4));
+      }
+      Store256(out + 32 * k, lo);
+      Store256(out + 32 * (k + 4), hi);
+    }
+  }
+}
+
+void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ6KStoredBytes;
+    uint8_t* out = wide + s * kQ6KPackedBytes;
+    for (size_t k = 0; k < kQ6KPackedQ; k += 32) Store256(out + k, Load256(in + k));
+    uint8_t* q = out + kQ6KPackedQ;
+    for (int m = 0; m < 16; ++m) {
+      const __m256i a = Load256(in + kQ6KStoredNib + 32 * m);         // chunks m, m + 32
+      const __m256i b = Load256(in + kQ6KStoredNib + 32 * (m + 16));  // chunks m + 16, m + 48
+      const __m256i h = Load256(in + kQ6KStoredHigh + 32 * m);
+      Store256(q + 32 * m, _mm256_or_si256(_mm256_and_si256(a, m4),
+                                           _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)));
+      Store256(q + 32 * (m + 16), _mm256_or_si256(_mm256_and_si256(b, m4),
+                                                  _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)));
+      Store256(q + 32 * (m + 32), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
+                                                  _mm256_and_si256(h, m2)));
+      Store256(q + 32 * (m + 48), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                                                  _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)));
+    }
+  }
+}
+
 // ---- the loop over groups and tokens, shared by every type ----
 
 template <template <int> class Kernel>
@@ -241,10 +307,11 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(32) float partial[kTile * kPackRows];
+  WideGroups wide(w, Avx2ExpandGroup);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; ++g) {
-      const uint8_t* group = w.Group(g);
+      const uint8_t* group = wide.Get(g, 0);
       const int64_t r0 = std::max(row_begin, g * kPackRows);
       const int64_t r1 = std::min(row_end, g * kPackRows + kPackRows);
       const bool whole = r1 - r0 == kPackRows;
@@ -302,6 +369,15 @@ struct Q6_KKernel {
 
 }  // namespace
 
+void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  switch (type) {
+    case quant::TensorType::kQ6_K:
+      return ExpandQ6_K(stored, cols, wide);
+    default:
+      return Expand32(type, stored, cols, wide);
+  }
+}
+
 GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
   using TT = quant::TensorType;
   switch (type) {
@@ -326,6 +402,9 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
 
 namespace ellm::kernels::internal {
 GemmPackedFn Avx2GemmPacked(quant::TensorType) { return nullptr; }
+void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  RefExpandGroup(type, stored, cols, wide);
+}
 }  // namespace ellm::kernels::internal
 
 #endif  // defined(__x86_64__)

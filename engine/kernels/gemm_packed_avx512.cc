@@ -59,6 +59,14 @@ inline __m512i Load2(const uint8_t* p0, const uint8_t* p1) {
 inline __m256i Load2x16(const uint8_t* p0, const uint8_t* p1) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(Load128(p0)), Load128(p1), 1);
 }
+// 8 u8 (one per row) of each group as 32 i16, each value twice.
+inline __m512i Dup8x2(const uint8_t* p0, const uint8_t* p1) {
+  const __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)));
+  const __m256i dup = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, x)),
+                                              _mm_unpackhi_epi8(x, x), 1);
+  return _mm512_cvtepu8_epi16(dup);
+}
 // 8 f16 of each group, widened (exact).
 inline __m512 Halves16(const uint8_t* p0, const uint8_t* p1) {
   return _mm512_cvtph_ps(Load2x16(p0, p1));
@@ -152,23 +160,22 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
           dot[t] = _mm512_dpbusd_epi32(dot[t], nib, Bcast4(act[t][s].qs + 32 * g + 4 * c));
         }
       }
-      // Each row's scale is stored twice as u8: zero-extended to i16 pairs,
-      // the low one of each i32 lane is the row's scale.
-      const size_t sc_off = kQ4KPackedSc + 16 * g;
-      const __m512i sc =
-          _mm512_and_si512(_mm512_cvtepu8_epi16(Load2x16(sb0 + sc_off, sb1 + sc_off)), low16);
+      // Each row's scale doubled and zero-extended to an i16 pair: the low
+      // one of each i32 lane is the row's scale.
+      const size_t sc_off = kQ4KPackedSc + 8 * g;
+      const __m512i sc = _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16);
       for (int t = 0; t < T; ++t)
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
     }
     const __m512 d = Halves16(sb0 + kQ4KPackedD, sb1 + kQ4KPackedD);
     const __m512 dmin = Halves16(sb0 + kQ4KPackedDmin, sb1 + kQ4KPackedDmin);
     for (int t = 0; t < T; ++t) {
-      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m is stored twice, so
-      // VPMADDWD against the broadcast bsum pair gives it per row.
+      // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m doubled into an i16
+      // pair, so VPMADDWD against the broadcast bsum pair gives it per row.
       __m512i msum = _mm512_setzero_si512();
       for (int g = 0; g < 8; ++g) {
-        const size_t m_off = kQ4KPackedM + 16 * g;
-        const __m512i m = _mm512_cvtepu8_epi16(Load2x16(sb0 + m_off, sb1 + m_off));
+        const size_t m_off = kQ4KPackedM + 8 * g;
+        const __m512i m = Dup8x2(sb0 + m_off, sb1 + m_off);
         msum = _mm512_add_epi32(msum, _mm512_madd_epi16(m, Bcast4(act[t][s].bsums + 2 * g)));
       }
       const __m512 da = _mm512_set1_ps(act[t][s].d);
@@ -233,6 +240,80 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- stored -> wide (gemm_packed_ref.cc's Expand*, 64 bytes at a time) ----
+
+inline __m512i Load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline void Store512(uint8_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
+
+// As the AVX2 file: the fifth bits of chunk c from the block's vector h
+// (byte i: bit c of byte i of every chunk), 0x10 or 0 per byte.
+inline __m256i FifthBits(__m256i h, int c) {
+  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
+  const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
+  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+
+// 32 bytes at a time: the fifth bits differ per chunk, one vector serves all.
+void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  const int64_t nb = cols / 32;
+  const size_t scales = PackedScaleBytes32(nb);
+  std::memcpy(wide, stored, scales);
+  const bool q5 = type == quant::TensorType::kQ5_0;
+  const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* in = stored + scales + b * block;
+    uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
+    const __m256i h = q5 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 128))
+                         : _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      if (q5) {
+        lo = _mm256_or_si256(lo, FifthBits(h, k));
+        hi = _mm256_or_si256(hi, FifthBits(h, k + 4));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * k), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * (k + 4)), hi);
+    }
+  }
+}
+
+void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ6KStoredBytes;
+    uint8_t* out = wide + s * kQ6KPackedBytes;
+    for (size_t k = 0; k < kQ6KPackedQ; k += 32) {  // d, padding, scales
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + k),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k)));
+    }
+    uint8_t* q = out + kQ6KPackedQ;
+    for (int m = 0; m < 16; m += 2) {  // chunks m and m + 1 of each quarter
+      const __m512i a = Load512(in + kQ6KStoredNib + 32 * m);
+      const __m512i b = Load512(in + kQ6KStoredNib + 32 * (m + 16));
+      const __m512i h = Load512(in + kQ6KStoredHigh + 32 * m);
+      Store512(q + 32 * m, _mm512_or_si512(_mm512_and_si512(a, m4),
+                                           _mm512_and_si512(_mm512_slli_epi16(h, 4), m2)));
+      Store512(q + 32 * (m + 16), _mm512_or_si512(_mm512_and_si512(b, m4),
+                                                  _mm512_and_si512(_mm512_slli_epi16(h, 2), m2)));
+      Store512(q + 32 * (m + 32), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
+                                                  _mm512_and_si512(h, m2)));
+      Store512(q + 32 * (m + 48), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m4),
+                                                  _mm512_and_si512(_mm512_srli_epi16(h, 2), m2)));
+    }
+  }
+}
+
+void ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  switch (type) {
+    case quant::TensorType::kQ6_K:
+      return ExpandQ6_K(stored, cols, wide);
+    default:
+      return Expand32(type, stored, cols, wide);
+  }
+}
+
 // ---- the loop over group pairs and tokens, shared by every type ----
 
 // Runs Kernel<n> for 1 <= n <= N.
@@ -251,12 +332,13 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(64) float partial[kTile * kPairRows];
+  WideGroups wide(w, ExpandGroup);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; g += 2) {
       const bool pair = g + 1 < g_end;
-      const uint8_t* g0 = w.Group(g);
-      const uint8_t* g1 = pair ? w.Group(g + 1) : g0;
+      const uint8_t* g0 = wide.Get(g, 0);
+      const uint8_t* g1 = pair ? wide.Get(g + 1, 1) : g0;
       const int64_t r0 = std::max(row_begin, g * kPackRows);
       const int64_t r1 = std::min(row_end, g * kPackRows + (pair ? kPairRows : kPackRows));
       const bool whole = r1 - r0 == kPairRows;
@@ -299,6 +381,8 @@ struct Q6_KKernel {
 
 }  // namespace
 
+ExpandFn Avx512ExpandGroup() { return ExpandGroup; }
+
 GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
   using TT = quant::TensorType;
   switch (type) {
@@ -323,6 +407,7 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
 
 namespace ellm::kernels::internal {
 GemmPackedFn Avx512VnniGemmPacked(quant::TensorType) { return nullptr; }
+ExpandFn Avx512ExpandGroup() { return nullptr; }
 }  // namespace ellm::kernels::internal
 
 #endif

@@ -12,14 +12,56 @@ inline size_t PackedScaleBytes32(int64_t nb) {
   const size_t raw = static_cast<size_t>(nb) * kPackRows * 2;
   return (raw + kPackAlign - 1) / kPackAlign * kPackAlign;
 }
-inline constexpr size_t kPackedBlock32QuantBytes = 32 * kPackRows;  // 8 chunks
 
-// Q4_K super-block: offsets inside one 1312-byte packed super-block.
-inline constexpr size_t kQ4KPackedD = 0, kQ4KPackedDmin = 16, kQ4KPackedSc = 32, kQ4KPackedM = 160,
-                        kQ4KPackedQ = 288, kQ4KPackedBytes = 1312;
-// Q6_K super-block: offsets inside one 2208-byte packed super-block.
+// ---- The wide layouts the kernels read (one quant per byte; gemm_packed.h
+// has them in full). Q8_0's stored layout is its wide one. ----
+inline constexpr size_t kPackedBlock32QuantBytes = 32 * kPackRows;  // 8 chunks
+// Q4_K super-block (stored as read): offsets inside one 1184-byte super-block.
+inline constexpr size_t kQ4KPackedD = 0, kQ4KPackedDmin = 16, kQ4KPackedSc = 32, kQ4KPackedM = 96,
+                        kQ4KPackedQ = 160, kQ4KPackedBytes = 1184;
+// Q6_K super-block: offsets inside one 2208-byte wide super-block.
 inline constexpr size_t kQ6KPackedD = 0, kQ6KPackedSc = 32, kQ6KPackedQ = 160,
                         kQ6KPackedBytes = 2208;
+
+// ---- The stored (compact) layouts PackGroup writes (gemm_packed.h). ----
+// Q5_0 / Q4_0: a block's quants after the scale table: 4 nibble vectors
+// (32 bytes each) and, for Q5_0, a vector of fifth bits.
+inline constexpr size_t kStoredBlockQ5_0 = 160, kStoredBlockQ4_0 = 128;
+// Q6_K: d, padding and scales as in the wide layout, then 32 nibble vectors
+// and 16 vectors of high bit pairs.
+inline constexpr size_t kQ6KStoredNib = 160, kQ6KStoredHigh = 1184, kQ6KStoredBytes = 1696;
+
+// Bytes of one wide group of `cols` elements.
+size_t WideGroupBytes(quant::TensorType type, int64_t cols);
+// True when the stored layout of `type` differs from its wide one.
+bool IsCompact(quant::TensorType type);
+
+// Writes the wide layout of one stored group of `cols` elements to `wide`
+// (WideGroupBytes bytes, 32-byte aligned). REQUIRES: IsCompact(type).
+using ExpandFn = void (*)(quant::TensorType type, const uint8_t* stored, int64_t cols,
+                          uint8_t* wide);
+void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
+                    uint8_t* wide);  // gemm_packed_ref.cc: the truth
+void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
+                     uint8_t* wide);  // gemm_packed_avx2.cc
+// gemm_packed_avx512.cc; null when the compiler could not build it.
+ExpandFn Avx512ExpandGroup();
+
+// What a kernel reads for group g of `w`: the stored group itself when the
+// layouts coincide, else its wide copy, expanded into a buffer of this
+// thread's that holds two (slot 0 and slot 1; a slot's copy lasts until the
+// next Get on that slot). Allocates that buffer once per thread and size.
+class WideGroups {
+ public:
+  WideGroups(const PackedMatrix& w, ExpandFn expand);
+  const uint8_t* Get(int64_t g, int slot);
+
+ private:
+  const PackedMatrix& w_;
+  ExpandFn expand_;
+  size_t slot_bytes_ = 0;
+  uint8_t* buffer_ = nullptr;  // null when the layouts coincide
+};
 
 GemmPackedFn RefGemmPacked(quant::TensorType type);   // gemm_packed_ref.cc
 GemmPackedFn Avx2GemmPacked(quant::TensorType type);  // gemm_packed_avx2.cc

@@ -4,6 +4,7 @@
 // the same float products and sequential sum over blocks), so each output
 // equals RefVecDot of the unpacked row bit for bit.
 // Built with -ffp-contract=off so each multiply and add rounds as written.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/gemm_packed_isa.h"
@@ -28,11 +29,10 @@ inline float PackedHalf(const uint8_t* p, int index) {
 
 // One output of the Q8_0 family. kOffset: 0 (Q8_0, signed quants), 8 (Q4_0)
 // or 16 (Q5_0) is subtracted from the stored unsigned quant.
+// `group` is the row's group in the wide layout, `r` its row in the group.
 template <int kOffset>
-float DotPacked32(const PackedMatrix& w, int64_t row, const BlockQ8_0* y) {
+float DotPacked32(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_0* y) {
   const int64_t nb = w.cols / 32;
-  const uint8_t* group = w.Group(row / kPackRows);
-  const int r = static_cast<int>(row % kPackRows);
   const uint8_t* qs = group + PackedScaleBytes32(nb);
   float sum = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
@@ -56,9 +56,7 @@ float DotPacked32(const PackedMatrix& w, int64_t row, const BlockQ8_0* y) {
   return sum;
 }
 
-float DotPackedQ4_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
-  const uint8_t* group = w.Group(row / kPackRows);
-  const int r = static_cast<int>(row % kPackRows);
+float DotPackedQ4_K(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
   float sum = 0.0f;
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     const uint8_t* sb = group + s * kQ4KPackedBytes;
@@ -70,8 +68,8 @@ float DotPackedQ4_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
         const int q = (sb[kQ4KPackedQ + 256 * p + ChunkByte(l, r)] >> shift) & 0x0f;
         isuml += q * y[s].qs[32 * g + l];
       }
-      isum += sb[kQ4KPackedSc + 16 * g + 2 * r] * isuml;
-      summs += sb[kQ4KPackedM + 16 * g + 2 * r] * (y[s].bsums[2 * g] + y[s].bsums[2 * g + 1]);
+      isum += sb[kQ4KPackedSc + 8 * g + r] * isuml;
+      summs += sb[kQ4KPackedM + 8 * g + r] * (y[s].bsums[2 * g] + y[s].bsums[2 * g + 1]);
     }
     const float d = PackedHalf(sb + kQ4KPackedD, r) * y[s].d;
     const float dmin = PackedHalf(sb + kQ4KPackedDmin, r) * y[s].d;
@@ -80,9 +78,7 @@ float DotPackedQ4_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
   return sum;
 }
 
-float DotPackedQ6_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
-  const uint8_t* group = w.Group(row / kPackRows);
-  const int r = static_cast<int>(row % kPackRows);
+float DotPackedQ6_K(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
   float sum = 0.0f;
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     const uint8_t* sb = group + s * kQ6KPackedBytes;
@@ -100,18 +96,70 @@ float DotPackedQ6_K(const PackedMatrix& w, int64_t row, const BlockQ8_K* y) {
   return sum;
 }
 
-template <typename Block, float (*kDot)(const PackedMatrix&, int64_t, const Block*)>
+template <typename Block, float (*kDot)(const PackedMatrix&, const uint8_t*, int, const Block*)>
 void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
           float* y, int64_t y_stride) {
-  for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const Block* act = reinterpret_cast<const Block*>(a.rows + t * a.stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      y[t * y_stride + (r - row_begin)] = kDot(w, r, act);
+  WideGroups wide(w, RefExpandGroup);
+  for (int64_t g = row_begin / kPackRows; g * kPackRows < row_end; ++g) {
+    const uint8_t* group = wide.Get(g, 0);
+    const int64_t r0 = std::max(row_begin, g * kPackRows);
+    const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const Block* act = reinterpret_cast<const Block*>(a.rows + t * a.stride);
+      for (int64_t r = r0; r < r1; ++r) {
+        y[t * y_stride + (r - row_begin)] =
+            kDot(w, group, static_cast<int>(r - g * kPackRows), act);
+      }
+    }
+  }
+}
+
+// ---- stored -> wide: the inverse of gemm_packed.cc's Compact* ----
+
+void Expand32(TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  const int64_t nb = cols / 32;
+  const size_t scales = PackedScaleBytes32(nb);
+  std::memcpy(wide, stored, scales);
+  const bool q5 = type == TensorType::kQ5_0;
+  const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* in = stored + scales + b * block;
+    uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
+    for (int c = 0; c < 8; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        const int nibble = (in[32 * (c % 4) + i] >> (4 * (c / 4))) & 0x0f;
+        const int fifth = q5 ? (in[128 + i] >> c) & 1 : 0;
+        out[32 * c + i] = static_cast<uint8_t>(nibble | (fifth << 4));
+      }
+    }
+  }
+}
+
+void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ6KStoredBytes;
+    uint8_t* out = wide + s * kQ6KPackedBytes;
+    std::memcpy(out, in, kQ6KPackedQ);  // d, padding, scales
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        const int nibble = (in[kQ6KStoredNib + 32 * (c % 32) + i] >> (4 * (c / 32))) & 0x0f;
+        const int high = (in[kQ6KStoredHigh + 32 * (c % 16) + i] >> (2 * (c / 16))) & 3;
+        out[kQ6KPackedQ + 32 * c + i] = static_cast<uint8_t>(nibble | (high << 4));
+      }
     }
   }
 }
 
 }  // namespace
+
+void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  switch (type) {
+    case TensorType::kQ6_K:
+      return ExpandQ6_K(stored, cols, wide);
+    default:
+      return Expand32(type, stored, cols, wide);
+  }
+}
 
 GemmPackedFn RefGemmPacked(quant::TensorType type) {
   using T = quant::TensorType;

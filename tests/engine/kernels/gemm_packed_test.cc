@@ -17,6 +17,7 @@
 #include "ellm/engine/cpu_features.h"
 #include "emulated_avx512.h"
 #include "kernels/gemm_packed.h"
+#include "kernels/gemm_packed_isa.h"
 #include "kernels/vec_dot.h"
 #include "ops/packed_weight.h"
 #include "quant/fp16.h"
@@ -244,6 +245,57 @@ TEST_P(GemmPacked, UnpackRowGivesBackTheStoredRows) {
       UnpackRow(packed->matrix(), r, row.data());
       ASSERT_EQ(std::memcmp(row.data(), p.Row(r), p.row_bytes), 0) << Where(p, r, 0);
       ASSERT_EQ(row[p.row_bytes], 0xa5) << "wrote past the row: " << Where(p, r, 0);
+    }
+  }
+}
+
+// Packed weights cost what the file's blocks cost: each stored group is
+// within 3% of its eight rows in GGUF (plus the 64-byte alignment of the
+// Q8_0 family's scale table), so decode streams no more bytes than the file
+// holds.
+TEST_P(GemmPacked, StoredGroupIsAboutTheSizeOfItsRows) {
+  const TensorType type = GetParam();
+  for (int64_t cols : Columns(type)) {
+    const double rows_bytes = 8.0 * static_cast<double>(quant::RowBytes(quant::Traits(type), cols));
+    EXPECT_LE(static_cast<double>(PackedGroupBytes(type, cols)), rows_bytes * 1.03 + 64)
+        << quant::TypeName(type) << " cols=" << cols;
+    EXPECT_GE(static_cast<double>(PackedGroupBytes(type, cols)), rows_bytes)
+        << quant::TypeName(type) << " cols=" << cols;
+  }
+}
+
+// Every level's expansion of the stored layout writes the scalar
+// expansion's bytes (the GEMM tests above check that layout's meaning).
+TEST_P(GemmPacked, ExpansionsEqualTheReferenceExpansion) {
+  const TensorType type = GetParam();
+  if (!internal::IsCompact(type)) {
+    EXPECT_EQ(PackedGroupBytes(type, 640), internal::WideGroupBytes(type, 640));
+    return;
+  }
+  std::vector<std::pair<std::string, internal::ExpandFn>> levels = {
+      {"avx2", internal::Avx2ExpandGroup},
+      {"emulated avx512", internal::EmulatedAvx512ExpandGroup()}};
+  if (HostCpu().Level() >= IsaLevel::kAvx512Vnni) {
+    ASSERT_NE(internal::Avx512ExpandGroup(), nullptr);
+    levels.emplace_back("avx512", internal::Avx512ExpandGroup());
+  }
+  for (int64_t cols : Columns(type)) {
+    const Problem p = MakeProblem(type, 21, cols, 1, 17);
+    const auto packed = Pack(p);
+    const PackedMatrix& m = packed->matrix();
+    const size_t wide_bytes = internal::WideGroupBytes(type, cols);
+    std::vector<uint8_t> want(wide_bytes);
+    for (int64_t g = 0; g < m.groups(); ++g) {
+      internal::RefExpandGroup(type, m.Group(g), cols, want.data());
+      for (const auto& [name, expand] : levels) {
+        ASSERT_NE(expand, nullptr) << name;
+        alignas(64) static uint8_t got[2 * 64 * 1024];
+        ASSERT_LE(wide_bytes, sizeof(got));
+        std::memset(got, 0xa5, wide_bytes);
+        expand(type, m.Group(g), cols, got);
+        ASSERT_EQ(std::memcmp(got, want.data(), wide_bytes), 0)
+            << name << " " << quant::TypeName(type) << " cols=" << cols << " group=" << g;
+      }
     }
   }
 }
