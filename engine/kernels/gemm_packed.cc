@@ -181,25 +181,24 @@ void Compact32(TensorType type, const uint8_t* wide, int64_t cols, uint8_t* stor
   }
 }
 
-// Q6_K: chunk k and chunk k + 32 share a nibble vector; the high bit pairs of
-// chunks m, m + 16, m + 32, m + 48 share a byte vector (bits 1:0 to 7:6).
+// Q6_K: per 16-element group g (chunks 4g .. 4g + 3), chunks 4g and 4g + 1
+// share a nibble vector, 4g + 2 and 4g + 3 another, and the high bit pairs
+// of all four share a byte vector (chunk 4g + j in bits 2j + 1:2j).
 void CompactQ6_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = wide + s * internal::kQ6KPackedBytes;
     uint8_t* out = stored + s * internal::kQ6KStoredBytes;
     std::memcpy(out, in, internal::kQ6KPackedQ);  // d, padding, scales
     const uint8_t* q = in + internal::kQ6KPackedQ;
-    for (int k = 0; k < 32; ++k) {
+    for (int g = 0; g < 16; ++g) {
+      const uint8_t* c = q + 128 * g;  // chunk 4g
+      uint8_t* o = out + internal::kQ6KStoredGroups + internal::kQ6KStoredGroupBytes * g;
       for (int i = 0; i < 32; ++i) {
-        out[internal::kQ6KStoredNib + 32 * k + i] =
-            static_cast<uint8_t>((q[32 * k + i] & 0x0f) | ((q[32 * (k + 32) + i] & 0x0f) << 4));
-      }
-    }
-    for (int m = 0; m < 16; ++m) {
-      for (int i = 0; i < 32; ++i) {
+        o[i] = static_cast<uint8_t>((c[i] & 0x0f) | ((c[32 + i] & 0x0f) << 4));
+        o[32 + i] = static_cast<uint8_t>((c[64 + i] & 0x0f) | ((c[96 + i] & 0x0f) << 4));
         int bits = 0;
-        for (int j = 0; j < 4; ++j) bits |= ((q[32 * (m + 16 * j) + i] >> 4) & 3) << (2 * j);
-        out[internal::kQ6KStoredHigh + 32 * m + i] = static_cast<uint8_t>(bits);
+        for (int j = 0; j < 4; ++j) bits |= ((c[32 * j + i] >> 4) & 3) << (2 * j);
+        o[64 + i] = static_cast<uint8_t>(bits);
       }
     }
   }
@@ -370,7 +369,7 @@ struct ThreadBuffer {
 }  // namespace
 
 WideGroups::WideGroups(const PackedMatrix& w, ExpandFn expand) : w_(w), expand_(expand) {
-  if (!IsCompact(w.type)) return;
+  if (expand == nullptr || !IsCompact(w.type)) return;
   slot_bytes_ = (WideGroupBytes(w.type, w.cols) + kPackAlign - 1) / kPackAlign * kPackAlign;
   thread_local ThreadBuffer buffer;
   buffer_ = buffer.Get(2 * slot_bytes_);

@@ -40,9 +40,12 @@
 //     the high ones) and, for Q5_0, one vector of fifth bits (bit c of byte
 //     i: the fifth bit of chunk c's byte i): 160 / 128 bytes per block.
 //   Q6_K: per super-block 1696 bytes: d, padding, sc as wide (160 bytes);
-//     32 nibble vectors (vector k: chunk k low, chunk k + 32 high); 16 vectors
-//     of high bit pairs (byte i of vector m, bits 2j+1:2j = bits 5:4 of
-//     chunk m + 16j's byte i).
+//     then per 16-element group g (chunks 4g .. 4g + 3) 96 bytes: a nibble
+//     vector of chunks 4g (low) and 4g + 1 (high), one of 4g + 2 and 4g + 3,
+//     and one of high bit pairs (bits 2j+1:2j of byte i = bits 5:4 of chunk
+//     4g + j's byte i).
+// A call with at most one register tile of tokens (decode) has the AVX2
+// kernels unpack the stored groups in registers instead.
 //
 // Activations are the rows quant::QuantizeRow writes in
 // quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for

@@ -65,11 +65,35 @@ inline __m256i Dup8(const uint8_t* p) {
 }
 inline __m256i Widen(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
 
+// The fifth bits of chunk c (0-7) as 0x10 or 0 per byte, from the block's
+// vector h whose byte i holds bit c of byte i of every chunk (16-bit shifts
+// move bit c to bit 4 within each byte).
+inline __m256i FifthBits(__m256i h, int c) {
+  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
+  const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
+  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+// The 4 chunks (wide bytes, 6-bit q) of one 16-element group of the stored
+// Q6_K layout at p: two nibble vectors and one of high bit pairs.
+inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+  const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i v1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32));
+  const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64));
+  q[0] = _mm256_or_si256(_mm256_and_si256(v0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2));
+  q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
+                         _mm256_and_si256(_mm256_slli_epi16(h, 2), m2));
+  q[2] = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(h, m2));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
+                         _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+}
+
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
-// stored unsigned quant (16 for Q5_0, 8 for Q4_0).
-template <int kOffset, int T>
+// stored unsigned quant (16 for Q5_0, 8 for Q4_0). kStored: `group` is in
+// the stored layout (Q5_0, Q4_0), unpacked in registers, else the wide one.
+template <int kOffset, int T, bool kStored = false>
 void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
             float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
@@ -86,13 +110,26 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
   constexpr int64_t kActBlock = sizeof(BlockQ8_0);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  constexpr size_t kBlock = !kStored        ? kPackedBlock32QuantBytes
+                            : kOffset == 16 ? kStoredBlockQ5_0
+                                            : kStoredBlockQ4_0;
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = qs + b * kPackedBlock32QuantBytes;
+    const uint8_t* q = qs + b * kBlock;
     __m256i isum[T];
+    __m256i fifth = _mm256_setzero_si256();
+    if constexpr (kStored && kOffset == 16) fifth = Load256(q + 128);
     for (int h = 0; h < 2; ++h) {
       __m256i wq[4];
-      for (int c = 0; c < 4; ++c)
-        wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
+      for (int c = 0; c < 4; ++c) {
+        if constexpr (kStored) {
+          const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
+          wq[c] = _mm256_and_si256(h == 0 ? v : _mm256_srli_epi16(v, 4), m4);
+          if constexpr (kOffset == 16) wq[c] = _mm256_or_si256(wq[c], FifthBits(fifth, 4 * h + c));
+        } else {
+          wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
+        }
+      }
       for (int t = 0; t < T; ++t) {
         const int8_t* ab = act[t] + b * kActBlock + 16 * h;
         __m256i part;
@@ -188,7 +225,8 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
 
 // ---- Q6_K against Q8_K ----
 
-template <int T>
+// kStored: `group` is in the stored layout, unpacked in registers.
+template <int T, bool kStored = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -197,7 +235,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    const uint8_t* sb = group + s * kQ6KPackedBytes;
+    const uint8_t* sb = group + s * (kStored ? kQ6KStoredBytes : kQ6KPackedBytes);
     const uint8_t* q = sb + kQ6KPackedQ;
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
@@ -216,8 +254,12 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
                                : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
         const int g = 2 * p + k;
         __m256i wq[4];
-        for (int c = 0; c < 4; ++c)
-          wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * g + c)));
+        if constexpr (kStored) {
+          Q6_KChunks(sb + kQ6KStoredGroups + kQ6KStoredGroupBytes * g, wq);
+        } else {
+          for (int c = 0; c < 4; ++c)
+            wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * g + c)));
+        }
         for (int t = 0; t < T; ++t) {
           const int8_t* ab = act[t][s].qs + 16 * g;
           const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[0], Bcast4(ab)),
@@ -240,14 +282,6 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
 
 // ---- stored -> wide (gemm_packed_ref.cc's Expand*, 32 bytes at a time) ----
 
-// The fifth bits of chunk c (0-7) as 0x10 or 0 per byte, from the block's
-// vector h whose byte i holds bit c of byte i of every chunk (16-bit shifts
-// move bit c to bit 4 within each byte).
-inline __m256i FifthBits(__m256i h, int c) {
-  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
-  const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
-  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
-}
 inline void Store256(uint8_t* p, __m256i v) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
@@ -277,24 +311,14 @@ void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8
 }
 
 void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = stored + s * kQ6KStoredBytes;
     uint8_t* out = wide + s * kQ6KPackedBytes;
     for (size_t k = 0; k < kQ6KPackedQ; k += 32) Store256(out + k, Load256(in + k));
-    uint8_t* q = out + kQ6KPackedQ;
-    for (int m = 0; m < 16; ++m) {
-      const __m256i a = Load256(in + kQ6KStoredNib + 32 * m);         // chunks m, m + 32
-      const __m256i b = Load256(in + kQ6KStoredNib + 32 * (m + 16));  // chunks m + 16, m + 48
-      const __m256i h = Load256(in + kQ6KStoredHigh + 32 * m);
-      Store256(q + 32 * m, _mm256_or_si256(_mm256_and_si256(a, m4),
-                                           _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)));
-      Store256(q + 32 * (m + 16), _mm256_or_si256(_mm256_and_si256(b, m4),
-                                                  _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)));
-      Store256(q + 32 * (m + 32), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                                                  _mm256_and_si256(h, m2)));
-      Store256(q + 32 * (m + 48), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
-                                                  _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)));
+    for (int g = 0; g < 16; ++g) {
+      __m256i q[4];
+      Q6_KChunks(in + kQ6KStoredGroups + kQ6KStoredGroupBytes * g, q);
+      for (int j = 0; j < 4; ++j) Store256(out + kQ6KPackedQ + 32 * (4 * g + j), q[j]);
     }
   }
 }
@@ -307,11 +331,14 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(32) float partial[kTile * kPackRows];
-  WideGroups wide(w, Avx2ExpandGroup);
+  // One register tile of tokens (decode) reads the stored groups and unpacks
+  // them in registers; more tokens share one expansion per group instead.
+  const bool stored = a.n_tokens <= kTile;
+  WideGroups wide(w, stored ? nullptr : Avx2ExpandGroup);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; ++g) {
-      const uint8_t* group = wide.Get(g, 0);
+      const uint8_t* group = stored ? w.Group(g) : wide.Get(g, 0);
       const int64_t r0 = std::max(row_begin, g * kPackRows);
       const int64_t r1 = std::min(row_end, g * kPackRows + kPackRows);
       const bool whole = r1 - r0 == kPackRows;
@@ -319,7 +346,7 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
         const int n = static_cast<int>(std::min<int64_t>(kTile, c1 - t));
         float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
         const int64_t out_stride = whole ? y_stride : kPackRows;
-        switch (n) {
+        switch (n + (stored ? kTile : 0)) {
           case 4:
             Kernel<4>::Run(w, group, a, t, out, out_stride);
             break;
@@ -329,8 +356,20 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
           case 2:
             Kernel<2>::Run(w, group, a, t, out, out_stride);
             break;
-          default:
+          case 1:
             Kernel<1>::Run(w, group, a, t, out, out_stride);
+            break;
+          case kTile + 4:
+            Kernel<4>::RunStored(w, group, a, t, out, out_stride);
+            break;
+          case kTile + 3:
+            Kernel<3>::RunStored(w, group, a, t, out, out_stride);
+            break;
+          case kTile + 2:
+            Kernel<2>::RunStored(w, group, a, t, out, out_stride);
+            break;
+          default:
+            Kernel<1>::RunStored(w, group, a, t, out, out_stride);
             break;
         }
         if (whole) continue;
@@ -346,25 +385,32 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
 
 static_assert(kTile == 4, "Gemm's switch instantiates tiles of 1 to 4 tokens");
 
+// Run reads wide groups, RunStored stored ones (the same for Q8_0 and Q4_K,
+// whose layouts are one).
 template <int T>
 struct Q8_0Kernel {
   static constexpr auto Run = Tile32<0, T>;
+  static constexpr auto RunStored = Tile32<0, T>;
 };
 template <int T>
 struct Q5_0Kernel {
   static constexpr auto Run = Tile32<16, T>;
+  static constexpr auto RunStored = Tile32<16, T, true>;
 };
 template <int T>
 struct Q4_0Kernel {
   static constexpr auto Run = Tile32<8, T>;
+  static constexpr auto RunStored = Tile32<8, T, true>;
 };
 template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
+  static constexpr auto RunStored = TileQ4_K<T>;
 };
 template <int T>
 struct Q6_KKernel {
   static constexpr auto Run = TileQ6_K<T>;
+  static constexpr auto RunStored = TileQ6_K<T, true>;
 };
 
 }  // namespace

@@ -280,7 +280,7 @@ void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8
 }
 
 void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = stored + s * kQ6KStoredBytes;
     uint8_t* out = wide + s * kQ6KPackedBytes;
@@ -288,19 +288,21 @@ void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(out + k),
                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k)));
     }
-    uint8_t* q = out + kQ6KPackedQ;
-    for (int m = 0; m < 16; m += 2) {  // chunks m and m + 1 of each quarter
-      const __m512i a = Load512(in + kQ6KStoredNib + 32 * m);
-      const __m512i b = Load512(in + kQ6KStoredNib + 32 * (m + 16));
-      const __m512i h = Load512(in + kQ6KStoredHigh + 32 * m);
-      Store512(q + 32 * m, _mm512_or_si512(_mm512_and_si512(a, m4),
-                                           _mm512_and_si512(_mm512_slli_epi16(h, 4), m2)));
-      Store512(q + 32 * (m + 16), _mm512_or_si512(_mm512_and_si512(b, m4),
-                                                  _mm512_and_si512(_mm512_slli_epi16(h, 2), m2)));
-      Store512(q + 32 * (m + 32), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
-                                                  _mm512_and_si512(h, m2)));
-      Store512(q + 32 * (m + 48), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m4),
-                                                  _mm512_and_si512(_mm512_srli_epi16(h, 2), m2)));
+    for (int g = 0; g < 16; ++g) {
+      const uint8_t* p = in + kQ6KStoredGroups + kQ6KStoredGroupBytes * g;
+      const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(v0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
+                          _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)),
+          _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(h, m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m2))};
+      for (int j = 0; j < 4; ++j) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + kQ6KPackedQ + 32 * (4 * g + j)), q[j]);
+      }
     }
   }
 }

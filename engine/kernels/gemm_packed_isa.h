@@ -27,9 +27,9 @@ inline constexpr size_t kQ6KPackedD = 0, kQ6KPackedSc = 32, kQ6KPackedQ = 160,
 // Q5_0 / Q4_0: a block's quants after the scale table: 4 nibble vectors
 // (32 bytes each) and, for Q5_0, a vector of fifth bits.
 inline constexpr size_t kStoredBlockQ5_0 = 160, kStoredBlockQ4_0 = 128;
-// Q6_K: d, padding and scales as in the wide layout, then 32 nibble vectors
-// and 16 vectors of high bit pairs.
-inline constexpr size_t kQ6KStoredNib = 160, kQ6KStoredHigh = 1184, kQ6KStoredBytes = 1696;
+// Q6_K: d, padding and scales as in the wide layout, then per 16-element
+// group two nibble vectors and one vector of high bit pairs.
+inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KStoredBytes = 1696;
 
 // Bytes of one wide group of `cols` elements.
 size_t WideGroupBytes(quant::TensorType type, int64_t cols);
@@ -51,6 +51,7 @@ ExpandFn Avx512ExpandGroup();
 // layouts coincide, else its wide copy, expanded into a buffer of this
 // thread's that holds two (slot 0 and slot 1; a slot's copy lasts until the
 // next Get on that slot). Allocates that buffer once per thread and size.
+// A null `expand` gives the stored groups (for kernels that unpack them).
 class WideGroups {
  public:
   WideGroups(const PackedMatrix& w, ExpandFn expand);

@@ -141,9 +141,11 @@ void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
     uint8_t* out = wide + s * kQ6KPackedBytes;
     std::memcpy(out, in, kQ6KPackedQ);  // d, padding, scales
     for (int c = 0; c < 64; ++c) {
+      const uint8_t* g = in + kQ6KStoredGroups + kQ6KStoredGroupBytes * (c / 4);
+      const int j = c % 4;
       for (int i = 0; i < 32; ++i) {
-        const int nibble = (in[kQ6KStoredNib + 32 * (c % 32) + i] >> (4 * (c / 32))) & 0x0f;
-        const int high = (in[kQ6KStoredHigh + 32 * (c % 16) + i] >> (2 * (c / 16))) & 3;
+        const int nibble = (g[32 * (j / 2) + i] >> (4 * (j % 2))) & 0x0f;
+        const int high = (g[64 + i] >> (2 * j)) & 3;
         out[kQ6KPackedQ + 32 * c + i] = static_cast<uint8_t>(nibble | (high << 4));
       }
     }
