@@ -240,82 +240,6 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
-// ---- stored -> wide (gemm_packed_ref.cc's Expand*, 64 bytes at a time) ----
-
-inline __m512i Load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
-inline void Store512(uint8_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
-
-// As the AVX2 file: the fifth bits of chunk c from the block's vector h
-// (byte i: bit c of byte i of every chunk), 0x10 or 0 per byte.
-inline __m256i FifthBits(__m256i h, int c) {
-  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
-  const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
-  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
-}
-
-// 32 bytes at a time: the fifth bits differ per chunk, one vector serves all.
-void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
-  const int64_t nb = cols / 32;
-  const size_t scales = PackedScaleBytes32(nb);
-  std::memcpy(wide, stored, scales);
-  const bool q5 = type == quant::TensorType::kQ5_0;
-  const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* in = stored + scales + b * block;
-    uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
-    const __m256i h = q5 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 128))
-                         : _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
-      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      if (q5) {
-        lo = _mm256_or_si256(lo, FifthBits(h, k));
-        hi = _mm256_or_si256(hi, FifthBits(h, k + 4));
-      }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * k), lo);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * (k + 4)), hi);
-    }
-  }
-}
-
-void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
-  for (int64_t s = 0; s < cols / kQkK; ++s) {
-    const uint8_t* in = stored + s * kQ6KStoredBytes;
-    uint8_t* out = wide + s * kQ6KPackedBytes;
-    for (size_t k = 0; k < kQ6KPackedQ; k += 32) {  // d, padding, scales
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out + k),
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k)));
-    }
-    for (int g = 0; g < 16; ++g) {
-      const uint8_t* p = in + kQ6KStoredGroups + kQ6KStoredGroupBytes * g;
-      const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(v0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
-                          _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)),
-          _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(h, m2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m2))};
-      for (int j = 0; j < 4; ++j) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + kQ6KPackedQ + 32 * (4 * g + j)), q[j]);
-      }
-    }
-  }
-}
-
-void ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
-  switch (type) {
-    case quant::TensorType::kQ6_K:
-      return ExpandQ6_K(stored, cols, wide);
-    default:
-      return Expand32(type, stored, cols, wide);
-  }
-}
-
 // ---- the loop over group pairs and tokens, shared by every type ----
 
 // Runs Kernel<n> for 1 <= n <= N.
@@ -334,7 +258,8 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(64) float partial[kTile * kPairRows];
-  WideGroups wide(w, ExpandGroup);
+  // Stored groups are widened by the AVX2 expander (32 bytes per chunk).
+  WideGroups wide(w, Avx2ExpandGroup);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; g += 2) {
@@ -383,8 +308,6 @@ struct Q6_KKernel {
 
 }  // namespace
 
-ExpandFn Avx512ExpandGroup() { return ExpandGroup; }
-
 GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
   using TT = quant::TensorType;
   switch (type) {
@@ -409,7 +332,6 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
 
 namespace ellm::kernels::internal {
 GemmPackedFn Avx512VnniGemmPacked(quant::TensorType) { return nullptr; }
-ExpandFn Avx512ExpandGroup() { return nullptr; }
 }  // namespace ellm::kernels::internal
 
 #endif

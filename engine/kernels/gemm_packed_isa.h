@@ -43,9 +43,7 @@ using ExpandFn = void (*)(quant::TensorType type, const uint8_t* stored, int64_t
 void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
                     uint8_t* wide);  // gemm_packed_ref.cc: the truth
 void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
-                     uint8_t* wide);  // gemm_packed_avx2.cc
-// gemm_packed_avx512.cc; null when the compiler could not build it.
-ExpandFn Avx512ExpandGroup();
+                     uint8_t* wide);  // gemm_packed_avx2.cc (AVX-512 uses it too)
 
 // What a kernel reads for group g of `w`: the stored group itself when the
 // layouts coincide, else its wide copy, expanded into a buffer of this

@@ -17,9 +17,6 @@ GemmPackedFn EmulatedAvx512VnniGemmPacked(quant::TensorType type);
 void EmulatedUseAvx512AttnTile(AttnTileKernels* k);
 VecDotFn EmulatedAvx512VecDot(quant::TensorType weight);
 VecDot4Fn EmulatedAvx512VecDot4(quant::TensorType weight);
-// gemm_packed_isa.h's ExpandFn type, declared here without that header.
-using EmulatedExpandFn = void (*)(quant::TensorType, const uint8_t*, int64_t, uint8_t*);
-EmulatedExpandFn EmulatedAvx512ExpandGroup();
 
 // The AVX2 table with the emulated AVX-512 entries put in, as
 // GetAttnTileAt(kAvx512) builds it from the hardware ones.
