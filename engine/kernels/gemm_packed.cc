@@ -3,6 +3,7 @@
 // ISA level and weight type, filled once on first use).
 #include "kernels/gemm_packed.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -254,11 +255,11 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
 void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
                uint8_t* dst) {
   // The wide layout first (in dst itself when it is the stored one), then
-  // its compact form.
-  std::vector<uint8_t> buffer;
+  // its compact form. One buffer per packing thread, not one per group.
+  thread_local std::vector<uint8_t> buffer;
   uint8_t* wide = dst;
   if (internal::IsCompact(type)) {
-    buffer.resize(internal::WideGroupBytes(type, cols));
+    buffer.resize(std::max(buffer.size(), internal::WideGroupBytes(type, cols)));
     wide = buffer.data();
   }
   std::memset(wide, 0, internal::WideGroupBytes(type, cols));
@@ -283,20 +284,27 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
   const uint8_t* group = m.Group(row / kPackRows);
-  std::vector<uint8_t> wide;
-  if (internal::IsCompact(m.type)) {
-    wide.resize(internal::WideGroupBytes(m.type, m.cols));
-    internal::RefExpandGroup(m.type, group, m.cols, wide.data());
-    group = wide.data();
-  }
   const int r = static_cast<int>(row % kPackRows);
   const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
+  const bool q5 = m.type == TensorType::kQ5_0;
+  const size_t stored_block = m.type == TensorType::kQ8_0 ? kPackedBlock32QuantBytes
+                              : q5                        ? internal::kStoredBlockQ5_0
+                                                          : internal::kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* block = dst + b * block_bytes;
     std::memcpy(block, group + 2 * (kPackRows * b + r), 2);  // f16 d, as PackGroup32 took it
-    const uint8_t* in = qs + b * kPackedBlock32QuantBytes;
+    const uint8_t* in = qs + b * stored_block;
     uint8_t q[32];
-    for (int e = 0; e < 32; ++e) q[e] = in[ChunkByte(e / 4, r, e % 4)];
+    for (int e = 0; e < 32; ++e) {
+      const int c = e / 4, i = 4 * r + e % 4;  // chunk, byte in the chunk
+      if (m.type == TensorType::kQ8_0) {
+        q[e] = in[32 * c + i];
+      } else {  // the stored layout of gemm_packed.h
+        const int nibble = (in[32 * (c % 4) + i] >> (4 * (c / 4))) & 0x0f;
+        const int fifth = q5 ? (in[128 + i] >> c) & 1 : 0;
+        q[e] = static_cast<uint8_t>(nibble | (fifth << 4));
+      }
+    }
     StoreBlock32Quants(m.type, q, block);
   }
 }
