@@ -276,15 +276,63 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
   }
 }
 
-bool CanUnpackRow(TensorType type) {
-  return type == TensorType::kQ8_0 || type == TensorType::kQ5_0 || type == TensorType::kQ4_0;
+namespace {
+
+// UnpackRow's K-quant cases: the inverses of PackGroupQ4_K and of
+// PackGroupQ6_K followed by CompactQ6_K, for row r of a stored group.
+void UnpackRowQ4_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = group + s * internal::kQ4KPackedBytes;
+    auto* x = reinterpret_cast<BlockQ4_K*>(dst) + s;
+    std::memcpy(&x->d, in + internal::kQ4KPackedD + 2 * r, 2);
+    std::memcpy(&x->dmin, in + internal::kQ4KPackedDmin + 2 * r, 2);
+    uint8_t sc[8], m[8];
+    for (int g = 0; g < 8; ++g) {
+      sc[g] = in[internal::kQ4KPackedSc + 8 * g + r];
+      m[g] = in[internal::kQ4KPackedM + 8 * g + r];
+    }
+    PackK4Scales(sc, m, x->scales);
+    const uint8_t* q = in + internal::kQ4KPackedQ;
+    for (int p = 0; p < 4; ++p) {
+      for (int l = 0; l < 32; ++l) x->qs[32 * p + l] = q[256 * p + ChunkByte(l / 4, r, l % 4)];
+    }
+  }
 }
 
+void UnpackRowQ6_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = group + s * internal::kQ6KStoredBytes;
+    auto* x = reinterpret_cast<BlockQ6_K*>(dst) + s;
+    std::memcpy(&x->d, in + internal::kQ6KPackedD + 2 * r, 2);
+    for (int p = 0; p < 8; ++p) {
+      for (int k = 0; k < 2; ++k) {
+        x->scales[2 * p + k] = static_cast<int8_t>(in[internal::kQ6KPackedSc + 16 * p + 2 * r + k]);
+      }
+    }
+    std::memset(x->ql, 0, sizeof(x->ql));
+    std::memset(x->qh, 0, sizeof(x->qh));
+    for (int e = 0; e < kQkK; ++e) {
+      const int c = e / 4, g = c / 4, j = c % 4;  // chunk, its 16-element group, its place there
+      const int i = 4 * r + e % 4;                // byte in the chunk
+      const uint8_t* o = in + internal::kQ6KStoredGroups + internal::kQ6KStoredGroupBytes * g;
+      const int low = (o[32 * (j / 2) + i] >> (4 * (j % 2))) & 0x0f;
+      const int high = (o[64 + i] >> (2 * j)) & 3;
+      const int h = e / 128, k = (e / 32) % 4, l = e % 32;
+      x->ql[64 * h + 32 * (k % 2) + l] |= static_cast<uint8_t>(low << (4 * (k / 2)));
+      x->qh[32 * h + l] |= static_cast<uint8_t>(high << (2 * k));
+    }
+  }
+}
+
+}  // namespace
+
 void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
-  const int64_t nb = m.cols / 32;
-  const uint32_t block_bytes = Traits(m.type).block_bytes;
   const uint8_t* group = m.Group(row / kPackRows);
   const int r = static_cast<int>(row % kPackRows);
+  if (m.type == TensorType::kQ4_K) return UnpackRowQ4_K(group, r, m.cols, dst);
+  if (m.type == TensorType::kQ6_K) return UnpackRowQ6_K(group, r, m.cols, dst);
+  const int64_t nb = m.cols / 32;
+  const uint32_t block_bytes = Traits(m.type).block_bytes;
   const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
   const bool q5 = m.type == TensorType::kQ5_0;
   const size_t stored_block = m.type == TensorType::kQ8_0 ? kPackedBlock32QuantBytes

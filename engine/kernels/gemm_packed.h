@@ -44,8 +44,8 @@
 //     vector of chunks 4g (low) and 4g + 1 (high), one of 4g + 2 and 4g + 3,
 //     and one of high bit pairs (bits 2j+1:2j of byte i = bits 5:4 of chunk
 //     4g + j's byte i).
-// A call with at most one register tile of tokens (decode) has the AVX2
-// kernels unpack the stored groups in registers instead.
+// A call with at most one register tile of tokens (decode) has the AVX2 and
+// AVX-512 kernels unpack the stored groups in registers instead.
 //
 // Activations are the rows quant::QuantizeRow writes in
 // quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for
@@ -103,15 +103,11 @@ struct PackedMatrix {
 void PackGroup(quant::TensorType type, const uint8_t* src, size_t row_bytes, int n_rows,
                int64_t cols, uint8_t* dst);
 
-// True when UnpackRow can give back stored rows of a packed `type` matrix:
-// the 32-element formats (Q8_0, Q5_0, Q4_0), whose packing only moves bytes
-// and bits.
-bool CanUnpackRow(quant::TensorType type);
-
 // Writes row `row` of `m` to dst as GGUF stores it (quant::RowBytes of
-// m.type and m.cols): the exact bytes PackGroup read. For lookups in a tied
-// embedding matrix whose file pages were released once it was packed.
-// REQUIRES: CanUnpackRow(m.type); 0 <= row < m.rows. Thread-safe.
+// m.type and m.cols): the exact bytes PackGroup read (packing only moves
+// bytes and bits, K-quant scales included). For lookups in a tied embedding
+// matrix whose file pages were released once it was packed.
+// REQUIRES: 0 <= row < m.rows. Thread-safe.
 void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst);
 
 // The activation rows of one product.

@@ -73,6 +73,16 @@ inline __m256i FifthBits(__m256i h, int c) {
   const __m256i moved = c < 4 ? _mm256_sll_epi16(h, n) : _mm256_srl_epi16(h, n);
   return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
 }
+// Chunk c (0-7, wide bytes) of the stored Q5_0 (kQ5) or Q4_0 block at q:
+// nibble vector c % 4's low or high nibbles, and for Q5_0 the fifth bits
+// from `fifth`, the block's vector of them.
+template <bool kQ5>
+inline __m256i StoredChunk(const uint8_t* q, __m256i fifth, int c) {
+  const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (c % 4)));
+  const __m256i nib = _mm256_and_si256(c < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+  if constexpr (kQ5) return _mm256_or_si256(nib, FifthBits(fifth, c));
+  return nib;
+}
 // The 4 chunks (wide bytes, 6-bit q) of one 16-element group of the stored
 // Q6_K layout at p: two nibble vectors and one of high bit pairs.
 inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
@@ -113,7 +123,6 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
   constexpr size_t kBlock = !kStored        ? kPackedBlock32QuantBytes
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = qs + b * kBlock;
     __m256i isum[T];
@@ -123,9 +132,7 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
       __m256i wq[4];
       for (int c = 0; c < 4; ++c) {
         if constexpr (kStored) {
-          const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
-          wq[c] = _mm256_and_si256(h == 0 ? v : _mm256_srli_epi16(v, 4), m4);
-          if constexpr (kOffset == 16) wq[c] = _mm256_or_si256(wq[c], FifthBits(fifth, 4 * h + c));
+          wq[c] = StoredChunk<kOffset == 16>(q, fifth, 4 * h + c);
         } else {
           wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
         }
@@ -286,27 +293,17 @@ inline void Store256(uint8_t* p, __m256i v) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-void Expand32(quant::TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
+template <bool kQ5>
+void Expand32(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   const int64_t nb = cols / 32;
   const size_t scales = PackedScaleBytes32(nb);
   std::memcpy(wide, stored, scales);
-  const bool q5 = type == quant::TensorType::kQ5_0;
-  const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const size_t block = kQ5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* in = stored + scales + b * block;
     uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
-    const __m256i h = q5 ? Load256(in + 128) : _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v = Load256(in + 32 * k);
-      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      if (q5) {
-        lo = _mm256_or_si256(lo, FifthBits(h, k));
-        hi = _mm256_or_si256(hi, FifthBits(h, k + 4));
-      }
-      Store256(out + 32 * k, lo);
-      Store256(out + 32 * (k + 4), hi);
-    }
+    const __m256i fifth = kQ5 ? Load256(in + 128) : _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) Store256(out + 32 * c, StoredChunk<kQ5>(in, fifth, c));
   }
 }
 
@@ -324,6 +321,21 @@ void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
 }
 
 // ---- the loop over groups and tokens, shared by every type ----
+
+// Runs Kernel<n> for 1 <= n <= N: its RunStored (stored groups) when
+// kStored, else its Run (wide groups).
+template <template <int> class Kernel, bool kStored, int N = kTile>
+void RunTile(int n, const PackedMatrix& w, const uint8_t* group, const GemmActivations& a,
+             int64_t t0, float* out, int64_t out_stride) {
+  if constexpr (N > 1) {
+    if (n < N) return RunTile<Kernel, kStored, N - 1>(n, w, group, a, t0, out, out_stride);
+  }
+  if constexpr (kStored) {
+    Kernel<N>::RunStored(w, group, a, t0, out, out_stride);
+  } else {
+    Kernel<N>::Run(w, group, a, t0, out, out_stride);
+  }
+}
 
 template <template <int> class Kernel>
 void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
@@ -346,31 +358,10 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
         const int n = static_cast<int>(std::min<int64_t>(kTile, c1 - t));
         float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
         const int64_t out_stride = whole ? y_stride : kPackRows;
-        switch (n + (stored ? kTile : 0)) {
-          case 4:
-            Kernel<4>::Run(w, group, a, t, out, out_stride);
-            break;
-          case 3:
-            Kernel<3>::Run(w, group, a, t, out, out_stride);
-            break;
-          case 2:
-            Kernel<2>::Run(w, group, a, t, out, out_stride);
-            break;
-          case 1:
-            Kernel<1>::Run(w, group, a, t, out, out_stride);
-            break;
-          case kTile + 4:
-            Kernel<4>::RunStored(w, group, a, t, out, out_stride);
-            break;
-          case kTile + 3:
-            Kernel<3>::RunStored(w, group, a, t, out, out_stride);
-            break;
-          case kTile + 2:
-            Kernel<2>::RunStored(w, group, a, t, out, out_stride);
-            break;
-          default:
-            Kernel<1>::RunStored(w, group, a, t, out, out_stride);
-            break;
+        if (stored) {
+          RunTile<Kernel, true>(n, w, group, a, t, out, out_stride);
+        } else {
+          RunTile<Kernel, false>(n, w, group, a, t, out, out_stride);
         }
         if (whole) continue;
         for (int k = 0; k < n; ++k) {
@@ -382,8 +373,6 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
     }
   }
 }
-
-static_assert(kTile == 4, "Gemm's switch instantiates tiles of 1 to 4 tokens");
 
 // Run reads wide groups, RunStored stored ones (the same for Q8_0 and Q4_K,
 // whose layouts are one).
@@ -419,8 +408,10 @@ void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols
   switch (type) {
     case quant::TensorType::kQ6_K:
       return ExpandQ6_K(stored, cols, wide);
+    case quant::TensorType::kQ5_0:
+      return Expand32<true>(stored, cols, wide);
     default:
-      return Expand32(type, stored, cols, wide);
+      return Expand32<false>(stored, cols, wide);
   }
 }
 

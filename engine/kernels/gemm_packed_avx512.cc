@@ -78,11 +78,36 @@ inline __m512i Bcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// The fifth bits of chunk c (0-7) of both groups as 0x10 or 0 per byte,
+// from the vector h whose byte i holds bit c of byte i of every chunk.
+inline __m512i FifthBits(__m512i h, int c) {
+  const __m128i n = _mm_cvtsi32_si128(c < 4 ? 4 - c : c - 4);
+  const __m512i moved = c < 4 ? _mm512_sll_epi16(h, n) : _mm512_srl_epi16(h, n);
+  return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+// The 4 chunks (wide bytes, 6-bit q) of one 16-element group of the stored
+// Q6_K layout, group 0's at p0 and group 1's at p1 (as the AVX2 Q6_KChunks).
+inline void Q6_KChunks(const uint8_t* p0, const uint8_t* p1, __m512i q[4]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+  // (nibbles & m4) | (high & m2): VPTERNLOGD 0xEC is (A & C) | B.
+  const auto merge = [&](__m512i nibbles, __m512i high) {
+    return _mm512_ternarylogic_epi32(nibbles, _mm512_and_si512(high, m2), m4, 0xEC);
+  };
+  const __m512i v0 = Load2(p0, p1), v1 = Load2(p0 + 32, p1 + 32), h = Load2(p0 + 64, p1 + 64);
+  q[0] = merge(v0, _mm512_slli_epi16(h, 4));
+  q[1] = merge(_mm512_srli_epi16(v0, 4), _mm512_slli_epi16(h, 2));
+  q[2] = merge(v1, h);
+  q[3] = merge(_mm512_srli_epi16(v1, 4), _mm512_srli_epi16(h, 2));
+}
+
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
 // stored unsigned quant (16 for Q5_0, 8 for Q4_0).
-template <int kOffset, int T>
+//
+// kStored: g0 and g1 are in the stored layout (Q5_0, Q4_0), unpacked in
+// registers, else in the wide one.
+template <int kOffset, int T, bool kStored = false>
 void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
             int64_t t0, float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
@@ -101,15 +126,38 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  constexpr size_t kBlock = !kStored        ? kPackedBlock32QuantBytes
+                            : kOffset == 16 ? kStoredBlockQ5_0
+                                            : kStoredBlockQ4_0;
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const size_t q = q_base + static_cast<size_t>(b) * kPackedBlock32QuantBytes;
+    const size_t q = q_base + static_cast<size_t>(b) * kBlock;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    for (int c = 0; c < 8; ++c) {
-      __m512i wq = Load2(g0 + q + 32 * c, g1 + q + 32 * c);
-      if constexpr (kOffset == 0) wq = _mm512_xor_si512(wq, flip);
+    // Adds chunk c's products (weights wq) to every token's sums.
+    const auto chunk = [&](__m512i wq, int c) {
       for (int t = 0; t < T; ++t) {
         isum[t] = _mm512_dpbusd_epi32(isum[t], wq, Bcast4(act[t] + b * kActBlock + 4 * c));
+      }
+    };
+    if constexpr (kStored) {
+      __m512i fifth = _mm512_setzero_si512();
+      if constexpr (kOffset == 16) fifth = Load2(g0 + q + 128, g1 + q + 128);
+      for (int k = 0; k < 4; ++k) {  // nibble vector k: chunks k (low) and k + 4 (high)
+        const __m512i v = Load2(g0 + q + 32 * k, g1 + q + 32 * k);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kOffset == 16) {
+          lo = _mm512_or_si512(lo, FifthBits(fifth, k));
+          hi = _mm512_or_si512(hi, FifthBits(fifth, k + 4));
+        }
+        chunk(lo, k);
+        chunk(hi, k + 4);
+      }
+    } else {
+      for (int c = 0; c < 8; ++c) {
+        __m512i wq = Load2(g0 + q + 32 * c, g1 + q + 32 * c);
+        if constexpr (kOffset == 0) wq = _mm512_xor_si512(wq, flip);
+        chunk(wq, c);
       }
     }
     const __m512 wd = Halves16(g0 + 2 * kPackRows * b, g1 + 2 * kPackRows * b);
@@ -190,7 +238,8 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 
 // ---- Q6_K against Q8_K ----
 
-template <int T>
+// kStored: g0 and g1 are in the stored layout, unpacked in registers.
+template <int T, bool kStored = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
               int64_t t0, float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -199,8 +248,9 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    const uint8_t* sb0 = g0 + s * kQ6KPackedBytes;
-    const uint8_t* sb1 = g1 + s * kQ6KPackedBytes;
+    const size_t sb_bytes = kStored ? kQ6KStoredBytes : kQ6KPackedBytes;
+    const uint8_t* sb0 = g0 + s * sb_bytes;
+    const uint8_t* sb1 = g1 + s * sb_bytes;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
@@ -220,11 +270,19 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
         const int g = 2 * p + k;
         __m512i dot[T];
         for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+        __m512i wq[4];
+        if constexpr (kStored) {
+          const size_t off = kQ6KStoredGroups + kQ6KStoredGroupBytes * g;
+          Q6_KChunks(sb0 + off, sb1 + off, wq);
+        } else {
+          for (int c = 0; c < 4; ++c) {
+            const size_t off = kQ6KPackedQ + 32 * (4 * g + c);
+            wq[c] = Load2(sb0 + off, sb1 + off);
+          }
+        }
         for (int c = 0; c < 4; ++c) {
-          const size_t off = kQ6KPackedQ + 32 * (4 * g + c);
-          const __m512i wq = Load2(sb0 + off, sb1 + off);
           for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wq, Bcast4(act[t][s].qs + 16 * g + 4 * c));
+            dot[t] = _mm512_dpbusd_epi32(dot[t], wq[c], Bcast4(act[t][s].qs + 16 * g + 4 * c));
           }
         }
         for (int t = 0; t < T; ++t)
@@ -242,14 +300,19 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 
 // ---- the loop over group pairs and tokens, shared by every type ----
 
-// Runs Kernel<n> for 1 <= n <= N.
-template <template <int> class Kernel, int N = kTile>
+// Runs Kernel<n> for 1 <= n <= N: its RunStored (stored groups) when
+// kStored, else its Run (wide groups).
+template <template <int> class Kernel, bool kStored, int N = kTile>
 void RunTile(int n, const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
              const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   if constexpr (N > 1) {
-    if (n < N) return RunTile<Kernel, N - 1>(n, w, g0, g1, a, t0, out, out_stride);
+    if (n < N) return RunTile<Kernel, kStored, N - 1>(n, w, g0, g1, a, t0, out, out_stride);
   }
-  Kernel<N>::Run(w, g0, g1, a, t0, out, out_stride);
+  if constexpr (kStored) {
+    Kernel<N>::RunStored(w, g0, g1, a, t0, out, out_stride);
+  } else {
+    Kernel<N>::Run(w, g0, g1, a, t0, out, out_stride);
+  }
 }
 
 template <template <int> class Kernel>
@@ -258,8 +321,11 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(64) float partial[kTile * kPairRows];
-  // Stored groups are widened by the AVX2 expander (32 bytes per chunk).
-  WideGroups wide(w, Avx2ExpandGroup);
+  // One register tile of tokens (decode) reads the stored groups and unpacks
+  // them in registers; more tokens share one expansion per group instead,
+  // by the AVX2 expander (32 bytes per chunk).
+  const bool stored = a.n_tokens <= kTile;
+  WideGroups wide(w, stored ? nullptr : Avx2ExpandGroup);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; g += 2) {
@@ -273,7 +339,11 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
         const int n = static_cast<int>(std::min<int64_t>(kTile, c1 - t));
         float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
         const int64_t out_stride = whole ? y_stride : kPairRows;
-        RunTile<Kernel>(n, w, g0, g1, a, t, out, out_stride);
+        if (stored) {
+          RunTile<Kernel, true>(n, w, g0, g1, a, t, out, out_stride);
+        } else {
+          RunTile<Kernel, false>(n, w, g0, g1, a, t, out, out_stride);
+        }
         if (whole) continue;
         for (int k = 0; k < n; ++k) {
           for (int64_t r = r0; r < r1; ++r) {
@@ -285,25 +355,32 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   }
 }
 
+// Run reads wide groups, RunStored stored ones (the same for Q8_0 and Q4_K,
+// whose layouts are one).
 template <int T>
 struct Q8_0Kernel {
   static constexpr auto Run = Tile32<0, T>;
+  static constexpr auto RunStored = Tile32<0, T>;
 };
 template <int T>
 struct Q5_0Kernel {
   static constexpr auto Run = Tile32<16, T>;
+  static constexpr auto RunStored = Tile32<16, T, true>;
 };
 template <int T>
 struct Q4_0Kernel {
   static constexpr auto Run = Tile32<8, T>;
+  static constexpr auto RunStored = Tile32<8, T, true>;
 };
 template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
+  static constexpr auto RunStored = TileQ4_K<T>;
 };
 template <int T>
 struct Q6_KKernel {
   static constexpr auto Run = TileQ6_K<T>;
+  static constexpr auto RunStored = TileQ6_K<T, true>;
 };
 
 }  // namespace

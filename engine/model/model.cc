@@ -78,9 +78,8 @@ StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file) {
 // at one token it is decode's largest product (Gemma 3 270M: 262144 x 640
 // Q8_0, 178 MB), and the packed kernel streams it faster than the row-wise
 // dot (ellm_bench_gemm, one thread, AVX-512 VNNI: 21.1 vs 30.5 ms). A tied
-// matrix is packed only when its rows can be unpacked for the embedding
-// lookups (kernels::CanUnpackRow), which then read the packed copy: a
-// lookup in the released file pages would fault them back 64 KB at a time.
+// matrix's embedding lookups then read the packed copy (kernels::UnpackRow):
+// a lookup in the released file pages would fault them back 64 KB at a time.
 // ELLM_PACKED_WEIGHTS=off turns packing off, to compare paths on one build
 // (benchmarks, bisecting a numerical difference); it is not a tuning knob.
 void Model::PackWeights() {
@@ -91,7 +90,7 @@ void Model::PackWeights() {
     for (Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(w);
   }
   const bool tied = output_.data == token_embd_.data;
-  if (!tied || kernels::CanUnpackRow(output_.type)) targets.push_back(&output_);
+  targets.push_back(&output_);
   std::vector<ops::PackSource> sources;
   std::vector<Weight*> packed_targets;
   for (Weight* w : targets) {

@@ -34,8 +34,7 @@ void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_
 // out[0, w.cols) = row r of w in f32 (an embedding lookup), decoded from
 // the packed copy when w has one (its file pages may have been released)
 // with the same bits as from the file. `row_buf` is scratch, reused.
-// REQUIRES: 0 <= r < w.rows; w.packed is null or
-// kernels::CanUnpackRow(w.type).
+// REQUIRES: 0 <= r < w.rows.
 void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
                          std::vector<uint8_t>& row_buf);
 

@@ -18,6 +18,14 @@ void UnpackK4Scales(const uint8_t packed[12], uint8_t sc[8], uint8_t m[8]) {
   }
 }
 
+void PackK4Scales(const uint8_t sc[8], const uint8_t m[8], uint8_t packed[12]) {
+  for (int g = 0; g < 4; ++g) {
+    packed[g] = static_cast<uint8_t>((sc[g] & 63) | ((sc[g + 4] >> 4) << 6));
+    packed[g + 4] = static_cast<uint8_t>((m[g] & 63) | ((m[g + 4] >> 4) << 6));
+    packed[g + 8] = static_cast<uint8_t>((sc[g + 4] & 0x0f) | ((m[g + 4] & 0x0f) << 4));
+  }
+}
+
 void DequantizeQ4_K(const BlockQ4_K* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kQkK; ++b) {
     const float d = Fp16ToFp32(x[b].d);

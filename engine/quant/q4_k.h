@@ -18,6 +18,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 // groups 0..3 take the low 6 bits of bytes 0..3 (sc) and 4..7 (m); groups
 // 4..7 take a nibble of bytes 8..11 plus the top 2 bits of bytes 0..7.
 void UnpackK4Scales(const uint8_t packed[12], uint8_t sc[8], uint8_t m[8]);
+// The inverse: packs 8 scales and 8 mins (each < 64) into 12 bytes.
+void PackK4Scales(const uint8_t sc[8], const uint8_t m[8], uint8_t packed[12]);
 
 // y: n floats. REQUIRES: n % 256 == 0.
 void DequantizeQ4_K(const BlockQ4_K* x, float* y, int64_t n);

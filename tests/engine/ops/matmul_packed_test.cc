@@ -113,8 +113,9 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
 // stored rows, in every format UnpackRow serves.
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
   std::mt19937 rng(5);
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0}) {
-    Matrix m = RandomMatrix(type, 21, 640, rng);
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
+                          TensorType::kQ4_K, TensorType::kQ6_K}) {
+    Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
     model::Weight pw = m.w;
