@@ -45,7 +45,10 @@
 //     and one of high bit pairs (bits 2j+1:2j of byte i = bits 5:4 of chunk
 //     4g + j's byte i).
 // A call with at most one register tile of tokens (decode) has the AVX2 and
-// AVX-512 kernels unpack the stored groups in registers instead.
+// AVX-512 kernels unpack the stored groups in registers instead, and
+// prefetch the next group (or pair) into L2 as they go: decode streams the
+// matrix from DRAM once, and without the prefetches a core kept half the
+// bytes in flight that it can (gemm_packed_isa.h, PrefetchGroupSlice).
 //
 // Activations are the rows quant::QuantizeRow writes in
 // quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for

@@ -101,8 +101,9 @@ inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
-// stored unsigned quant (16 for Q5_0, 8 for Q4_0). kStored: `group` is in
-// the stored layout (Q5_0, Q4_0), unpacked in registers, else the wide one.
+// stored unsigned quant (16 for Q5_0, 8 for Q4_0). kStored: `group` is the
+// matrix's own stored group (Q5_0, Q4_0: unpacked in registers;
+// PrefetchGroupSlice), else a wide copy.
 template <int kOffset, int T, bool kStored = false>
 void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
             float* out, int64_t out_stride) {
@@ -120,18 +121,20 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
   constexpr int64_t kActBlock = sizeof(BlockQ8_0);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  constexpr size_t kBlock = !kStored        ? kPackedBlock32QuantBytes
+  constexpr bool kUnpack = kStored && kOffset != 0;  // Q8_0's stored layout is its wide one
+  constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, b, nb);
     const uint8_t* q = qs + b * kBlock;
     __m256i isum[T];
     __m256i fifth = _mm256_setzero_si256();
-    if constexpr (kStored && kOffset == 16) fifth = Load256(q + 128);
+    if constexpr (kUnpack && kOffset == 16) fifth = Load256(q + 128);
     for (int h = 0; h < 2; ++h) {
       __m256i wq[4];
       for (int c = 0; c < 4; ++c) {
-        if constexpr (kStored) {
+        if constexpr (kUnpack) {
           wq[c] = StoredChunk<kOffset == 16>(q, fifth, 4 * h + c);
         } else {
           wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
@@ -180,7 +183,8 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
 
 // ---- Q4_K against Q8_K ----
 
-template <int T>
+// kStored: `group` is the matrix's own group (PrefetchGroupSlice).
+template <int T, bool kStored = false>
 void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -190,6 +194,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, s, w.cols / kQkK);
     const uint8_t* sb = group + s * kQ4KPackedBytes;
     const uint8_t* q = sb + kQ4KPackedQ;
     __m256i isum[T];
@@ -232,7 +237,8 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
 
 // ---- Q6_K against Q8_K ----
 
-// kStored: `group` is in the stored layout, unpacked in registers.
+// kStored: `group` is the matrix's own stored group, unpacked in registers
+// (PrefetchGroupSlice), else a wide copy.
 template <int T, bool kStored = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
@@ -242,6 +248,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, s, w.cols / kQkK);
     const uint8_t* sb = group + s * (kStored ? kQ6KStoredBytes : kQ6KPackedBytes);
     const uint8_t* q = sb + kQ6KPackedQ;
     __m256i isum[T];
@@ -374,12 +381,11 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   }
 }
 
-// Run reads wide groups, RunStored stored ones (the same for Q8_0 and Q4_K,
-// whose layouts are one).
+// Run reads wide copies, RunStored the matrix's stored groups.
 template <int T>
 struct Q8_0Kernel {
   static constexpr auto Run = Tile32<0, T>;
-  static constexpr auto RunStored = Tile32<0, T>;
+  static constexpr auto RunStored = Tile32<0, T, true>;
 };
 template <int T>
 struct Q5_0Kernel {
@@ -394,7 +400,7 @@ struct Q4_0Kernel {
 template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
-  static constexpr auto RunStored = TileQ4_K<T>;
+  static constexpr auto RunStored = TileQ4_K<T, true>;
 };
 template <int T>
 struct Q6_KKernel {

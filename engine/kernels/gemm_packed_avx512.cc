@@ -100,13 +100,20 @@ inline void Q6_KChunks(const uint8_t* p0, const uint8_t* p1, __m512i q[4]) {
   q[3] = merge(_mm512_srli_epi16(v1, 4), _mm512_srli_epi16(h, 2));
 }
 
+// The next pair is two groups on (PrefetchGroupSlice).
+inline void PrefetchNextPair(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, int64_t i,
+                             int64_t n) {
+  PrefetchGroupSlice(w, g0, 2, i, n);
+  if (g1 != g0) PrefetchGroupSlice(w, g1, 2, i, n);
+}
+
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
 // stored unsigned quant (16 for Q5_0, 8 for Q4_0).
 //
-// kStored: g0 and g1 are in the stored layout (Q5_0, Q4_0), unpacked in
-// registers, else in the wide one.
+// kStored: g0 and g1 are the matrix's own stored groups (Q5_0, Q4_0:
+// unpacked in registers; PrefetchNextPair), else wide copies.
 template <int kOffset, int T, bool kStored = false>
 void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
             int64_t t0, float* out, int64_t out_stride) {
@@ -126,11 +133,13 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  constexpr size_t kBlock = !kStored        ? kPackedBlock32QuantBytes
+  constexpr bool kUnpack = kStored && kOffset != 0;  // Q8_0's stored layout is its wide one
+  constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (kStored) PrefetchNextPair(w, g0, g1, b, nb);
     const size_t q = q_base + static_cast<size_t>(b) * kBlock;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -140,7 +149,7 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
         isum[t] = _mm512_dpbusd_epi32(isum[t], wq, Bcast4(act[t] + b * kActBlock + 4 * c));
       }
     };
-    if constexpr (kStored) {
+    if constexpr (kUnpack) {
       __m512i fifth = _mm512_setzero_si512();
       if constexpr (kOffset == 16) fifth = Load2(g0 + q + 128, g1 + q + 128);
       for (int k = 0; k < 4; ++k) {  // nibble vector k: chunks k (low) and k + 4 (high)
@@ -181,7 +190,8 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
 
 // ---- Q4_K against Q8_K ----
 
-template <int T>
+// kStored: g0 and g1 are the matrix's own groups (PrefetchNextPair).
+template <int T, bool kStored = false>
 void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
               int64_t t0, float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -192,6 +202,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) PrefetchNextPair(w, g0, g1, s, w.cols / kQkK);
     const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
     const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
     __m512i isum[T];
@@ -238,7 +249,8 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 
 // ---- Q6_K against Q8_K ----
 
-// kStored: g0 and g1 are in the stored layout, unpacked in registers.
+// kStored: g0 and g1 are the matrix's own stored groups, unpacked in
+// registers (PrefetchNextPair), else wide copies.
 template <int T, bool kStored = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
               int64_t t0, float* out, int64_t out_stride) {
@@ -248,6 +260,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) PrefetchNextPair(w, g0, g1, s, w.cols / kQkK);
     const size_t sb_bytes = kStored ? kQ6KStoredBytes : kQ6KPackedBytes;
     const uint8_t* sb0 = g0 + s * sb_bytes;
     const uint8_t* sb1 = g1 + s * sb_bytes;
@@ -355,12 +368,11 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   }
 }
 
-// Run reads wide groups, RunStored stored ones (the same for Q8_0 and Q4_K,
-// whose layouts are one).
+// Run reads wide copies, RunStored the matrix's stored groups.
 template <int T>
 struct Q8_0Kernel {
   static constexpr auto Run = Tile32<0, T>;
-  static constexpr auto RunStored = Tile32<0, T>;
+  static constexpr auto RunStored = Tile32<0, T, true>;
 };
 template <int T>
 struct Q5_0Kernel {
@@ -375,7 +387,7 @@ struct Q4_0Kernel {
 template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
-  static constexpr auto RunStored = TileQ4_K<T>;
+  static constexpr auto RunStored = TileQ4_K<T, true>;
 };
 template <int T>
 struct Q6_KKernel {

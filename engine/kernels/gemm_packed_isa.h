@@ -31,6 +31,23 @@ inline constexpr size_t kStoredBlockQ5_0 = 160, kStoredBlockQ4_0 = 128;
 // group two nibble vectors and one vector of high bit pairs.
 inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KStoredBytes = 1696;
 
+// Decode streams each matrix once, from DRAM, and the out-of-order window
+// alone does not keep enough of it in flight. A kernel reading the matrix's
+// own stored groups therefore prefetches, while on block (or super-block) i
+// of n of the group at `group`, the same slice of the group `ahead` groups
+// on into L2, so that group arrives while this one is worked through.
+// Addresses past the matrix's end are only prefetched, never read.
+inline void PrefetchGroupSlice(const PackedMatrix& w, const uint8_t* group, int ahead, int64_t i,
+                               int64_t n) {
+  const size_t gb = w.group_bytes;
+  const uintptr_t next = reinterpret_cast<uintptr_t>(group) + static_cast<size_t>(ahead) * gb;
+  const size_t end = gb * static_cast<size_t>(i + 1) / static_cast<size_t>(n);
+  for (size_t off = gb * static_cast<size_t>(i) / static_cast<size_t>(n) / 64 * 64; off < end;
+       off += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(next + off), 0, 2);
+  }
+}
+
 // Bytes of one wide group of `cols` elements.
 size_t WideGroupBytes(quant::TensorType type, int64_t cols);
 // True when the stored layout of `type` differs from its wide one.
