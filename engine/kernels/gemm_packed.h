@@ -48,7 +48,7 @@
 // AVX-512 kernels unpack the stored groups in registers instead, and
 // prefetch the next group (or pair) into L2 as they go: decode streams the
 // matrix from DRAM once, and without the prefetches a core kept half the
-// bytes in flight that it can (gemm_packed_isa.h, PrefetchGroupSlice).
+// bytes in flight that it can (gemm_packed_isa.h, GroupPrefetch).
 //
 // Activations are the rows quant::QuantizeRow writes in
 // quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for

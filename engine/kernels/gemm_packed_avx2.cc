@@ -103,7 +103,7 @@ inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
 // stored unsigned quant (16 for Q5_0, 8 for Q4_0). kStored: `group` is the
 // matrix's own stored group (Q5_0, Q4_0: unpacked in registers;
-// PrefetchGroupSlice), else a wide copy.
+// GroupPrefetch), else a wide copy.
 template <int kOffset, int T, bool kStored = false>
 void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
             float* out, int64_t out_stride) {
@@ -125,8 +125,9 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
   constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
+  [[maybe_unused]] const GroupPrefetch next(w, 1, nb);
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, b, nb);
+    if constexpr (kStored) next(group, b);
     const uint8_t* q = qs + b * kBlock;
     __m256i isum[T];
     __m256i fifth = _mm256_setzero_si256();
@@ -183,7 +184,7 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
 
 // ---- Q4_K against Q8_K ----
 
-// kStored: `group` is the matrix's own group (PrefetchGroupSlice).
+// kStored: `group` is the matrix's own group (GroupPrefetch).
 template <int T, bool kStored = false>
 void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
@@ -193,8 +194,9 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, s, w.cols / kQkK);
+    if constexpr (kStored) next(group, s);
     const uint8_t* sb = group + s * kQ4KPackedBytes;
     const uint8_t* q = sb + kQ4KPackedQ;
     __m256i isum[T];
@@ -238,7 +240,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
 // ---- Q6_K against Q8_K ----
 
 // kStored: `group` is the matrix's own stored group, unpacked in registers
-// (PrefetchGroupSlice), else a wide copy.
+// (GroupPrefetch), else a wide copy.
 template <int T, bool kStored = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
@@ -247,8 +249,9 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    if constexpr (kStored) PrefetchGroupSlice(w, group, 1, s, w.cols / kQkK);
+    if constexpr (kStored) next(group, s);
     const uint8_t* sb = group + s * (kStored ? kQ6KStoredBytes : kQ6KPackedBytes);
     const uint8_t* q = sb + kQ6KPackedQ;
     __m256i isum[T];

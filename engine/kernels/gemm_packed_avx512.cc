@@ -100,11 +100,11 @@ inline void Q6_KChunks(const uint8_t* p0, const uint8_t* p1, __m512i q[4]) {
   q[3] = merge(_mm512_srli_epi16(v1, 4), _mm512_srli_epi16(h, 2));
 }
 
-// The next pair is two groups on (PrefetchGroupSlice).
-inline void PrefetchNextPair(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, int64_t i,
-                             int64_t n) {
-  PrefetchGroupSlice(w, g0, 2, i, n);
-  if (g1 != g0) PrefetchGroupSlice(w, g1, 2, i, n);
+// The next pair is two groups on (GroupPrefetch with ahead = 2).
+inline void PrefetchNextPair(const GroupPrefetch& next_pair, const uint8_t* g0, const uint8_t* g1,
+                             int64_t i) {
+  next_pair(g0, i);
+  if (g1 != g0) next_pair(g1, i);
 }
 
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
@@ -138,8 +138,9 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
+  [[maybe_unused]] const GroupPrefetch next_pair(w, 2, nb);
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (kStored) PrefetchNextPair(w, g0, g1, b, nb);
+    if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, b);
     const size_t q = q_base + static_cast<size_t>(b) * kBlock;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -201,8 +202,9 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    if constexpr (kStored) PrefetchNextPair(w, g0, g1, s, w.cols / kQkK);
+    if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, s);
     const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
     const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
     __m512i isum[T];
@@ -259,8 +261,9 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    if constexpr (kStored) PrefetchNextPair(w, g0, g1, s, w.cols / kQkK);
+    if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, s);
     const size_t sb_bytes = kStored ? kQ6KStoredBytes : kQ6KPackedBytes;
     const uint8_t* sb0 = g0 + s * sb_bytes;
     const uint8_t* sb1 = g1 + s * sb_bytes;

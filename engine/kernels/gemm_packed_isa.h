@@ -3,6 +3,8 @@
 // builds the dispatch table from these; nothing else calls them.
 #pragma once
 
+#include <algorithm>
+
 #include "kernels/gemm_packed.h"
 
 namespace ellm::kernels::internal {
@@ -34,19 +36,31 @@ inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KS
 // Decode streams each matrix once, from DRAM, and the out-of-order window
 // alone does not keep enough of it in flight. A kernel reading the matrix's
 // own stored groups therefore prefetches, while on block (or super-block) i
-// of n of the group at `group`, the same slice of the group `ahead` groups
-// on into L2, so that group arrives while this one is worked through.
-// Addresses past the matrix's end are only prefetched, never read.
-inline void PrefetchGroupSlice(const PackedMatrix& w, const uint8_t* group, int ahead, int64_t i,
-                               int64_t n) {
-  const size_t gb = w.group_bytes;
-  const uintptr_t next = reinterpret_cast<uintptr_t>(group) + static_cast<size_t>(ahead) * gb;
-  const size_t end = gb * static_cast<size_t>(i + 1) / static_cast<size_t>(n);
-  for (size_t off = gb * static_cast<size_t>(i) / static_cast<size_t>(n) / 64 * 64; off < end;
-       off += 64) {
-    __builtin_prefetch(reinterpret_cast<const void*>(next + off), 0, 2);
+// of n of a group, slice i of the group `ahead` groups on into L2, so that
+// group arrives while this one is worked through. The slices are whole cache
+// lines, worked out once per group (not two divisions per block, which cost
+// a fifth of a small in-cache product). Addresses past the matrix's end are
+// only prefetched, never read.
+class GroupPrefetch {
+ public:
+  GroupPrefetch(const PackedMatrix& w, int ahead, int64_t n)
+      : ahead_bytes_(static_cast<size_t>(ahead) * w.group_bytes),
+        group_bytes_(w.group_bytes),
+        slice_((w.group_bytes + static_cast<size_t>(n) * 64 - 1) / (static_cast<size_t>(n) * 64) *
+               64) {}
+  // Slice i of the group `ahead` groups on from `group`.
+  void operator()(const uint8_t* group, int64_t i) const {
+    const uintptr_t next = reinterpret_cast<uintptr_t>(group) + ahead_bytes_;
+    const size_t begin = static_cast<size_t>(i) * slice_;
+    const size_t end = std::min(begin + slice_, group_bytes_);
+    for (size_t off = begin; off < end; off += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(next + off), 0, 2);
+    }
   }
-}
+
+ private:
+  size_t ahead_bytes_, group_bytes_, slice_;
+};
 
 // Bytes of one wide group of `cols` elements.
 size_t WideGroupBytes(quant::TensorType type, int64_t cols);
