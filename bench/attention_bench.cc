@@ -74,8 +74,8 @@ void BM_Attention(benchmark::State& state) {
   const int64_t pos0 = depth - n;
   for (auto _ : state) {
     for (int il = 0; il < s.layers; ++il) {
-      auto st = ellm::model::Attention({s.n_head, s.n_kv, s.dim, s.dim, 0}, *cache, il, q.data(),
-                                       n, pos0, out.data(), pool, scratch);
+      auto st = ellm::model::Attention({s.n_head, s.n_kv, s.dim, s.dim, 0}, *cache, il, q.data(), n,
+                                       pos0, out.data(), pool, scratch);
       if (!st.ok()) state.SkipWithError("attention failed");
     }
     benchmark::DoNotOptimize(out.data());
