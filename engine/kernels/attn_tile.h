@@ -12,7 +12,12 @@
 //   ScoresF16 / ScoresBf16, AccumulateF16 / AccumulateBf16: Scores and
 //     Accumulate with K or V given as stored halves, widened as they are
 //     read; equal bit for bit to widening the rows first and calling the f32
-//     version (widening is exact), without the f32 copy of the tile.
+//     version (widening is exact), without the f32 copy of the tile. They
+//     also take a byte range to bring into the cache while they work
+//     (prefetch, prefetch_bytes: the next key tile's K or V in decode;
+//     nullptr, 0 for none), asked for a line or a few per step of their
+//     inner loop (spread_prefetch.h); a hint, never a change to a result
+//     (the references ignore it).
 // All f32, row-major with the given strides (in elements); outputs do not
 // alias inputs except where said. The SIMD versions differ from the
 // references only in the order of f32 additions and in Exp's last bits
@@ -37,14 +42,16 @@ struct AttnTileKernels {
   void (*exp)(int64_t n, const float* x, float* y);
   void (*f16_to_f32)(int64_t n, const uint16_t* src, float* dst);
   void (*bf16_to_f32)(int64_t n, const uint16_t* src, float* dst);
-  void (*scores_f16)(int rows, int keys, int dim, const float* q, int64_t q_stride,
-                     const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride);
-  void (*accumulate_f16)(int rows, int keys, int dim, const float* p, int64_t p_stride,
-                         const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride);
-  void (*scores_bf16)(int rows, int keys, int dim, const float* q, int64_t q_stride,
-                      const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride);
-  void (*accumulate_bf16)(int rows, int keys, int dim, const float* p, int64_t p_stride,
-                          const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride);
+  using HalfScores = void (*)(int rows, int keys, int dim, const float* q, int64_t q_stride,
+                              const uint16_t* k, int64_t k_stride, float* s, int64_t s_stride,
+                              const void* prefetch, int64_t prefetch_bytes);
+  using HalfAccumulate = void (*)(int rows, int keys, int dim, const float* p, int64_t p_stride,
+                                  const uint16_t* v, int64_t v_stride, float* o, int64_t o_stride,
+                                  const void* prefetch, int64_t prefetch_bytes);
+  HalfScores scores_f16;
+  HalfAccumulate accumulate_f16;
+  HalfScores scores_bf16;
+  HalfAccumulate accumulate_bf16;
   void (*q8_0_to_f32)(int64_t n, const uint8_t* src, float* dst);
 };
 

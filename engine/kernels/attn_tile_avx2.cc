@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "kernels/attn_tile.h"
+#include "kernels/spread_prefetch.h"
 #include "quant/fp16.h"
 #include "quant/q8_0.h"
 
@@ -165,9 +166,11 @@ inline void ScoreBlock1x3(int dim, int dv, const float* q0, const T* k0, const T
 // whatever the block, chunk or tile: a score never depends on where its row
 // or key falls, so batched and one-token attention agree bit for bit.
 template <class L, class T = typename L::T>
-void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
-            float* s, int64_t ss) {
+void ScoresPf(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+              float* s, int64_t ss, const void* prefetch, int64_t prefetch_bytes) {
   const int dv = dim & ~7;
+  // One step per block of keys and rows.
+  SpreadPrefetch pf(prefetch, prefetch_bytes, int64_t{(keys + 2) / 3} * (rows / 4 + rows % 4));
   for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
     const int r1 = std::min(rows, r0 + kScoreRowChunk);
     for (int j = 0; j < keys; j += 3) {
@@ -177,15 +180,28 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
       const T* k2 = k + (j + std::min(2, nk - 1)) * ks;
       int r = r0;
       if (nk == 1) {
-        for (; r + 4 <= r1; r += 4)
+        for (; r + 4 <= r1; r += 4) {
+          pf.Step();
           ScoreBlock4x1<L>(dim, dv, q + r * qs, qs, k0, s + r * ss + j, ss);
+        }
       }
       for (; r + 4 <= r1; r += 4) {
+        pf.Step();
         ScoreBlock4x3<L>(dim, dv, q + r * qs, qs, k0, k1, k2, s + r * ss + j, ss, nk);
       }
-      for (; r < r1; ++r) ScoreBlock1x3<L>(dim, dv, q + r * qs, k0, k1, k2, s + r * ss + j, nk);
+      for (; r < r1; ++r) {
+        pf.Step();
+        ScoreBlock1x3<L>(dim, dv, q + r * qs, k0, k1, k2, s + r * ss + j, nk);
+      }
     }
   }
+  pf.Finish();
+}
+
+template <class L, class T = typename L::T>
+void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+            float* s, int64_t ss) {
+  ScoresPf<L>(rows, keys, dim, q, qs, k, ks, s, ss, nullptr, 0);
 }
 
 // o[r][d0, d0 + 16) += sum_j p[r][j] * v[j][d0 + ...] for six rows: 12
@@ -306,8 +322,8 @@ inline void Accumulate16x2(int rows, int keys, const float* p, int64_t ps, const
 constexpr int kAccumulateKeyBlock = 64;
 
 template <class L, class T = typename L::T>
-void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
-                float* o, int64_t os) {
+void AccumulatePf(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
+                  float* o, int64_t os, const void* prefetch, int64_t prefetch_bytes) {
   // Keys in blocks of kAccumulateKeyBlock (a whole key tile of
   // model/attention.cc: one load and store of the accumulators per 64 keys;
   // a strip of the block is 4 KiB and stays in L1 across the row blocks),
@@ -315,6 +331,11 @@ void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T
   // still adds its keys one by one in order: the blocking never changes a
   // sum. (64 measured ~5% faster than 32 in isolation, 48 x 64 x 256.)
   const int d16 = dim & ~15;
+  // One step per block of rows of a strip.
+  const int row_blocks = rows / 6 + (rows % 6 >= 4) + (rows % 6 % 4 + 1) / 2;
+  SpreadPrefetch pf(
+      prefetch, prefetch_bytes,
+      int64_t{(keys + kAccumulateKeyBlock - 1) / kAccumulateKeyBlock} * (d16 / 16) * row_blocks);
   for (int j0 = 0; j0 < keys; j0 += kAccumulateKeyBlock) {
     const int nj = std::min(kAccumulateKeyBlock, keys - j0);
     const float* pj = p + j0;
@@ -322,17 +343,21 @@ void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T
       const T* vd = v + j0 * vs + d;
       int r = 0;
       for (; r + 6 <= rows; r += 6) {
+        pf.Step();
         Accumulate16x6<L>(nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
       }
       if (r + 4 <= rows) {
+        pf.Step();
         Accumulate16x4<L>(nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
         r += 4;
       }
       for (; r < rows; r += 2) {
+        pf.Step();
         Accumulate16x2<L>(std::min(2, rows - r), nj, pj + r * ps, ps, vd, vs, o + r * os + d, os);
       }
     }
   }
+  pf.Finish();
   for (int rr = 0; rr < rows; ++rr) {
     for (int j = 0; j < keys; ++j) {
       const float w = p[rr * ps + j];
@@ -341,6 +366,12 @@ void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T
       }
     }
   }
+}
+
+template <class L, class T = typename L::T>
+void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
+                float* o, int64_t os) {
+  AccumulatePf<L>(rows, keys, dim, p, ps, v, vs, o, os, nullptr, 0);
 }
 
 // exp on 8 lanes; inputs below -87.3 (where 2^n would be subnormal) give 0.
@@ -420,10 +451,10 @@ const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
                                        Exp,
                                        F16ToF32,
                                        Bf16ToF32,
-                                       Scores<F16Rows>,
-                                       Accumulate<F16Rows>,
-                                       Scores<Bf16Rows>,
-                                       Accumulate<Bf16Rows>,
+                                       ScoresPf<F16Rows>,
+                                       AccumulatePf<F16Rows>,
+                                       ScoresPf<Bf16Rows>,
+                                       AccumulatePf<Bf16Rows>,
                                        Q8_0ToF32};
 
 }  // namespace ellm::kernels::internal

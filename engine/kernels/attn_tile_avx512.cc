@@ -12,6 +12,7 @@
 #include "kernels/attn_tile.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/spread_prefetch.h"
 
 #if defined(ELLM_AVX512_KERNELS)
 
@@ -115,7 +116,7 @@ inline void StoreLanes(__m512 v, int rows, float* s, int64_t ss, __mmask8 m) {
 // as the AVX2 file's, with a third of its shuffles.
 template <class L, int P, bool kPacked, class T = typename L::T>
 inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, const T* const* kk,
-                       float* s, int64_t ss, int rows, int nk) {
+                       float* s, int64_t ss, int rows, int nk, SpreadPrefetch& pf) {
   __m512 acc[P][kScoreKeys];
 #pragma GCC unroll 16
   for (int i = 0; i < P; ++i) {
@@ -123,6 +124,7 @@ inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, 
     for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = _mm512_setzero_ps();
   }
   for (int d = 0; d < dv; d += 8) {
+    pf.Step();
     __m512 b[kScoreKeys];
 #pragma GCC unroll 4
     for (int c = 0; c < kScoreKeys; ++c) b[c] = L::Dup8(kk[c] + d);
@@ -165,27 +167,31 @@ inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, 
 
 template <class L, bool kPacked, class T = typename L::T>
 inline void ScoreRows(int n, int dim, int dv, const float* const* q, const float* qp,
-                      const T* const* kk, float* s, int64_t ss, int nk) {
+                      const T* const* kk, float* s, int64_t ss, int nk, SpreadPrefetch& pf) {
   switch ((n + 1) / 2) {
     case 4:
-      ScoreBlock<L, 4, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      ScoreBlock<L, 4, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk, pf);
       break;
     case 3:
-      ScoreBlock<L, 3, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      ScoreBlock<L, 3, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk, pf);
       break;
     case 2:
-      ScoreBlock<L, 2, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      ScoreBlock<L, 2, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk, pf);
       break;
     default:
-      ScoreBlock<L, 1, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk);
+      ScoreBlock<L, 1, kPacked>(dim, dv, q, qp, kk, s, ss, n, nk, pf);
       break;
   }
 }
 
 template <class L, class T = typename L::T>
-void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
-            float* s, int64_t ss) {
+void ScoresPf(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+              float* s, int64_t ss, const void* prefetch, int64_t prefetch_bytes) {
   const int dv = dim & ~7;
+  // One step per ScoreBlock iteration over d.
+  SpreadPrefetch pf(
+      prefetch, prefetch_bytes,
+      int64_t{(keys + kScoreKeys - 1) / kScoreKeys} * ((rows + 7) / 8) * std::max(1, dv / 8));
   const bool pack = dv <= kPackedQMaxDim;
   alignas(64) float packed[kScoreRowChunk * kPackedQMaxDim];
   for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
@@ -211,13 +217,20 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
         for (int i = 0; i < 8; ++i) qq[i] = q + (r + std::min(i, n - 1)) * qs;
         float* out = s + r * ss + j;
         if (pack) {
-          ScoreRows<L, true>(n, dim, dv, qq, packed + (r - r0) * dv, kk, out, ss, nk);
+          ScoreRows<L, true>(n, dim, dv, qq, packed + (r - r0) * dv, kk, out, ss, nk, pf);
         } else {
-          ScoreRows<L, false>(n, dim, dv, qq, nullptr, kk, out, ss, nk);
+          ScoreRows<L, false>(n, dim, dv, qq, nullptr, kk, out, ss, nk, pf);
         }
       }
     }
   }
+  pf.Finish();
+}
+
+template <class L, class T = typename L::T>
+void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+            float* s, int64_t ss) {
+  ScoresPf<L>(rows, keys, dim, q, qs, k, ks, s, ss, nullptr, 0);
 }
 
 // ---- Accumulate ----
@@ -225,7 +238,7 @@ void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k,
 // o[r][d0, d0 + 16 W) += sum_j p[r][j] * v[j][d0 + ...] for R rows.
 template <class L, int R, int W, class T = typename L::T>
 inline void AccumulateBlock(int keys, const float* p, int64_t ps, const T* v, int64_t vs, float* o,
-                            int64_t os) {
+                            int64_t os, SpreadPrefetch& pf) {
   __m512 acc[R][W];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -233,6 +246,7 @@ inline void AccumulateBlock(int keys, const float* p, int64_t ps, const T* v, in
     for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o + r * os + 16 * w);
   }
   for (int j = 0; j < keys; ++j) {
+    pf.Step();
     __m512 x[W];
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w) x[w] = L::Load16(v + j * vs + 16 * w);
@@ -252,38 +266,45 @@ inline void AccumulateBlock(int keys, const float* p, int64_t ps, const T* v, in
 
 template <class L, int W, class T = typename L::T>
 inline void AccumulateStrip(int rows, int keys, const float* p, int64_t ps, const T* v, int64_t vs,
-                            float* o, int64_t os) {
+                            float* o, int64_t os, SpreadPrefetch& pf) {
   int r = 0;
   for (; r + 8 <= rows; r += 8)
-    AccumulateBlock<L, 8, W>(keys, p + r * ps, ps, v, vs, o + r * os, os);
+    AccumulateBlock<L, 8, W>(keys, p + r * ps, ps, v, vs, o + r * os, os, pf);
   if (r + 4 <= rows) {
-    AccumulateBlock<L, 4, W>(keys, p + r * ps, ps, v, vs, o + r * os, os);
+    AccumulateBlock<L, 4, W>(keys, p + r * ps, ps, v, vs, o + r * os, os, pf);
     r += 4;
   }
   if (r + 2 <= rows) {
-    AccumulateBlock<L, 2, W>(keys, p + r * ps, ps, v, vs, o + r * os, os);
+    AccumulateBlock<L, 2, W>(keys, p + r * ps, ps, v, vs, o + r * os, os, pf);
     r += 2;
   }
-  if (r < rows) AccumulateBlock<L, 1, W>(keys, p + r * ps, ps, v, vs, o + r * os, os);
+  if (r < rows) AccumulateBlock<L, 1, W>(keys, p + r * ps, ps, v, vs, o + r * os, os, pf);
 }
 
 constexpr int kAccumulateKeyBlock = 64;  // as in the AVX2 file
 
+// AccumulateBlock calls per strip of a key block: blocks of 8, 4, 2, 1 rows.
+inline int RowBlocks(int rows) { return rows / 8 + (rows % 8 >= 4) + (rows % 4 >= 2) + (rows % 2); }
+
 template <class L, class T = typename L::T>
-void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
-                float* o, int64_t os) {
+void AccumulatePf(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
+                  float* o, int64_t os, const void* prefetch, int64_t prefetch_bytes) {
   // Keys in blocks, then strips of 32 columns (16 for a last odd strip),
   // then blocks of rows; each output element still adds its keys one by one
   // in order, so the blocking never changes a sum.
   const int d32 = dim & ~31, d16 = dim & ~15;
+  // One step per AccumulateBlock iteration over keys.
+  SpreadPrefetch pf(prefetch, prefetch_bytes,
+                    int64_t{keys} * RowBlocks(rows) * (d32 / 32 + (d16 > d32 ? 1 : 0)));
   for (int j0 = 0; j0 < keys; j0 += kAccumulateKeyBlock) {
     const int nj = std::min(kAccumulateKeyBlock, keys - j0);
     const float* pj = p + j0;
     const T* vj = v + j0 * vs;
     for (int d = 0; d < d32; d += 32)
-      AccumulateStrip<L, 2>(rows, nj, pj, ps, vj + d, vs, o + d, os);
-    if (d16 > d32) AccumulateStrip<L, 1>(rows, nj, pj, ps, vj + d32, vs, o + d32, os);
+      AccumulateStrip<L, 2>(rows, nj, pj, ps, vj + d, vs, o + d, os, pf);
+    if (d16 > d32) AccumulateStrip<L, 1>(rows, nj, pj, ps, vj + d32, vs, o + d32, os, pf);
   }
+  pf.Finish();
   for (int rr = 0; rr < rows; ++rr) {
     for (int j = 0; j < keys; ++j) {
       const float w = p[rr * ps + j];
@@ -292,6 +313,12 @@ void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T
       }
     }
   }
+}
+
+template <class L, class T = typename L::T>
+void Accumulate(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
+                float* o, int64_t os) {
+  AccumulatePf<L>(rows, keys, dim, p, ps, v, vs, o, os, nullptr, 0);
 }
 
 // ---- Exp ----
@@ -336,10 +363,10 @@ void UseAvx512AttnTile(AttnTileKernels* k) {
   k->exp = Exp;
   k->scores = Scores<F32Rows>;
   k->accumulate = Accumulate<F32Rows>;
-  k->scores_f16 = Scores<F16Rows>;
-  k->accumulate_f16 = Accumulate<F16Rows>;
-  k->scores_bf16 = Scores<Bf16Rows>;
-  k->accumulate_bf16 = Accumulate<Bf16Rows>;
+  k->scores_f16 = ScoresPf<F16Rows>;
+  k->accumulate_f16 = AccumulatePf<F16Rows>;
+  k->scores_bf16 = ScoresPf<Bf16Rows>;
+  k->accumulate_bf16 = AccumulatePf<Bf16Rows>;
 }
 
 }  // namespace ellm::kernels::internal

@@ -32,6 +32,13 @@ void ScoresRef(int rows, int keys, int dim, const float* q, int64_t qs, const T*
   }
 }
 
+// The fused (half-input) entries: the prefetch hint is ignored here.
+template <class T, float (*W)(T)>
+void ScoresHalfRef(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+                   float* s, int64_t ss, const void*, int64_t) {
+  ScoresRef<T, W>(rows, keys, dim, q, qs, k, ks, s, ss);
+}
+
 template <class T, float (*W)(T)>
 void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
                    float* o, int64_t os) {
@@ -41,6 +48,12 @@ void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, cons
       for (int d = 0; d < dim; ++d) o[r * os + d] = std::fma(w, W(v[j * vs + d]), o[r * os + d]);
     }
   }
+}
+
+template <class T, float (*W)(T)>
+void AccumulateHalfRef(int rows, int keys, int dim, const float* p, int64_t ps, const T* v,
+                       int64_t vs, float* o, int64_t os, const void*, int64_t) {
+  AccumulateRef<T, W>(rows, keys, dim, p, ps, v, vs, o, os);
 }
 
 void ExpRef(int64_t n, const float* x, float* y) {
@@ -66,10 +79,10 @@ const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
                                       ExpRef,
                                       F16ToF32Ref,
                                       Bf16ToF32Ref,
-                                      ScoresRef<uint16_t, WidenF16>,
-                                      AccumulateRef<uint16_t, WidenF16>,
-                                      ScoresRef<uint16_t, WidenBf16>,
-                                      AccumulateRef<uint16_t, WidenBf16>,
+                                      ScoresHalfRef<uint16_t, WidenF16>,
+                                      AccumulateHalfRef<uint16_t, WidenF16>,
+                                      ScoresHalfRef<uint16_t, WidenBf16>,
+                                      AccumulateHalfRef<uint16_t, WidenBf16>,
                                       Q8_0ToF32Ref};
 
 }  // namespace ellm::kernels::internal

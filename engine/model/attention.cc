@@ -124,11 +124,6 @@ void AddRowSums(int rows, const float* s, int64_t ss, const int* first, const in
   }
 }
 
-// Asks for bytes [p, p + n) to be brought into the cache.
-void Prefetch(const uint8_t* p, size_t n) {
-  for (size_t off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
-}
-
 struct Plan {
   AttentionShape shape;
   KvType type;
@@ -215,11 +210,13 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     float* s = sbuf.data();
     // The kernels read V in column strips and K several rows at a time,
     // which the hardware prefetchers follow poorly from DRAM: this thread's
-    // next tile is asked for ahead, its K before these scores and its V
-    // after them, so the requests come in two halves rather than one burst
-    // that fills every line-fill buffer at once.
+    // next tile is asked for while this one is worked on, its K during
+    // these scores and its V during the weighted sum, a line per step of
+    // the kernels' inner loops (one burst per tile would stall the work's
+    // own loads behind it).
+    const uint8_t* next_k = nullptr;
     const uint8_t* next_v = nullptr;
-    size_t next_v_bytes = 0;
+    int64_t next_k_bytes = 0, next_v_bytes = 0;
     if (fused) {
       const int64_t next = j0 + int64_t{plan.splits} * kKeyTile;
       if (next <= hi) {
@@ -227,12 +224,13 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
         const kv::KvCache::BlockView& nv = views[static_cast<size_t>(nb)];
         const int64_t nrows = std::min<int64_t>(kKeyTile, hi - next + 1);
         const uint8_t* nslice = nv.slices[kvh];
-        Prefetch(nslice + (next - nv.first_pos) * k_row_bytes, nrows * k_row_bytes);
+        next_k = nslice + (next - nv.first_pos) * k_row_bytes;
+        next_k_bytes = nrows * static_cast<int64_t>(k_row_bytes);
         next_v = nslice + kBlockPositions * k_row_bytes + (next - nv.first_pos) * v_row_bytes;
-        next_v_bytes = static_cast<size_t>(nrows) * v_row_bytes;
+        next_v_bytes = nrows * static_cast<int64_t>(v_row_bytes);
       }
       fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk, s,
-                   kKeyTile);
+                   kKeyTile, next_k, next_k_bytes);
     } else {
       const float* kf = ToF32(plan.type, k_rows, nk, dk, k_row_bytes, kbuf.data(), dk);
       const bool in_place = plan.type == KvType::kF32;
@@ -240,7 +238,6 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       vf = ToF32(plan.type, v_rows, nk, dv, v_row_bytes, vbuf.data(), vf_stride);
       kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
     }
-    if (next_v != nullptr) Prefetch(next_v, next_v_bytes);
     // Softmax step, row by row: new maximum, rescale, shift. Then one exp
     // over the whole tile (a row's few calls were bound by the polynomial's
     // latency) and the sums of the weights, several rows at a time (each
@@ -281,7 +278,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     AddRowSums(rows, s, kKeyTile, span_first.data(), span_n.data(), st.l);
     if (fused) {
       fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,
-                       st.o, dv);
+                       st.o, dv, next_v, next_v_bytes);
     } else {
       kern.accumulate(rows, nk, dv, s, kKeyTile, vf, vf_stride, st.o, dv);
     }

@@ -93,7 +93,10 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
             widen(static_cast<int64_t>(kh.size()), kh.data(), kw.data());
             std::vector<float> want(rows * 64), got(rows * 64);
             kern->scores(rows, keys, dim, q.data(), dim, kw.data(), ks, want.data(), 64);
-            scores(rows, keys, dim, q.data(), dim, kh.data(), ks, got.data(), 64);
+            // With a prefetch range (the rows themselves): a hint only.
+            const int64_t kh_bytes = static_cast<int64_t>(kh.size() * sizeof(uint16_t));
+            scores(rows, keys, dim, q.data(), dim, kh.data(), ks, got.data(), 64, kh.data(),
+                   kh_bytes);
             for (int r = 0; r < rows; ++r) {
               for (int j = 0; j < keys; ++j) {
                 ASSERT_EQ(got[r * 64 + j], want[r * 64 + j])
@@ -104,7 +107,8 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
             auto o_want = Random(rows * dim, rng);
             auto o_got = o_want;
             kern->accumulate(rows, keys, dim, p.data(), 64, kw.data(), ks, o_want.data(), dim);
-            accumulate(rows, keys, dim, p.data(), 64, kh.data(), ks, o_got.data(), dim);
+            accumulate(rows, keys, dim, p.data(), 64, kh.data(), ks, o_got.data(), dim, kh.data(),
+                       kh_bytes);
             ASSERT_EQ(o_got, o_want)
                 << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
           }
@@ -148,11 +152,15 @@ void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
         Simd().scores(rows, keys, dim, q.data(), dim + 3, kf.data(), ks, want.data(), ss);
         wide.scores(rows, keys, dim, q.data(), dim + 3, kf.data(), ks, got.data(), ss);
         ASSERT_EQ(got, want) << "f32 scores " << where;
-        Simd().scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, want.data(), ss);
-        wide.scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, got.data(), ss);
+        Simd().scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, want.data(), ss,
+                          nullptr, 0);
+        wide.scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, got.data(), ss,
+                        kb.data(), static_cast<int64_t>(kb.size() * 2));
         ASSERT_EQ(got, want) << "f16 scores " << where;
-        Simd().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss);
-        wide.scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss);
+        Simd().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss,
+                           nullptr, 0);
+        wide.scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss, nullptr,
+                         0);
         ASSERT_EQ(got, want) << "bf16 scores " << where;
 
         auto p = Random(rows * ss, rng);
@@ -162,13 +170,16 @@ void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
         wide.accumulate(rows, keys, dim, p.data(), ss, kf.data(), ks, o_got.data(), dim + 2);
         ASSERT_EQ(o_got, o_want) << "f32 accumulate " << where;
         o_want = o_got = o0;
-        Simd().accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_want.data(), dim + 2);
-        wide.accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_got.data(), dim + 2);
+        Simd().accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_want.data(), dim + 2,
+                              nullptr, 0);
+        wide.accumulate_f16(rows, keys, dim, p.data(), ss, kh.data(), ks, o_got.data(), dim + 2,
+                            kb.data(), static_cast<int64_t>(kb.size() * 2));
         ASSERT_EQ(o_got, o_want) << "f16 accumulate " << where;
         o_want = o_got = o0;
-        Simd().accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_want.data(),
-                               dim + 2);
-        wide.accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_got.data(), dim + 2);
+        Simd().accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_want.data(), dim + 2,
+                               nullptr, 0);
+        wide.accumulate_bf16(rows, keys, dim, p.data(), ss, kb.data(), ks, o_got.data(), dim + 2,
+                             nullptr, 0);
         ASSERT_EQ(o_got, o_want) << "bf16 accumulate " << where;
       }
     }
