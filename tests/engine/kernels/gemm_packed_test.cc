@@ -167,7 +167,8 @@ TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
 // The AVX-512 VNNI kernels work on pairs of groups: row counts with an odd
 // number of groups (a lone last group) and a part-filled last group; token
 // counts on both sides of one register tile (8: stored groups unpacked in
-// registers up to it, expanded groups past it).
+// registers up to it, expanded groups past it), and one token, where every
+// group runs alone as the pair (g, g).
 void ExpectPairedGroupsEqualRowWiseReference(TensorType type, GemmPackedFn gemm) {
   ASSERT_NE(gemm, nullptr) << "the VNNI kernel is not built";
   ASSERT_NE(gemm, GetGemmPackedAt(type, IsaLevel::kAvx2)) << "the VNNI kernel is not built";
