@@ -3,8 +3,8 @@
 // g in lanes 0-7, group g + 1 in lanes 8-15), so one VPDPBUSD against a
 // broadcast of 4 activation bytes adds 4 products into each of 16 rows' i32
 // lanes, where AVX2 needs VPMADDUBSW, VPMADDWD and adds for 8 rows. A lone
-// last group is run as the pair (g, g) and its upper half dropped; so is
-// every group for one token (decode), see Gemm.
+// last group is run as the pair (g, g) and its upper half dropped. One
+// token (decode) runs every group alone (see Gemm).
 //
 // Integer bounds: VPDPBUSD adds u8 * i8 products straight into i32, without
 // the i16 saturation AVX2 has to avoid (activations are in [-127, 127]):
@@ -190,6 +190,106 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- one token, one group (decode): Q8_0, Q5_0, Q4_0 ----
+
+// Tile32 for one token and one stored group: a ZMM holds two adjacent
+// chunks of the group (chunk c in lanes 0-7, c + 1 in lanes 8-15) against
+// the activations' dwords c and c + 1, so each VPDPBUSD serves 8 rows x 2
+// chunks instead of the pair (g, g)'s 16 rows x 1 chunk twice over. The
+// halves are added after the block (i32 sums: exact in any order) and the
+// block's float work runs on 8 lanes, operation for operation as Tile32's.
+
+// The fifth bits of chunks c (lanes 0-7) and c + 1 (lanes 8-15) as 0x10 or
+// 0 per byte, c even; hh holds the group's 32 fifth-bit bytes in both halves.
+inline __m512i FifthBits2(__m512i hh, int c) {
+  constexpr __mmask32 kUpper = 0xFFFF0000u;  // 16-bit lanes of the upper half
+  __m512i moved;
+  if (c < 4) {
+    const __m512i n = _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(4 - c)),
+                                              _mm512_set1_epi16(static_cast<short>(3 - c)));
+    moved = _mm512_sllv_epi16(hh, n);
+  } else {
+    const __m512i n = _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(c - 4)),
+                                              _mm512_set1_epi16(static_cast<short>(c - 3)));
+    moved = _mm512_srlv_epi16(hh, n);
+  }
+  return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+
+template <int kOffset>
+void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
+               float* out) {
+  const int64_t nb = w.cols / 32;
+  const size_t q_base = PackedScaleBytes32(nb);
+  const int8_t* act = reinterpret_cast<const BlockQ8_0*>(a.rows + t0 * a.stride)->qs;
+  const float* act_d = a.block_d + t0 * nb;
+  const int32_t* act_sum = a.block_sum + t0 * nb;
+  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
+  constexpr int kBias = kOffset == 0 ? 128 : kOffset;
+  constexpr bool kUnpack = kOffset != 0;
+  constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
+                            : kOffset == 16 ? kStoredBlockQ5_0
+                                            : kStoredBlockQ4_0;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  // Dwords 2p (lanes 0-7) and 2p + 1 (lanes 8-15) of a block's activations.
+  __m512i pick[4];
+  for (int p = 0; p < 4; ++p) {
+    pick[p] =
+        _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * p), _mm512_set1_epi32(2 * p + 1));
+  }
+  const auto load = [](const uint8_t* p) {
+    return _mm512_loadu_si512(reinterpret_cast<const void*>(p));
+  };
+  const GroupPrefetch next(w, 2, nb);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    next(g, b);
+    const size_t q = q_base + static_cast<size_t>(b) * kBlock;
+    const __m512i av = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + b * kActBlock)));
+    __m512i isum = _mm512_setzero_si512();
+    if constexpr (kUnpack) {
+      __m512i hh = _mm512_setzero_si512();
+      if constexpr (kOffset == 16) {
+        hh = _mm512_broadcast_i64x4(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(g + q + 128)));
+      }
+      for (int k = 0; k < 4; k += 2) {  // nibble vectors k, k + 1: chunks k, k + 1 and k + 4, k + 5
+        const __m512i v = load(g + q + 32 * k);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kOffset == 16) {
+          lo = _mm512_or_si512(lo, FifthBits2(hh, k));
+          hi = _mm512_or_si512(hi, FifthBits2(hh, k + 4));
+        }
+        isum = _mm512_dpbusd_epi32(isum, lo, _mm512_permutexvar_epi32(pick[k / 2], av));
+        isum = _mm512_dpbusd_epi32(isum, hi, _mm512_permutexvar_epi32(pick[k / 2 + 2], av));
+      }
+    } else {
+      for (int p = 0; p < 4; ++p) {
+        const __m512i wq = _mm512_xor_si512(load(g + q + 64 * p), flip);
+        isum = _mm512_dpbusd_epi32(isum, wq, _mm512_permutexvar_epi32(pick[p], av));
+      }
+    }
+    const __m256i sums =
+        _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+    const __m256 wd = _mm256_cvtph_ps(Load128(g + 2 * kPackRows * b));
+    const __m256i ints = _mm256_sub_epi32(sums, _mm256_set1_epi32(kBias * act_sum[b]));
+    const __m256 da = _mm256_set1_ps(act_d[b]);
+    const __m256 fi = _mm256_cvtepi32_ps(ints);
+    __m256 term;
+    if constexpr (kOffset == 0) {
+      term = _mm256_mul_ps(fi, _mm256_mul_ps(wd, da));  // as Tile32
+    } else if constexpr (kOffset == 8) {
+      term = _mm256_mul_ps(_mm256_mul_ps(fi, wd), da);
+    } else {
+      term = _mm256_mul_ps(_mm256_mul_ps(wd, da), fi);
+    }
+    acc = _mm256_add_ps(acc, term);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
 // ---- Q4_K against Q8_K ----
 
 // kStored: g0 and g1 are the matrix's own groups (PrefetchNextPair).
@@ -347,14 +447,28 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   // streams 1-5 KiB apart, each with its scale rows read a few bytes per
   // block: the hardware prefetchers follow that poorly, and software
   // prefetching a pair ahead did not help. Each group runs alone instead,
-  // as the pair (g, g), so the weights are read in one stream in memory
-  // order; the doubled arithmetic is hidden under the reads (Gemma 3's
-  // 178 MB Q8_0 output matrix, one thread, Zen 5 VM: 17.1 -> 8.8 ms; decode
-  // at depth 512 on 2 threads 1.35x). Every lane computes what it did.
+  // so the weights are read in one stream in memory order (Gemma 3's 178
+  // MB Q8_0 output matrix, one thread, Zen 5 VM: 17.1 -> 8.8 ms; decode at
+  // depth 512 on 2 threads 1.35x): Q8_0, Q5_0 and Q4_0 by Tile32One, two
+  // chunks of the group per ZMM; Q4_K and Q6_K as the pair (g, g), their
+  // doubled arithmetic hidden under the reads. Every row gets the bits it
+  // got from the pair.
   const int64_t step = a.n_tokens == 1 ? 1 : 2;
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; g += step) {
+      if constexpr (Kernel<1>::kOne) {
+        if (step == 1) {  // one token: the group alone, 8 lanes (Tile32One)
+          const int64_t r0 = std::max(row_begin, g * kPackRows);
+          const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
+          const bool whole = r1 - r0 == kPackRows;
+          float* out = whole ? y + (r0 - row_begin) : partial;
+          Kernel<1>::RunOne(w, wide.Get(g, 0), a, c0, out);
+          if (whole) continue;
+          for (int64_t r = r0; r < r1; ++r) y[r - row_begin] = partial[r - g * kPackRows];
+          continue;
+        }
+      }
       const bool pair = step == 2 && g + 1 < g_end;
       const uint8_t* g0 = wide.Get(g, 0);
       const uint8_t* g1 = pair ? wide.Get(g + 1, 1) : g0;
@@ -382,30 +496,39 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
 }
 
 // Run reads wide copies, RunStored the matrix's stored groups.
+// RunOne (kOne): one token against one stored group (decode).
 template <int T>
 struct Q8_0Kernel {
   static constexpr auto Run = Tile32<0, T>;
   static constexpr auto RunStored = Tile32<0, T, true>;
+  static constexpr bool kOne = true;
+  static constexpr auto RunOne = Tile32One<0>;
 };
 template <int T>
 struct Q5_0Kernel {
   static constexpr auto Run = Tile32<16, T>;
   static constexpr auto RunStored = Tile32<16, T, true>;
+  static constexpr bool kOne = true;
+  static constexpr auto RunOne = Tile32One<16>;
 };
 template <int T>
 struct Q4_0Kernel {
   static constexpr auto Run = Tile32<8, T>;
   static constexpr auto RunStored = Tile32<8, T, true>;
+  static constexpr bool kOne = true;
+  static constexpr auto RunOne = Tile32One<8>;
 };
 template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
   static constexpr auto RunStored = TileQ4_K<T, true>;
+  static constexpr bool kOne = false;
 };
 template <int T>
 struct Q6_KKernel {
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;
+  static constexpr bool kOne = false;
 };
 
 }  // namespace
