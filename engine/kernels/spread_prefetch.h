@@ -14,7 +14,6 @@ namespace ellm::kernels {
 
 class SpreadPrefetch {
  public:
-  SpreadPrefetch() = default;
   // [p, p + bytes) over `steps` calls of Step() (at least one line a step).
   SpreadPrefetch(const void* p, int64_t bytes, int64_t steps)
       : p_(static_cast<const char*>(p)),
