@@ -404,25 +404,18 @@ bool IsCompact(TensorType type) {
   return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ6_K;
 }
 
-namespace {
-// This thread's expansion buffer: grows to the largest request, never
-// shrinks, freed with the thread.
-struct ThreadBuffer {
-  uint8_t* data = nullptr;
-  size_t bytes = 0;
-  ~ThreadBuffer() {
-    if (data != nullptr) ::operator delete(data, std::align_val_t(kPackAlign));
+ThreadBuffer::~ThreadBuffer() {
+  if (data_ != nullptr) ::operator delete(data_, std::align_val_t(kPackAlign));
+}
+
+uint8_t* ThreadBuffer::Get(size_t n) {
+  if (n > bytes_) {
+    if (data_ != nullptr) ::operator delete(data_, std::align_val_t(kPackAlign));
+    data_ = static_cast<uint8_t*>(::operator new(n, std::align_val_t(kPackAlign)));
+    bytes_ = n;
   }
-  uint8_t* Get(size_t n) {
-    if (n > bytes) {
-      if (data != nullptr) ::operator delete(data, std::align_val_t(kPackAlign));
-      data = static_cast<uint8_t*>(::operator new(n, std::align_val_t(kPackAlign)));
-      bytes = n;
-    }
-    return data;
-  }
-};
-}  // namespace
+  return data_;
+}
 
 WideGroups::WideGroups(const PackedMatrix& w, ExpandFn expand) : w_(w), expand_(expand) {
   if (expand == nullptr || !IsCompact(w.type)) return;

@@ -31,9 +31,11 @@
 // with the spare bits squeezed out, so a stored group is within 3% of its
 // rows in the file (the wide Q5_0 is 55% larger, Q6_K 31%) and decode,
 // which streams every weight once per token, reads no more bytes than
-// llama.cpp does. Kernels expand one group at a time into a per-thread
-// buffer (an L1/L2 round trip, a few instructions per 32 bytes), once per
-// 64 tokens.
+// llama.cpp does. With more tokens than a register tile, the reference and
+// AVX2 kernels expand one group at a time into a per-thread buffer (an
+// L1/L2 round trip, a few instructions per 32 bytes), once per 64 tokens;
+// the AVX-512 kernels copy each pair of groups' quants, once per 64 tokens,
+// into one ready for VPDPBUSD (gemm_packed_avx512.cc).
 //   Q8_0, Q4_K: the wide layout.
 //   Q5_0, Q4_0: the d table as wide; then per block 4 nibble vectors of 32
 //     bytes (vector k: chunk k's quants in the low nibbles, chunk k + 4's in

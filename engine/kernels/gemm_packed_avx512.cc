@@ -4,7 +4,8 @@
 // broadcast of 4 activation bytes adds 4 products into each of 16 rows' i32
 // lanes, where AVX2 needs VPMADDUBSW, VPMADDWD and adds for 8 rows. A lone
 // last group is run as the pair (g, g) and its upper half dropped. One
-// token (decode) runs every group alone (see Gemm).
+// token (decode) runs every group alone (see Gemm). Prefill reads a pair's
+// quants from a per-thread copy made once per token chunk (the pair buffer).
 //
 // Integer bounds: VPDPBUSD adds u8 * i8 products straight into i32, without
 // the i16 saturation AVX2 has to avoid (activations are in [-127, 127]):
@@ -27,6 +28,7 @@
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "quant/q8_0.h"
@@ -108,18 +110,110 @@ inline void PrefetchNextPair(const GroupPrefetch& next_pair, const uint8_t* g0, 
   if (g1 != g0) next_pair(g1, i);
 }
 
+// ---- prefill: a pair's quants, ready for VPDPBUSD ----
+//
+// With more tokens than one register tile (prefill), each pair of groups is
+// first copied, once per token chunk, into a buffer of this thread's where
+// 4-element chunk k of the rows (in element order) is 64 aligned bytes:
+// group g's 8 rows x 4 quants, then group g + 1's, as unsigned bytes (Q8_0's
+// sign bits flipped, nibbles and high bits joined). Every register tile of
+// the chunk then reads one aligned vector per chunk instead of joining two
+// halves and unpacking them again: the copy's work is shared by up to 8
+// tiles. Only the quants move; scales are read from the stored groups.
+
+// Chunk k of a pair buffer.
+inline __m512i PairChunk(const uint8_t* qp, int64_t k) {
+  return _mm512_load_si512(reinterpret_cast<const void*>(qp + 64 * k));
+}
+inline void StorePairChunk(uint8_t* qp, int64_t k, __m512i v) {
+  _mm512_store_si512(reinterpret_cast<void*>(qp + 64 * k), v);
+}
+
+// Bytes of a block's quants in a stored Q8_0 / Q5_0 / Q4_0 group.
+constexpr size_t StoredBlock32Bytes(int offset) {
+  return offset == 0    ? kPackedBlock32QuantBytes
+         : offset == 16 ? kStoredBlockQ5_0
+                        : kStoredBlockQ4_0;
+}
+
+// The 8 chunks of one block of two stored groups (q0, q1: the block's
+// quants in each) as unsigned bytes: emit(vector, c) for each chunk c.
+template <int kOffset, class Emit>
+inline void StoredBlock32(const uint8_t* q0, const uint8_t* q1, Emit&& emit) {
+  if constexpr (kOffset == 0) {  // Q8_0: the stored layout is the wide one
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int c = 0; c < 8; ++c) emit(_mm512_xor_si512(Load2(q0 + 32 * c, q1 + 32 * c), flip), c);
+  } else {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i fifth = _mm512_setzero_si512();
+    if constexpr (kOffset == 16) fifth = Load2(q0 + 128, q1 + 128);
+    for (int k = 0; k < 4; ++k) {  // nibble vector k: chunks k (low) and k + 4 (high)
+      const __m512i v = Load2(q0 + 32 * k, q1 + 32 * k);
+      __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (kOffset == 16) {
+        lo = _mm512_or_si512(lo, FifthBits(fifth, k));
+        hi = _mm512_or_si512(hi, FifthBits(fifth, k + 4));
+      }
+      emit(lo, k);
+      emit(hi, k + 4);
+    }
+  }
+}
+
+template <int kOffset>
+void ExpandPair32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
+  const int64_t nb = w.cols / 32;
+  const size_t q_base = PackedScaleBytes32(nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
+    StoredBlock32<kOffset>(g0 + q, g1 + q,
+                           [&](__m512i v, int c) { StorePairChunk(qp, 8 * b + c, v); });
+  }
+}
+
+// Q4_K: 32-element group g of super-block s is pair g / 2's low (g even) or
+// high nibbles: chunks 64 s + 8 g + c.
+void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
+    const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
+    for (int p = 0; p < 4; ++p) {
+      for (int c = 0; c < 8; ++c) {
+        const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
+        const __m512i v = Load2(sb0 + off, sb1 + off);
+        StorePairChunk(qp, 64 * s + 16 * p + c, _mm512_and_si512(v, m4));
+        StorePairChunk(qp, 64 * s + 16 * p + 8 + c, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      }
+    }
+  }
+}
+
+// Q6_K: 16-element group g of super-block s: chunks 64 s + 4 g + c.
+void ExpandPairQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    for (int g = 0; g < 16; ++g) {
+      const size_t off = s * kQ6KStoredBytes + kQ6KStoredGroups + kQ6KStoredGroupBytes * g;
+      __m512i q[4];
+      Q6_KChunks(g0 + off, g1 + off, q);
+      for (int c = 0; c < 4; ++c) StorePairChunk(qp, 64 * s + 4 * g + c, q[c]);
+    }
+  }
+}
+
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
 // stored unsigned quant (16 for Q5_0, 8 for Q4_0).
 //
-// kStored: g0 and g1 are the matrix's own stored groups (Q5_0, Q4_0:
-// unpacked in registers; PrefetchNextPair), else wide copies.
+// g0 and g1 are the matrix's own stored groups (g1 == g0 for a lone last
+// group). kStored: their quants are unpacked in registers (Q5_0, Q4_0;
+// PrefetchNextPair), else read from the pair buffer qp.
 template <int kOffset, int T, bool kStored = false>
-void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
-            int64_t t0, float* out, int64_t out_stride) {
+void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
+            const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
-  const size_t q_base = PackedScaleBytes32(nb);
+  [[maybe_unused]] const size_t q_base = PackedScaleBytes32(nb);
   const int8_t* act[T];
   const float* act_d[T];
   const int32_t* act_sum[T];
@@ -131,18 +225,11 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
   constexpr int64_t kActBlock = sizeof(BlockQ8_0);
   // The bias the stored bytes carry: Q8_0's flipped sign bit adds 128.
   constexpr int kBias = kOffset == 0 ? 128 : kOffset;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  constexpr bool kUnpack = kStored && kOffset != 0;  // Q8_0's stored layout is its wide one
-  constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
-                            : kOffset == 16 ? kStoredBlockQ5_0
-                                            : kStoredBlockQ4_0;
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, nb);
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, b);
-    const size_t q = q_base + static_cast<size_t>(b) * kBlock;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     // Adds chunk c's products (weights wq) to every token's sums.
@@ -151,25 +238,11 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
         isum[t] = _mm512_dpbusd_epi32(isum[t], wq, Bcast4(act[t] + b * kActBlock + 4 * c));
       }
     };
-    if constexpr (kUnpack) {
-      __m512i fifth = _mm512_setzero_si512();
-      if constexpr (kOffset == 16) fifth = Load2(g0 + q + 128, g1 + q + 128);
-      for (int k = 0; k < 4; ++k) {  // nibble vector k: chunks k (low) and k + 4 (high)
-        const __m512i v = Load2(g0 + q + 32 * k, g1 + q + 32 * k);
-        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        if constexpr (kOffset == 16) {
-          lo = _mm512_or_si512(lo, FifthBits(fifth, k));
-          hi = _mm512_or_si512(hi, FifthBits(fifth, k + 4));
-        }
-        chunk(lo, k);
-        chunk(hi, k + 4);
-      }
+    if constexpr (kStored) {
+      const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
+      StoredBlock32<kOffset>(g0 + q, g1 + q, chunk);
     } else {
-      for (int c = 0; c < 8; ++c) {
-        __m512i wq = Load2(g0 + q + 32 * c, g1 + q + 32 * c);
-        if constexpr (kOffset == 0) wq = _mm512_xor_si512(wq, flip);
-        chunk(wq, c);
-      }
+      for (int c = 0; c < 8; ++c) chunk(PairChunk(qp, 8 * b + c), c);
     }
     const __m512 wd = Halves16(g0 + 2 * kPackRows * b, g1 + 2 * kPackRows * b);
     for (int t = 0; t < T; ++t) {
@@ -190,14 +263,33 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const G
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
-// ---- one token, one group (decode): Q8_0, Q5_0, Q4_0 ----
+// ---- one token, one group (decode) ----
 
-// Tile32 for one token and one stored group: a ZMM holds two adjacent
-// chunks of the group (chunk c in lanes 0-7, c + 1 in lanes 8-15) against
-// the activations' dwords c and c + 1, so each VPDPBUSD serves 8 rows x 2
-// chunks instead of the pair (g, g)'s 16 rows x 1 chunk twice over. The
-// halves are added after the block (i32 sums: exact in any order) and the
-// block's float work runs on 8 lanes, operation for operation as Tile32's.
+// A ZMM holds two adjacent chunks of one group (chunk c in lanes 0-7, c + 1
+// in lanes 8-15) against the activations' dwords c and c + 1, so each
+// VPDPBUSD serves 8 rows x 2 chunks instead of the pair (g, g)'s 16 rows x
+// 1 chunk twice over. The halves are added after the block or super-block
+// (i32 sums: exact in any order) and its float work runs on 8 lanes,
+// operation for operation as the pair kernel's, so every row gets the bits
+// the pair gave it.
+//
+// The activation vectors are the same for every group, so the driver writes
+// them once per call into a table: vector k (64 bytes) holds the dword of
+// elements 8k .. 8k + 3 in lanes 0-7 and that of 8k + 4 .. 8k + 7 in lanes
+// 8-15. `row` is the token's activation row: blocks of block_bytes, each
+// with block_elems quants at qs_offset.
+void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offset, int64_t block_elems,
+                   int64_t cols, uint8_t* table) {
+  const __m512i pick =
+      _mm512_mask_blend_epi32(0xFF00, _mm512_setzero_si512(), _mm512_set1_epi32(1));
+  for (int64_t e = 0; e < cols; e += 8) {
+    const uint8_t* q = row + (e / block_elems) * block_bytes + qs_offset + e % block_elems;
+    const __m512i v = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
+    StorePairChunk(table, e / 8, _mm512_permutexvar_epi32(pick, v));
+  }
+}
+
+// Q8_0, Q5_0, Q4_0 (Tile32's work).
 
 // The fifth bits of chunks c (lanes 0-7) and c + 1 (lanes 8-15) as 0x10 or
 // 0 per byte, c even; hh holds the group's 32 fifth-bit bytes in both halves.
@@ -218,13 +310,11 @@ inline __m512i FifthBits2(__m512i hh, int c) {
 
 template <int kOffset>
 void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
-               float* out) {
+               const uint8_t* table, float* out) {
   const int64_t nb = w.cols / 32;
   const size_t q_base = PackedScaleBytes32(nb);
-  const int8_t* act = reinterpret_cast<const BlockQ8_0*>(a.rows + t0 * a.stride)->qs;
   const float* act_d = a.block_d + t0 * nb;
   const int32_t* act_sum = a.block_sum + t0 * nb;
-  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
   constexpr int kBias = kOffset == 0 ? 128 : kOffset;
   constexpr bool kUnpack = kOffset != 0;
   constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
@@ -233,11 +323,6 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   // Dwords 2p (lanes 0-7) and 2p + 1 (lanes 8-15) of a block's activations.
-  __m512i pick[4];
-  for (int p = 0; p < 4; ++p) {
-    pick[p] =
-        _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * p), _mm512_set1_epi32(2 * p + 1));
-  }
   const auto load = [](const uint8_t* p) {
     return _mm512_loadu_si512(reinterpret_cast<const void*>(p));
   };
@@ -246,8 +331,6 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
   for (int64_t b = 0; b < nb; ++b) {
     next(g, b);
     const size_t q = q_base + static_cast<size_t>(b) * kBlock;
-    const __m512i av = _mm512_castsi256_si512(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + b * kActBlock)));
     __m512i isum = _mm512_setzero_si512();
     if constexpr (kUnpack) {
       __m512i hh = _mm512_setzero_si512();
@@ -262,13 +345,13 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
           lo = _mm512_or_si512(lo, FifthBits2(hh, k));
           hi = _mm512_or_si512(hi, FifthBits2(hh, k + 4));
         }
-        isum = _mm512_dpbusd_epi32(isum, lo, _mm512_permutexvar_epi32(pick[k / 2], av));
-        isum = _mm512_dpbusd_epi32(isum, hi, _mm512_permutexvar_epi32(pick[k / 2 + 2], av));
+        isum = _mm512_dpbusd_epi32(isum, lo, PairChunk(table, 4 * b + k / 2));
+        isum = _mm512_dpbusd_epi32(isum, hi, PairChunk(table, 4 * b + k / 2 + 2));
       }
     } else {
       for (int p = 0; p < 4; ++p) {
         const __m512i wq = _mm512_xor_si512(load(g + q + 64 * p), flip);
-        isum = _mm512_dpbusd_epi32(isum, wq, _mm512_permutexvar_epi32(pick[p], av));
+        isum = _mm512_dpbusd_epi32(isum, wq, PairChunk(table, 4 * b + p));
       }
     }
     const __m256i sums =
@@ -292,14 +375,15 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
 
 // ---- Q4_K against Q8_K ----
 
-// kStored: g0 and g1 are the matrix's own groups (PrefetchNextPair).
+// g0 and g1 are the matrix's own groups. kStored: their quants are read
+// there (PrefetchNextPair), else from the pair buffer qp.
 template <int T, bool kStored = false>
-void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
-              int64_t t0, float* out, int64_t out_stride) {
+void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
+              const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t)
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  [[maybe_unused]] const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -315,9 +399,14 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
       __m512i dot[T];
       for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
       for (int c = 0; c < 8; ++c) {
-        const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
-        const __m512i v = Load2(sb0 + off, sb1 + off);
-        const __m512i nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
+        __m512i nib;
+        if constexpr (kStored) {
+          const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
+          const __m512i v = Load2(sb0 + off, sb1 + off);
+          nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
+        } else {
+          nib = PairChunk(qp, 64 * s + 8 * g + c);
+        }
         for (int t = 0; t < T; ++t) {
           dot[t] = _mm512_dpbusd_epi32(dot[t], nib, Bcast4(act[t][s].qs + 32 * g + 4 * c));
         }
@@ -333,12 +422,12 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
     const __m512 dmin = Halves16(sb0 + kQ4KPackedDmin, sb1 + kQ4KPackedDmin);
     for (int t = 0; t < T; ++t) {
       // sum_g m_g * (bsums[2g] + bsums[2g + 1]): each m doubled into an i16
-      // pair, so VPMADDWD against the broadcast bsum pair gives it per row.
+      // pair, so VPDPWSSD against the broadcast bsum pair adds it per row.
       __m512i msum = _mm512_setzero_si512();
       for (int g = 0; g < 8; ++g) {
         const size_t m_off = kQ4KPackedM + 8 * g;
         const __m512i m = Dup8x2(sb0 + m_off, sb1 + m_off);
-        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(m, Bcast4(act[t][s].bsums + 2 * g)));
+        msum = _mm512_dpwssd_epi32(msum, m, Bcast4(act[t][s].bsums + 2 * g));
       }
       const __m512 da = _mm512_set1_ps(act[t][s].d);
       const __m512 x =
@@ -352,11 +441,11 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 
 // ---- Q6_K against Q8_K ----
 
-// kStored: g0 and g1 are the matrix's own stored groups, unpacked in
-// registers (PrefetchNextPair), else wide copies.
+// g0 and g1 are the matrix's own stored groups. kStored: their quants are
+// unpacked in registers (PrefetchNextPair), else read from the pair buffer qp.
 template <int T, bool kStored = false>
-void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const GemmActivations& a,
-              int64_t t0, float* out, int64_t out_stride) {
+void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
+              const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t)
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
@@ -365,9 +454,8 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, s);
-    const size_t sb_bytes = kStored ? kQ6KStoredBytes : kQ6KPackedBytes;
-    const uint8_t* sb0 = g0 + s * sb_bytes;
-    const uint8_t* sb1 = g1 + s * sb_bytes;
+    const uint8_t* sb0 = g0 + s * kQ6KStoredBytes;
+    const uint8_t* sb1 = g1 + s * kQ6KStoredBytes;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
@@ -377,8 +465,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
       // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g, per pair.
       const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
       for (int t = 0; t < T; ++t) {
-        isum[t] =
-            _mm512_add_epi32(isum[t], _mm512_madd_epi16(neg32, Bcast4(act[t][s].bsums + 2 * p)));
+        isum[t] = _mm512_dpwssd_epi32(isum[t], neg32, Bcast4(act[t][s].bsums + 2 * p));
       }
       for (int k = 0; k < 2; ++k) {
         // Row r's scale of group 2p + k, sign-extended to its i32 lane.
@@ -392,10 +479,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
           const size_t off = kQ6KStoredGroups + kQ6KStoredGroupBytes * g;
           Q6_KChunks(sb0 + off, sb1 + off, wq);
         } else {
-          for (int c = 0; c < 4; ++c) {
-            const size_t off = kQ6KPackedQ + 32 * (4 * g + c);
-            wq[c] = Load2(sb0 + off, sb1 + off);
-          }
+          for (int c = 0; c < 4; ++c) wq[c] = PairChunk(qp, 64 * s + 4 * g + c);
         }
         for (int c = 0; c < 4; ++c) {
           for (int t = 0; t < T; ++t) {
@@ -415,20 +499,143 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- one token, one group (decode): Q4_K and Q6_K ----
+
+// 8 u8 (one per row) as 16 i16, each value twice (Dup8x2's lower half).
+inline __m256i Dup8(const uint8_t* p) {
+  const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(x, x));
+}
+inline __m256i Bcast4x8(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// TileQ4_K for one token and one group: each 64-byte vector of a nibble
+// pair (chunks 2j, 2j + 1) serves both its 32-element groups, the low
+// nibbles and the high ones.
+void TileQ4_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
+                 const uint8_t* table, float* out) {
+  const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  const int64_t nsb = w.cols / kQkK;
+  const GroupPrefetch next(w, 2, nsb);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ4KPackedBytes;
+    __m512i isum = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {  // 32-element groups 2p (low nibbles) and 2p + 1 (high)
+      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v =
+            _mm512_loadu_si512(reinterpret_cast<const void*>(sb + kQ4KPackedQ + 256 * p + 64 * j));
+        lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v, m4), PairChunk(table, 32 * s + 8 * p + j));
+        hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                 PairChunk(table, 32 * s + 8 * p + 4 + j));
+      }
+      const uint8_t* sc = sb + kQ4KPackedSc + 16 * p;  // groups 2p and 2p + 1
+      isum =
+          _mm512_add_epi32(isum, _mm512_mullo_epi32(lo, _mm512_and_si512(Dup8x2(sc, sc), low16)));
+      isum = _mm512_add_epi32(
+          isum, _mm512_mullo_epi32(hi, _mm512_and_si512(Dup8x2(sc + 8, sc + 8), low16)));
+    }
+    const __m256i sums =
+        _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+    __m256i msum = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+      msum =
+          _mm256_dpwssd_epi32(msum, Dup8(sb + kQ4KPackedM + 8 * k), Bcast4x8(act[s].bsums + 2 * k));
+    }
+    const __m256 d = _mm256_cvtph_ps(Load128(sb + kQ4KPackedD));
+    const __m256 dmin = _mm256_cvtph_ps(Load128(sb + kQ4KPackedDmin));
+    const __m256 da = _mm256_set1_ps(act[s].d);
+    const __m256 x =
+        _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sums)),
+                      _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+    acc = _mm256_add_ps(acc, x);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+// TileQ6_K for one token and one stored group: a 16-element group's four
+// chunks as two vectors (chunks 4k, 4k + 1 and 4k + 2, 4k + 3), each half
+// joined from its nibbles and high bits with its own shift counts.
+void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
+                 const uint8_t* table, float* out) {
+  const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+  constexpr __mmask32 kUpper = 0xFFFF0000u;  // 16-bit lanes of the upper half
+  const auto counts = [](int lower, int upper) {
+    return _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(lower)),
+                                   _mm512_set1_epi16(static_cast<short>(upper)));
+  };
+  // As Q6_KChunks: chunk 4k's nibbles as they are, 4k + 1's shifted down 4;
+  // high bits up 4 and up 2 (chunks 4k, 4k + 1), as they are and down 2
+  // (chunks 4k + 2, 4k + 3).
+  const __m512i nib_shift = counts(0, 4), high_up = counts(4, 2), high_down = counts(0, 2);
+  const auto merge = [&](__m512i nibbles, __m512i high) {
+    return _mm512_ternarylogic_epi32(nibbles, _mm512_and_si512(high, m2), m4, 0xEC);
+  };
+  const auto both = [](const uint8_t* p) {
+    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  };
+  const int64_t nsb = w.cols / kQkK;
+  const GroupPrefetch next(w, 2, nsb);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ6KStoredBytes;
+    __m512i isum = _mm512_setzero_si512();
+    __m256i bias = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      const uint8_t* sc_p = sb + kQ6KPackedSc + 16 * p;
+      const __m512i pair = _mm512_cvtepi8_epi16(Load2x16(sc_p, sc_p));
+      // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g (8 lanes).
+      const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
+      bias =
+          _mm256_dpwssd_epi32(bias, _mm512_castsi512_si256(neg32), Bcast4x8(act[s].bsums + 2 * p));
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                  : _mm512_srai_epi32(pair, 16);
+        const int gi = 2 * p + k;
+        const uint8_t* q = sb + kQ6KStoredGroups + kQ6KStoredGroupBytes * gi;
+        const __m512i h = both(q + 64);
+        const __m512i q01 =
+            merge(_mm512_srlv_epi16(both(q), nib_shift), _mm512_sllv_epi16(h, high_up));
+        const __m512i q23 =
+            merge(_mm512_srlv_epi16(both(q + 32), nib_shift), _mm512_srlv_epi16(h, high_down));
+        __m512i dot =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, PairChunk(table, 32 * s + 2 * gi));
+        dot = _mm512_dpbusd_epi32(dot, q23, PairChunk(table, 32 * s + 2 * gi + 1));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    const __m256i sums = _mm256_add_epi32(
+        _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)), bias);
+    const __m256 d = _mm256_cvtph_ps(Load128(sb + kQ6KPackedD));
+    acc = _mm256_add_ps(
+        acc, _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[s].d)), _mm256_cvtepi32_ps(sums)));
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
 // ---- the loop over group pairs and tokens, shared by every type ----
 
-// Runs Kernel<n> for 1 <= n <= N: its RunStored (stored groups) when
-// kStored, else its Run (wide groups).
+// Runs Kernel<n> for 1 <= n <= N: its RunStored (quants unpacked from the
+// stored groups) when kStored, else its Run (quants from the pair buffer qp).
 template <template <int> class Kernel, bool kStored, int N = kTile>
-void RunTile(int n, const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
+void RunTile(int n, const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
              const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   if constexpr (N > 1) {
-    if (n < N) return RunTile<Kernel, kStored, N - 1>(n, w, g0, g1, a, t0, out, out_stride);
+    if (n < N) return RunTile<Kernel, kStored, N - 1>(n, w, g0, g1, qp, a, t0, out, out_stride);
   }
   if constexpr (kStored) {
-    Kernel<N>::RunStored(w, g0, g1, a, t0, out, out_stride);
+    Kernel<N>::RunStored(w, g0, g1, qp, a, t0, out, out_stride);
   } else {
-    Kernel<N>::Run(w, g0, g1, a, t0, out, out_stride);
+    Kernel<N>::Run(w, g0, g1, qp, a, t0, out, out_stride);
   }
 }
 
@@ -438,40 +645,47 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   const int64_t g_begin = row_begin / kPackRows;
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
   alignas(64) float partial[kTile * kPairRows];
-  // One register tile of tokens (decode) reads the stored groups and unpacks
-  // them in registers; more tokens share one expansion per group instead,
-  // by the AVX2 expander (32 bytes per chunk).
-  const bool stored = a.n_tokens <= kTile;
-  WideGroups wide(w, stored ? nullptr : Avx2ExpandGroup);
   // One token (decode) is bound by reading the weights, and a pair is two
   // streams 1-5 KiB apart, each with its scale rows read a few bytes per
   // block: the hardware prefetchers follow that poorly, and software
-  // prefetching a pair ahead did not help. Each group runs alone instead,
-  // so the weights are read in one stream in memory order (Gemma 3's 178
-  // MB Q8_0 output matrix, one thread, Zen 5 VM: 17.1 -> 8.8 ms; decode at
-  // depth 512 on 2 threads 1.35x): Q8_0, Q5_0 and Q4_0 by Tile32One, two
-  // chunks of the group per ZMM; Q4_K and Q6_K as the pair (g, g), their
-  // doubled arithmetic hidden under the reads. Every row gets the bits it
-  // got from the pair.
-  const int64_t step = a.n_tokens == 1 ? 1 : 2;
+  // prefetching a pair ahead did not help. Each group runs alone instead
+  // (RunOne, two chunks of the group per ZMM), so the weights are read in
+  // one stream in memory order (Gemma 3's 178 MB Q8_0 output matrix, one
+  // thread, Zen 5 VM: 17.1 -> 8.8 ms; decode at depth 512 on 2 threads
+  // 1.35x). Every row gets the bits it got from the pair.
+  if (a.n_tokens == 1) {
+    thread_local ThreadBuffer act_table;
+    uint8_t* table = act_table.Get(static_cast<size_t>(8 * w.cols));
+    BuildActTable(a.rows, Kernel<1>::kActBlockBytes, Kernel<1>::kActQsOffset,
+                  Kernel<1>::kActBlockElems, w.cols, table);
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const int64_t r0 = std::max(row_begin, g * kPackRows);
+      const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
+      if (r1 - r0 == kPackRows) {
+        Kernel<1>::RunOne(w, w.Group(g), a, 0, table, y + (r0 - row_begin));
+        continue;
+      }
+      Kernel<1>::RunOne(w, w.Group(g), a, 0, table, partial);
+      for (int64_t r = r0; r < r1; ++r) y[r - row_begin] = partial[r - g * kPackRows];
+    }
+    return;
+  }
+  // Up to one register tile of tokens reads the stored groups and unpacks
+  // them in registers; more tokens share one copy of each pair's quants per
+  // token chunk instead (the pair buffer, above).
+  const bool stored = a.n_tokens <= kTile;
+  uint8_t* qp = nullptr;
+  if (!stored) {
+    thread_local ThreadBuffer pair_buffer;
+    qp = pair_buffer.Get(static_cast<size_t>(kPairRows * w.cols));
+  }
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
-    for (int64_t g = g_begin; g < g_end; g += step) {
-      if constexpr (Kernel<1>::kOne) {
-        if (step == 1) {  // one token: the group alone, 8 lanes (Tile32One)
-          const int64_t r0 = std::max(row_begin, g * kPackRows);
-          const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
-          const bool whole = r1 - r0 == kPackRows;
-          float* out = whole ? y + (r0 - row_begin) : partial;
-          Kernel<1>::RunOne(w, wide.Get(g, 0), a, c0, out);
-          if (whole) continue;
-          for (int64_t r = r0; r < r1; ++r) y[r - row_begin] = partial[r - g * kPackRows];
-          continue;
-        }
-      }
-      const bool pair = step == 2 && g + 1 < g_end;
-      const uint8_t* g0 = wide.Get(g, 0);
-      const uint8_t* g1 = pair ? wide.Get(g + 1, 1) : g0;
+    for (int64_t g = g_begin; g < g_end; g += 2) {
+      const bool pair = g + 1 < g_end;
+      const uint8_t* g0 = w.Group(g);
+      const uint8_t* g1 = pair ? w.Group(g + 1) : g0;
+      if (!stored) Kernel<kTile>::ExpandPair(w, g0, g1, qp);
       const int64_t r0 = std::max(row_begin, g * kPackRows);
       const int64_t r1 = std::min(row_end, g * kPackRows + (pair ? kPairRows : kPackRows));
       const bool whole = r1 - r0 == kPairRows;
@@ -480,9 +694,9 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
         float* out = whole ? y + t * y_stride + (r0 - row_begin) : partial;
         const int64_t out_stride = whole ? y_stride : kPairRows;
         if (stored) {
-          RunTile<Kernel, true>(n, w, g0, g1, a, t, out, out_stride);
+          RunTile<Kernel, true>(n, w, g0, g1, qp, a, t, out, out_stride);
         } else {
-          RunTile<Kernel, false>(n, w, g0, g1, a, t, out, out_stride);
+          RunTile<Kernel, false>(n, w, g0, g1, qp, a, t, out, out_stride);
         }
         if (whole) continue;
         for (int k = 0; k < n; ++k) {
@@ -495,40 +709,53 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   }
 }
 
-// Run reads wide copies, RunStored the matrix's stored groups.
-// RunOne (kOne): one token against one stored group (decode).
+// Run reads the pair buffer (ExpandPair fills it), RunStored the matrix's
+// stored groups, RunOne one token against one stored group (decode) with
+// the activation table (its blocks: kAct*).
+struct ActQ8_0 {
+  static constexpr size_t kActBlockBytes = sizeof(BlockQ8_0);
+  static constexpr size_t kActQsOffset = offsetof(BlockQ8_0, qs);
+  static constexpr int64_t kActBlockElems = 32;
+};
+struct ActQ8_K {
+  static constexpr size_t kActBlockBytes = sizeof(BlockQ8_K);
+  static constexpr size_t kActQsOffset = offsetof(BlockQ8_K, qs);
+  static constexpr int64_t kActBlockElems = kQkK;
+};
 template <int T>
-struct Q8_0Kernel {
+struct Q8_0Kernel : ActQ8_0 {
+  static constexpr auto ExpandPair = ExpandPair32<0>;
   static constexpr auto Run = Tile32<0, T>;
   static constexpr auto RunStored = Tile32<0, T, true>;
-  static constexpr bool kOne = true;
   static constexpr auto RunOne = Tile32One<0>;
 };
 template <int T>
-struct Q5_0Kernel {
+struct Q5_0Kernel : ActQ8_0 {
+  static constexpr auto ExpandPair = ExpandPair32<16>;
   static constexpr auto Run = Tile32<16, T>;
   static constexpr auto RunStored = Tile32<16, T, true>;
-  static constexpr bool kOne = true;
   static constexpr auto RunOne = Tile32One<16>;
 };
 template <int T>
-struct Q4_0Kernel {
+struct Q4_0Kernel : ActQ8_0 {
+  static constexpr auto ExpandPair = ExpandPair32<8>;
   static constexpr auto Run = Tile32<8, T>;
   static constexpr auto RunStored = Tile32<8, T, true>;
-  static constexpr bool kOne = true;
   static constexpr auto RunOne = Tile32One<8>;
 };
 template <int T>
-struct Q4_KKernel {
+struct Q4_KKernel : ActQ8_K {
+  static constexpr auto ExpandPair = ExpandPairQ4_K;
   static constexpr auto Run = TileQ4_K<T>;
   static constexpr auto RunStored = TileQ4_K<T, true>;
-  static constexpr bool kOne = false;
+  static constexpr auto RunOne = TileQ4_KOne;
 };
 template <int T>
-struct Q6_KKernel {
+struct Q6_KKernel : ActQ8_K {
+  static constexpr auto ExpandPair = ExpandPairQ6_K;
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;
-  static constexpr bool kOne = false;
+  static constexpr auto RunOne = TileQ6_KOne;
 };
 
 }  // namespace

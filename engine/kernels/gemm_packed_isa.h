@@ -62,6 +62,22 @@ class GroupPrefetch {
   size_t ahead_bytes_, group_bytes_, slice_;
 };
 
+// A buffer for one thread's copies of weight groups (declare it
+// thread_local): grows to the largest request, never shrinks, freed with the
+// thread; kPackAlign-aligned.
+class ThreadBuffer {
+ public:
+  ThreadBuffer() = default;
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+  ~ThreadBuffer();
+  uint8_t* Get(size_t n);  // at least n bytes; contents undefined
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // Bytes of one wide group of `cols` elements.
 size_t WideGroupBytes(quant::TensorType type, int64_t cols);
 // True when the stored layout of `type` differs from its wide one.
@@ -74,7 +90,7 @@ using ExpandFn = void (*)(quant::TensorType type, const uint8_t* stored, int64_t
 void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
                     uint8_t* wide);  // gemm_packed_ref.cc: the truth
 void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
-                     uint8_t* wide);  // gemm_packed_avx2.cc (AVX-512 uses it too)
+                     uint8_t* wide);  // gemm_packed_avx2.cc
 
 // What a kernel reads for group g of `w`: the stored group itself when the
 // layouts coincide, else its wide copy, expanded into a buffer of this

@@ -167,8 +167,8 @@ TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
 // The AVX-512 VNNI kernels work on pairs of groups: row counts with an odd
 // number of groups (a lone last group) and a part-filled last group; token
 // counts on both sides of one register tile (8: stored groups unpacked in
-// registers up to it, expanded groups past it), and one token, where every
-// group runs alone as the pair (g, g).
+// registers up to it, a pair's quants copied to the pair buffer past it),
+// and one token, where every group runs alone against the activation table.
 void ExpectPairedGroupsEqualRowWiseReference(TensorType type, GemmPackedFn gemm) {
   ASSERT_NE(gemm, nullptr) << "the VNNI kernel is not built";
   ASSERT_NE(gemm, GetGemmPackedAt(type, IsaLevel::kAvx2)) << "the VNNI kernel is not built";
@@ -210,23 +210,25 @@ TEST_P(GemmPacked, EmulatedAvx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRow
 TEST_P(GemmPacked, UnalignedRowRangeWritesOnlyItsRows) {
   const TensorType type = GetParam();
   const int64_t cols = quant::Traits(type).block_elems == 32 ? 640 : 1024;
-  const Problem p = MakeProblem(type, 29, cols, 5, 7);
-  const auto packed = Pack(p);
-  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
-  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512Vnni}) {
-    if (HostCpu().Level() < level) continue;
-    const GemmPackedFn gemm = GetGemmPackedAt(type, level);
-    const int64_t begin = 3, end = 27, stride = 40;
-    std::vector<float> y(p.tokens * stride, -1234.5f);
-    gemm(packed->matrix(), begin, end, p.Activations(), y.data(), stride);
-    for (int64_t t = 0; t < p.tokens; ++t) {
-      for (int64_t k = 0; k < stride; ++k) {
-        const float got = y[t * stride + k];
-        if (k >= end - begin) {
-          ASSERT_EQ(got, -1234.5f) << "wrote past the range at k=" << k;
-          continue;
+  for (int64_t tokens : {1, 5, 11}) {  // one token, one register tile, pairs
+    const Problem p = MakeProblem(type, 29, cols, tokens, 7);
+    const auto packed = Pack(p);
+    const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+    for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512Vnni}) {
+      if (HostCpu().Level() < level) continue;
+      const GemmPackedFn gemm = GetGemmPackedAt(type, level);
+      const int64_t begin = 3, end = 27, stride = 40;
+      std::vector<float> y(p.tokens * stride, -1234.5f);
+      gemm(packed->matrix(), begin, end, p.Activations(), y.data(), stride);
+      for (int64_t t = 0; t < p.tokens; ++t) {
+        for (int64_t k = 0; k < stride; ++k) {
+          const float got = y[t * stride + k];
+          if (k >= end - begin) {
+            ASSERT_EQ(got, -1234.5f) << "wrote past the range at k=" << k;
+            continue;
+          }
+          ASSERT_EQ(got, dot(cols, p.Row(begin + k), p.Act(t))) << Where(p, begin + k, t);
         }
-        ASSERT_EQ(got, dot(cols, p.Row(begin + k), p.Act(t))) << Where(p, begin + k, t);
       }
     }
   }
