@@ -88,14 +88,23 @@ inline __m512i FifthBits(__m512i h, int c) {
   const __m512i moved = c < 4 ? _mm512_sll_epi16(h, n) : _mm512_srl_epi16(h, n);
   return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
 }
+// Per-16-bit-lane shift counts: `lower` in the lower 256-bit half, `upper`
+// in the upper one (for VPSLLVW / VPSRLVW on two chunks at once).
+inline __m512i HalfCounts(int lower, int upper) {
+  constexpr __mmask32 kUpper = 0xFFFF0000u;  // 16-bit lanes of the upper half
+  return _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(lower)),
+                                 _mm512_set1_epi16(static_cast<short>(upper)));
+}
+// A Q6_K chunk's 6-bit quants: (nibbles & 0x0f) | (high & 0x30), the high
+// bits already moved to bits 5:4 (VPTERNLOGD 0xEC is (A & C) | B).
+inline __m512i JoinQ6(__m512i nibbles, __m512i high) {
+  return _mm512_ternarylogic_epi32(nibbles, _mm512_and_si512(high, _mm512_set1_epi8(0x30)),
+                                   _mm512_set1_epi8(0x0f), 0xEC);
+}
 // The 4 chunks (wide bytes, 6-bit q) of one 16-element group of the stored
 // Q6_K layout, group 0's at p0 and group 1's at p1 (as the AVX2 Q6_KChunks).
 inline void Q6_KChunks(const uint8_t* p0, const uint8_t* p1, __m512i q[4]) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
-  // (nibbles & m4) | (high & m2): VPTERNLOGD 0xEC is (A & C) | B.
-  const auto merge = [&](__m512i nibbles, __m512i high) {
-    return _mm512_ternarylogic_epi32(nibbles, _mm512_and_si512(high, m2), m4, 0xEC);
-  };
+  const auto merge = JoinQ6;
   const __m512i v0 = Load2(p0, p1), v1 = Load2(p0 + 32, p1 + 32), h = Load2(p0 + 64, p1 + 64);
   q[0] = merge(v0, _mm512_slli_epi16(h, 4));
   q[1] = merge(_mm512_srli_epi16(v0, 4), _mm512_slli_epi16(h, 2));
@@ -294,17 +303,8 @@ void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offset, int
 // The fifth bits of chunks c (lanes 0-7) and c + 1 (lanes 8-15) as 0x10 or
 // 0 per byte, c even; hh holds the group's 32 fifth-bit bytes in both halves.
 inline __m512i FifthBits2(__m512i hh, int c) {
-  constexpr __mmask32 kUpper = 0xFFFF0000u;  // 16-bit lanes of the upper half
-  __m512i moved;
-  if (c < 4) {
-    const __m512i n = _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(4 - c)),
-                                              _mm512_set1_epi16(static_cast<short>(3 - c)));
-    moved = _mm512_sllv_epi16(hh, n);
-  } else {
-    const __m512i n = _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(c - 4)),
-                                              _mm512_set1_epi16(static_cast<short>(c - 3)));
-    moved = _mm512_srlv_epi16(hh, n);
-  }
+  const __m512i moved = c < 4 ? _mm512_sllv_epi16(hh, HalfCounts(4 - c, 3 - c))
+                              : _mm512_srlv_epi16(hh, HalfCounts(c - 4, c - 3));
   return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
 }
 
@@ -566,19 +566,12 @@ void TileQ4_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
 void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
                  const uint8_t* table, float* out) {
   const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
-  constexpr __mmask32 kUpper = 0xFFFF0000u;  // 16-bit lanes of the upper half
-  const auto counts = [](int lower, int upper) {
-    return _mm512_mask_blend_epi16(kUpper, _mm512_set1_epi16(static_cast<short>(lower)),
-                                   _mm512_set1_epi16(static_cast<short>(upper)));
-  };
   // As Q6_KChunks: chunk 4k's nibbles as they are, 4k + 1's shifted down 4;
   // high bits up 4 and up 2 (chunks 4k, 4k + 1), as they are and down 2
   // (chunks 4k + 2, 4k + 3).
-  const __m512i nib_shift = counts(0, 4), high_up = counts(4, 2), high_down = counts(0, 2);
-  const auto merge = [&](__m512i nibbles, __m512i high) {
-    return _mm512_ternarylogic_epi32(nibbles, _mm512_and_si512(high, m2), m4, 0xEC);
-  };
+  const __m512i nib_shift = HalfCounts(0, 4), high_up = HalfCounts(4, 2),
+                high_down = HalfCounts(0, 2);
+  const auto merge = JoinQ6;
   const auto both = [](const uint8_t* p) {
     return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
   };
