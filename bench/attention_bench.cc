@@ -10,11 +10,15 @@
 // K/V bytes read per second (GB/s), to put beside the memory bandwidth.
 #include <benchmark/benchmark.h>
 
+#include <immintrin.h>
+
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "ellm/engine/thread_pool.h"
+#include "kernels/attn_tile.h"
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 
@@ -96,5 +100,57 @@ BENCHMARK(BM_Attention)
     ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+}  // namespace
+
+namespace {
+
+// The two tile products alone, on data that stays in cache: their ceiling
+// without the memory system. range(0): head size; range(1): 0 Scores,
+// 1 Accumulate; range(2): query rows (a prefill task's 256 = 64 tokens x 4
+// query heads, a decode task's 4); range(3): 0 an f32 tile (what prefill
+// converts to), 1 f16 rows widened as read (what decode reads). 64 keys.
+// Counter GMAC/s, beside the f32 FMA peak.
+void BM_AttnTile(benchmark::State& state) {
+  const int dim = static_cast<int>(state.range(0)), rows = static_cast<int>(state.range(2));
+  const int keys = 64;
+  const bool half = state.range(3) == 1;
+  const ellm::kernels::AttnTileKernels& k = ellm::kernels::GetAttnTile();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 0.3f);
+  std::vector<float> q(static_cast<size_t>(rows) * dim), kv(static_cast<size_t>(keys) * (dim + 16));
+  std::vector<uint16_t> kv16(kv.size());
+  std::vector<float> s(static_cast<size_t>(rows) * keys), o(static_cast<size_t>(rows) * dim);
+  for (float& x : q) x = nd(rng);
+  for (size_t i = 0; i < kv.size(); ++i) {
+    kv[i] = nd(rng);
+    kv16[i] = _cvtss_sh(kv[i], 0);
+  }
+  for (float& x : s) x = std::abs(nd(rng));
+  for (auto _ : state) {
+    if (state.range(1) == 0) {
+      if (half) {
+        k.scores_f16(rows, keys, dim, q.data(), dim, kv16.data(), dim, s.data(), keys, nullptr, 0);
+      } else {
+        k.scores(rows, keys, dim, q.data(), dim, kv.data(), dim, s.data(), keys);
+      }
+      benchmark::DoNotOptimize(s.data());
+    } else {
+      if (half) {
+        k.accumulate_f16(rows, keys, dim, s.data(), keys, kv16.data(), dim, o.data(), dim, nullptr,
+                         0);
+      } else {
+        k.accumulate(rows, keys, dim, s.data(), keys, kv.data(), dim + 16, o.data(), dim);
+      }
+      benchmark::DoNotOptimize(o.data());
+    }
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(rows) * keys * dim * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AttnTile)
+    ->ArgNames({"dim", "op", "rows", "f16"})
+    ->ArgsProduct({{64, 256}, {0, 1}, {256}, {0}})
+    ->ArgsProduct({{64, 256}, {0, 1}, {4}, {1}});
 
 }  // namespace

@@ -165,6 +165,44 @@ inline void ScoreBlock(int dim, int dv, const float* const* q, const float* qp, 
   }
 }
 
+// The common case of ScoreBlock (2P = 8 or 4 real rows, packed, 4 real
+// keys, no tail past dv): the same operations, with the keys addressed by
+// stride and the scores stored whole (no masks, no row pointers).
+template <class L, int P, class T = typename L::T>
+inline void ScoreBlockFull(int dv, const float* qp, const T* k, int64_t ks, float* s, int64_t ss,
+                           SpreadPrefetch& pf) {
+  static_assert(P == 2 || P == 4);
+  __m512 acc[P][kScoreKeys];
+#pragma GCC unroll 16
+  for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 4
+    for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = _mm512_setzero_ps();
+  }
+  const T* k1 = k + ks;
+  const T* k2 = k + 2 * ks;
+  const T* k3 = k + 3 * ks;
+  for (int d = 0; d < dv; d += 8) {
+    pf.Step();
+    const __m512 b[kScoreKeys] = {L::Dup8(k + d), L::Dup8(k1 + d), L::Dup8(k2 + d),
+                                  L::Dup8(k3 + d)};
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const __m512 x = _mm512_load_ps(qp + i * 2 * dv + 2 * d);
+#pragma GCC unroll 4
+      for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = _mm512_fmadd_ps(x, b[c], acc[i][c]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < P; i += 2) {
+    const __m512 h = FinishTrees(PairTree(acc[i]), PairTree(acc[i + 1]));
+    float* out = s + 2 * i * ss;
+    _mm_storeu_ps(out, _mm512_castps512_ps128(h));
+    _mm_storeu_ps(out + ss, _mm512_extractf32x4_ps(h, 1));
+    _mm_storeu_ps(out + 2 * ss, _mm512_extractf32x4_ps(h, 2));
+    _mm_storeu_ps(out + 3 * ss, _mm512_extractf32x4_ps(h, 3));
+  }
+}
+
 template <class L, bool kPacked, class T = typename L::T>
 inline void ScoreRows(int n, int dim, int dv, const float* const* q, const float* qp,
                       const T* const* kk, float* s, int64_t ss, int nk, SpreadPrefetch& pf) {
@@ -209,6 +247,17 @@ void ScoresPf(int rows, int keys, int dim, const float* q, int64_t qs, const T* 
     }
     for (int j = 0; j < keys; j += kScoreKeys) {
       const int nk = std::min(kScoreKeys, keys - j);
+      const bool whole = pack && dv == dim && nk == kScoreKeys;
+      if (whole && r1 - r0 == kScoreRowChunk) {
+        for (int r = r0; r < r1; r += 8) {
+          ScoreBlockFull<L, 4>(dv, packed + (r - r0) * dv, k + j * ks, ks, s + r * ss + j, ss, pf);
+        }
+        continue;
+      }
+      if (whole && r1 - r0 == 4) {
+        ScoreBlockFull<L, 2>(dv, packed, k + j * ks, ks, s + r0 * ss + j, ss, pf);
+        continue;
+      }
       const T* kk[kScoreKeys];
       for (int c = 0; c < kScoreKeys; ++c) kk[c] = k + (j + std::min(c, nk - 1)) * ks;
       for (int r = r0; r < r1; r += 8) {
@@ -242,24 +291,24 @@ inline void AccumulateBlock(int keys, const float* p, int64_t ps, const T* v, in
   __m512 acc[R][W];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o + r * os + 16 * w);
   }
   for (int j = 0; j < keys; ++j) {
     pf.Step();
     __m512 x[W];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int w = 0; w < W; ++w) x[w] = L::Load16(v + j * vs + 16 * w);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 wt = _mm512_set1_ps(p[r * ps + j]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(wt, x[w], acc[r][w]);
     }
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int w = 0; w < W; ++w) _mm512_storeu_ps(o + r * os + 16 * w, acc[r][w]);
   }
 }
@@ -294,14 +343,19 @@ void AccumulatePf(int rows, int keys, int dim, const float* p, int64_t ps, const
   // in order, so the blocking never changes a sum.
   const int d32 = dim & ~31, d16 = dim & ~15;
   // One step per AccumulateBlock iteration over keys.
+  const int strips = rows == 4 ? d32 / 64 + d32 % 64 / 32 : d32 / 32;
   SpreadPrefetch pf(prefetch, prefetch_bytes,
-                    int64_t{keys} * RowBlocks(rows) * (d32 / 32 + (d16 > d32 ? 1 : 0)));
+                    int64_t{keys} * RowBlocks(rows) * (strips + (d16 > d32 ? 1 : 0)));
   for (int j0 = 0; j0 < keys; j0 += kAccumulateKeyBlock) {
     const int nj = std::min(kAccumulateKeyBlock, keys - j0);
     const float* pj = p + j0;
     const T* vj = v + j0 * vs;
-    for (int d = 0; d < d32; d += 32)
-      AccumulateStrip<L, 2>(rows, nj, pj, ps, vj + d, vs, o + d, os, pf);
+    int d = 0;
+    if (rows == 4) {  // decode's four query heads: 64 columns a block
+      for (; d + 64 <= d32; d += 64)
+        AccumulateBlock<L, 4, 4>(nj, pj, ps, vj + d, vs, o + d, os, pf);
+    }
+    for (; d < d32; d += 32) AccumulateStrip<L, 2>(rows, nj, pj, ps, vj + d, vs, o + d, os, pf);
     if (d16 > d32) AccumulateStrip<L, 1>(rows, nj, pj, ps, vj + d32, vs, o + d32, os, pf);
   }
   pf.Finish();
