@@ -21,6 +21,7 @@
 #include "kernels/attn_tile.h"
 #include "kv/kv_cache.h"
 #include "model/attention.h"
+#include "quant/fp16.h"
 
 namespace {
 
@@ -60,11 +61,13 @@ std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth, el
 }
 
 // range(0): shape index; range(1): depth; range(2): query tokens (1 = decode);
-// range(3): threads; range(4): KV type index in kTypes (0 bf16, 1 f16, 2 q8_0).
+// range(3): threads; range(4): KV type index in kTypes (0 bf16, 1 f16, 2 q8_0;
+// 3 bf16 with the opt-in bf16 weights).
 void BM_Attention(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const int64_t depth = state.range(1), n = state.range(2);
-  auto cache = FilledCache(s, depth, kTypes[state.range(4)]);
+  const bool bf16_weights = state.range(4) == 3;
+  auto cache = FilledCache(s, depth, bf16_weights ? ellm::KvType::kBF16 : kTypes[state.range(4)]);
   if (cache == nullptr) {
     state.SkipWithError("cannot build the KV cache");
     return;
@@ -78,8 +81,8 @@ void BM_Attention(benchmark::State& state) {
   const int64_t pos0 = depth - n;
   for (auto _ : state) {
     for (int il = 0; il < s.layers; ++il) {
-      auto st = ellm::model::Attention({s.n_head, s.n_kv, s.dim, s.dim, 0}, *cache, il, q.data(), n,
-                                       pos0, out.data(), pool, scratch);
+      auto st = ellm::model::Attention({s.n_head, s.n_kv, s.dim, s.dim, 0, bf16_weights}, *cache,
+                                       il, q.data(), n, pos0, out.data(), pool, scratch);
       if (!st.ok()) state.SkipWithError("attention failed");
     }
     benchmark::DoNotOptimize(out.data());
@@ -97,7 +100,7 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"shape", "depth", "tokens", "threads", "kv"})
-    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2}})
+    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -109,34 +112,50 @@ namespace {
 // without the memory system. range(0): head size; range(1): 0 Scores,
 // 1 Accumulate; range(2): query rows (a prefill task's 256 = 64 tokens x 4
 // query heads, a decode task's 4); range(3): 0 an f32 tile (what prefill
-// converts to), 1 f16 rows widened as read (what decode reads). 64 keys.
+// converts to), 1 f16 rows widened as read (what decode reads), 2 bf16 rows
+// (Scores: bf16 pair dot products, prefill and decode; Accumulate: widened
+// as read, decode), 3 bf16 weights and V pairs (AccumulateBf16Pairs, after
+// InterleaveBf16Pairs, which is timed too). 64 keys.
 // Counter GMAC/s, beside the f32 FMA peak.
 void BM_AttnTile(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0)), rows = static_cast<int>(state.range(2));
   const int keys = 64;
-  const bool half = state.range(3) == 1;
+  const bool half = state.range(3) == 1, bf16 = state.range(3) == 2, pairs = state.range(3) == 3;
   const ellm::kernels::AttnTileKernels& k = ellm::kernels::GetAttnTile();
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0, 0.3f);
   std::vector<float> q(static_cast<size_t>(rows) * dim), kv(static_cast<size_t>(keys) * (dim + 16));
-  std::vector<uint16_t> kv16(kv.size());
+  std::vector<uint16_t> kv16(kv.size()), kvb(kv.size());
+  std::vector<uint32_t> vp(static_cast<size_t>(keys / 2) * dim);
   std::vector<float> s(static_cast<size_t>(rows) * keys), o(static_cast<size_t>(rows) * dim);
   for (float& x : q) x = nd(rng);
   for (size_t i = 0; i < kv.size(); ++i) {
     kv[i] = nd(rng);
     kv16[i] = _cvtss_sh(kv[i], 0);
+    kvb[i] = ellm::quant::Fp32ToBf16(kv[i]);
+  }
+  if (bf16 || pairs) {
+    for (float& x : q) x = ellm::quant::Bf16ToFp32(ellm::quant::Fp32ToBf16(x));
   }
   for (float& x : s) x = std::abs(nd(rng));
   for (auto _ : state) {
     if (state.range(1) == 0) {
-      if (half) {
+      if (bf16) {
+        k.scores_bf16(rows, keys, dim, q.data(), dim, kvb.data(), dim, s.data(), keys, nullptr, 0);
+      } else if (half) {
         k.scores_f16(rows, keys, dim, q.data(), dim, kv16.data(), dim, s.data(), keys, nullptr, 0);
       } else {
         k.scores(rows, keys, dim, q.data(), dim, kv.data(), dim, s.data(), keys);
       }
       benchmark::DoNotOptimize(s.data());
     } else {
-      if (half) {
+      if (pairs) {
+        k.interleave_bf16_pairs(keys, dim, kvb.data(), dim, vp.data());
+        k.accumulate_bf16_pairs(rows, keys, dim, s.data(), keys, vp.data(), o.data(), dim);
+      } else if (bf16) {
+        k.accumulate_bf16(rows, keys, dim, s.data(), keys, kvb.data(), dim, o.data(), dim, nullptr,
+                          0);
+      } else if (half) {
         k.accumulate_f16(rows, keys, dim, s.data(), keys, kv16.data(), dim, o.data(), dim, nullptr,
                          0);
       } else {
@@ -149,8 +168,11 @@ void BM_AttnTile(benchmark::State& state) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AttnTile)
-    ->ArgNames({"dim", "op", "rows", "f16"})
+    ->ArgNames({"dim", "op", "rows", "half"})
     ->ArgsProduct({{64, 256}, {0, 1}, {256}, {0}})
-    ->ArgsProduct({{64, 256}, {0, 1}, {4}, {1}});
+    ->ArgsProduct({{64, 256}, {0, 1}, {4}, {1}})
+    ->ArgsProduct({{64, 256}, {0}, {256, 4}, {2}})
+    ->ArgsProduct({{64, 256}, {1}, {4}, {2}})
+    ->ArgsProduct({{64, 256}, {1}, {256, 4}, {3}});
 
 }  // namespace

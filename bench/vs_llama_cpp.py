@@ -80,20 +80,26 @@ def run_with_peak_rss(cmd):
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err), peak[0]
 
 
-def llama_cpp_run(model, depth, gen, threads, flash_attn, reps):
+# llama.cpp's KV cache types (ggml_type values, for llama-cpp-python).
+GGML_TYPES = {"f16": 1, "q8_0": 8, "bf16": 30}
+
+
+def llama_cpp_run(model, depth, gen, threads, flash_attn, reps, kv_type):
     """llama-cpp-python in a worker process (this script with --worker):
     (prefill t/s, decode t/s, peak RSS bytes)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
            "--depths", str(depth), "--gen", str(gen), "--threads", str(threads),
-           "--reps", str(reps), "--flash-attn", "on" if flash_attn else "off"]
+           "--reps", str(reps), "--flash-attn", "on" if flash_attn else "off",
+           "--llama-kv-type", kv_type]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return tuple(json.loads(out))
 
 
-def llama_cpp_measure(model, depth, gen, threads, flash_attn, reps):
+def llama_cpp_measure(model, depth, gen, threads, flash_attn, reps, kv_type):
     from llama_cpp import Llama
     llm = Llama(model_path=model, n_ctx=depth + gen + 8, n_batch=512, n_ubatch=512,
                 n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
+                type_k=GGML_TYPES[kv_type], type_v=GGML_TYPES[kv_type],
                 logits_all=False, verbose=False)
     rng = np.random.default_rng(1234)
     # The same id range as `ellm bench`: [1000, min(n_vocab - 1, 200000)].
@@ -129,10 +135,11 @@ def ellm_run(ellm, model, depth, gen, threads, reps, extra):
     return best
 
 
-def llama_bench_run(llama_bench, model, depth, gen, threads, fa_modes, reps):
+def llama_bench_run(llama_bench, model, depth, gen, threads, fa_modes, reps, kv_type):
     """Returns ({flash_attn: (prefill t/s, decode t/s)}, llama-bench build string,
     peak RSS bytes)."""
     common = [llama_bench, "-m", model, "-t", str(threads), "-b", "512", "-ub", "512",
+              "-ctk", kv_type, "-ctv", kv_type,
               "-fa", ",".join("1" if fa else "0" for fa in fa_modes), "-r", str(reps), "-o", "json"]
     tests = {"prefill": ["-p", str(depth), "-n", "0", "-d", "0"],
              "decode": ["-p", "0", "-n", str(gen), "-d", str(depth)]}
@@ -163,11 +170,15 @@ def main():
                     help="llama.cpp flash attention settings to run (both: report the better)")
     ap.add_argument("--llama-bench", metavar="PATH",
                     help="also measure with this llama-bench (scripts/reference/build-llama-bench)")
+    ap.add_argument("--llama-kv-type", choices=sorted(GGML_TYPES), default="f16",
+                    help="llama.cpp's K and V cache type (its default f16); give ellm its "
+                         "own with --ellm-args '--kv-type ...'")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:  # one llama-cpp-python measurement, as JSON on stdout
         print(json.dumps(llama_cpp_measure(args.model, args.depths[0], args.gen, args.threads,
-                                           args.flash_attn == "on", args.reps)))
+                                           args.flash_attn == "on", args.reps,
+                                           args.llama_kv_type)))
         return
     load_start = os.getloadavg()[0]
     fa_modes = {"both": [False, True], "off": [False], "on": [True]}[args.flash_attn]
@@ -177,12 +188,14 @@ def main():
     for d in args.depths:
         e = ellm_run(args.ellm, args.model, d, args.gen, args.threads, args.reps,
                      args.ellm_args.split())
-        runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps)
+        runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps,
+                                  args.llama_kv_type)
                 for fa in fa_modes}
         bench_runs, bench_rss = {}, 0
         if bench_cols:
             bench_runs, bench_build, bench_rss = llama_bench_run(args.llama_bench, args.model, d, args.gen,
-                                                      args.threads, fa_modes, args.reps)
+                                                      args.threads, fa_modes, args.reps,
+                                                      args.llama_kv_type)
         rows.append((d, e, runs, bench_runs, bench_rss))
         llama = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}" for fa, r in runs.items())
         bench = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}"
@@ -192,7 +205,8 @@ def main():
               f"  load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print(f"\nload average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
           f"threads {args.threads}, gen {args.gen}, reps {args.reps}, "
-          f"llama.cpp flash attention {args.flash_attn}, ellm args '{args.ellm_args}'"
+          f"llama.cpp flash attention {args.flash_attn}, llama.cpp KV {args.llama_kv_type}, "
+          f"ellm args '{args.ellm_args}'"
           + (f", llama-bench build {bench_build}" if bench_cols else "") + "\n")
     stages = ("prefill", "decode")
     print("| depth | " + " | ".join(

@@ -22,7 +22,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
-    "         [--kv-type bf16|f16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
+    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16] [--kv-budget MIB]\n"
+    "         [--spill-dir DIR]\n";
 
 // This process's own peak: VmHWM belongs to the address space exec made.
 // getrusage's ru_maxrss is kept across execve, so a parent that forked us
@@ -83,6 +84,7 @@ Status Run(const Flags& f) {
       {"decode_seconds", decode_s},
       {"peak_rss_bytes", PeakRssBytes()},
       {"kv_type", KvTypeName(so.kv_type)},
+      {"attn_weights", so.bf16_attention_weights ? "bf16" : "f32"},
       // The kernels' level (ELLM_ISA caps it): "avx2", "avx512vnni", ...
       {"isa", IsaLevelName(HostCpu().Level())},
   };

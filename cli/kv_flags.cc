@@ -4,11 +4,20 @@
 
 namespace ellm::cli {
 
-std::vector<std::string> KvFlagNames() { return {"kv-type", "kv-budget", "spill-dir"}; }
+std::vector<std::string> KvFlagNames() {
+  return {"kv-type", "attn-weights", "kv-budget", "spill-dir"};
+}
 
 Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
   if (f.Has("kv-type")) {
     ELLM_ASSIGN_OR_RETURN(o->kv_type, ParseKvType(f.Get("kv-type")));
+  }
+  if (f.Has("attn-weights")) {
+    const std::string w = f.Get("attn-weights");
+    if (w != "f32" && w != "bf16") {
+      return InvalidArgumentError("--attn-weights '" + w + "': expected f32 or bf16");
+    }
+    o->bf16_attention_weights = w == "bf16";
   }
   ELLM_ASSIGN_OR_RETURN(int64_t mib, f.GetInt("kv-budget", 0));
   if (mib < 0) return InvalidArgumentError("--kv-budget must be >= 0 (MiB)");

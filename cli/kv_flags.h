@@ -1,5 +1,7 @@
 // Command-line flags shared by the commands that run the engine:
 //   --kv-type bf16|f16|f32|q8_0   KV cache storage (default f16)
+//   --attn-weights f32|bf16       attention weights for the product with V
+//                                 (bf16: opt-in, needs --kv-type bf16)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
 #pragma once

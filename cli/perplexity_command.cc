@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
-    "         [--kv-type bf16|f16|f32|q8_0] [--kv-budget MIB] [--spill-dir DIR]\n";
+    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16] [--kv-budget MIB]\n"
+    "         [--spill-dir DIR]\n";
 
 Status Run(const Flags& f) {
   const std::string model_path = f.Get("model"), file = f.Get("file");
@@ -44,6 +45,7 @@ Status Run(const Flags& f) {
   nlohmann::json out = {{"tokens", r.tokens}, {"nll", r.nll},
                         {"ppl", r.ppl},       {"ctx", r.ctx},
                         {"chunks", r.chunks}, {"kv_type", KvTypeName(o.session.kv_type)}};
+  out["attn_weights"] = o.session.bf16_attention_weights ? "bf16" : "f32";
   AddKvStats(r.kv, &out);
   std::printf("%s\n", out.dump().c_str());
   return OkStatus();

@@ -53,6 +53,12 @@ Status ModelConfig::Validate() const {
   if (kv_type != "f16" && kv_type != "f32" && kv_type != "bf16" && kv_type != "q8_0") {
     return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16, bf16, f32 or q8_0");
   }
+  if (attn_weights != "f32" && attn_weights != "bf16") {
+    return InvalidArgumentError("model.attn_weights '" + attn_weights + "': expected f32 or bf16");
+  }
+  if (attn_weights == "bf16" && kv_type != "bf16") {
+    return InvalidArgumentError("model.attn_weights bf16 needs model.kv_type bf16, not " + kv_type);
+  }
   auto mode = ParseNumaMode(numa);
   if (!mode.ok()) return mode.status().WithContext("model.numa");
   if (!chat_template.empty()) {
@@ -176,14 +182,16 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     ELLM_RETURN_IF_ERROR(CheckKeys(
         src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "model",
-                                     {"path", "threads", "context", "micro_batch", "kv_type",
-                                      "numa", "numa_node", "mlock", "chat_template"}));
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "model",
+                    {"path", "threads", "context", "micro_batch", "kv_type", "attn_weights", "numa",
+                     "numa_node", "mlock", "chat_template"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "attn_weights", c.model.attn_weights));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa", c.model.numa));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa_node", c.model.numa_node));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", c.model.mlock));

@@ -18,9 +18,12 @@ struct ModelConfig {
   int context = 32768;
   int micro_batch = 256;
   std::string kv_type = "f16";  // f16, bf16, f32 or q8_0
-  std::string numa = "off";     // off, distribute, isolate, replicate
-  int numa_node = -1;           // isolate: the node; -1 = the first
-  bool mlock = false;           // lock weights and KV cache in RAM
+  // Attention weights in the product with V: f32, or bf16 (opt-in, needs
+  // kv_type bf16: faster where the CPU has AVX512_BF16, results change slightly).
+  std::string attn_weights = "f32";
+  std::string numa = "off";  // off, distribute, isolate, replicate
+  int numa_node = -1;        // isolate: the node; -1 = the first
+  bool mlock = false;        // lock weights and KV cache in RAM
   // gemma, llama3 or chatml; empty = recognised from the model file.
   std::string chat_template;
   Status Validate() const;

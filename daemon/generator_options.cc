@@ -14,6 +14,7 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   o.micro_batch = config.model.micro_batch;
   auto type = ParseKvType(config.model.kv_type);
   o.kv_type = type.ok() ? *type : KvType::kF16;
+  o.bf16_attention_weights = config.model.attn_weights == "bf16";
   o.kv_memory_budget = static_cast<uint64_t>(config.kv.memory_budget_mib) << 20;
   o.spill_dir = config.kv.spill_dir;
   o.spill_zstd_level = config.kv.spill_zstd_level;

@@ -9,11 +9,33 @@
 //   F16ToF32 / Bf16ToF32(n, src, dst): widen n stored halves
 //   Q8_0ToF32(n, src, dst): decode n values stored as Q8_0 blocks (n a
 //     multiple of 32), as quant::DequantizeQ8_0: q * d, bit for bit
-//   ScoresF16 / ScoresBf16, AccumulateF16 / AccumulateBf16: Scores and
-//     Accumulate with K or V given as stored halves, widened as they are
-//     read; equal bit for bit to widening the rows first and calling the f32
-//     version (widening is exact), without the f32 copy of the tile. They
-//     also take a byte range to bring into the cache while they work
+//   ScoresF16, AccumulateF16 / AccumulateBf16: Scores and Accumulate with K
+//     or V given as stored halves, widened as they are read; equal bit for
+//     bit to widening the rows first and calling the f32 version (widening
+//     is exact), without the f32 copy of the tile.
+//   ScoresBf16: bf16 pair dot products, as VDPBF16PS computes them (and
+//     llama.cpp's ggml_vec_dot_bf16): each q value is taken as bf16 (its
+//     top 16 bits: exact for the bf16-rounded queries attention passes), and
+//     each score is 8 lanes, lane i adding, for each 16 dimensions from c,
+//     q*k at c + 2i + 1 and then at c + 2i (each product exact, each
+//     addition one f32 rounding), then the lanes' Hsum4 tree
+//     ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then, past the
+//     last multiple of 16, a sequential sum of the remaining products added
+//     to it; denormal inputs and results are zeros of their sign throughout
+//     (the instruction's DAZ and FTZ). Half the instructions of the widening
+//     path where the CPU has AVX512_BF16, the same products, f32 sums in
+//     another order.
+//   InterleaveBf16Pairs(keys, dim, v, vs, vp): V rows as pairs for the
+//     next kernel: vp[m * dim + d] = v[2m][d] | v[2m + 1][d] << 16, the
+//     missing row of an odd count as zeros.
+//   AccumulateBf16Pairs(rows, keys, dim, p, ps, vp, o, os): Accumulate with
+//     the weights taken as bf16 (the top halves of p: exact for weights
+//     rounded to bf16 beforehand) and V as pairs, in VDPBF16PS's order:
+//     for each pair m in turn, o += p[2m + 1] v[2m + 1] then += p[2m] v[2m]
+//     (the missing key of an odd count weighs 0), each addition one f32
+//     rounding, denormal inputs and results flushed as in ScoresBf16.
+//     The opt-in bf16 weights of attention (kernels 2x the f32 FMA rate).
+// The fused kernels also take a byte range to bring into the cache while they work
 //     (prefetch, prefetch_bytes: the next key tile's K or V in decode;
 //     nullptr, 0 for none), asked for a line or a few per step of their
 //     inner loop (spread_prefetch.h); a hint, never a change to a result
@@ -53,6 +75,10 @@ struct AttnTileKernels {
   HalfScores scores_bf16;
   HalfAccumulate accumulate_bf16;
   void (*q8_0_to_f32)(int64_t n, const uint8_t* src, float* dst);
+  void (*interleave_bf16_pairs)(int keys, int dim, const uint16_t* v, int64_t v_stride,
+                                uint32_t* vp);
+  void (*accumulate_bf16_pairs)(int rows, int keys, int dim, const float* p, int64_t p_stride,
+                                const uint32_t* vp, float* o, int64_t o_stride);
 };
 
 // The implementation for HostCpu().Level(), chosen once. The AVX-512 level

@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/attn_tile.h"
+#include "kernels/bf16_pairs.h"
+#include "kernels/flush_denormals.h"
 #include "kernels/spread_prefetch.h"
 #include "quant/fp16.h"
 #include "quant/q8_0.h"
@@ -202,6 +205,221 @@ template <class L, class T = typename L::T>
 void Scores(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
             float* s, int64_t ss) {
   ScoresPf<L>(rows, keys, dim, q, qs, k, ks, s, ss, nullptr, 0);
+}
+
+// ---- ScoresBf16: bf16 pair dot products (attn_tile.h) ----
+// VDPBF16PS emulated on 8 lanes: a 256-bit load of 16 bf16 values holds
+// lane i's pair (c + 2i, c + 2i + 1); the odd element is the lane's top
+// half as it stands, the even one shifted up. Each product of two bf16
+// values is exact in f32, so fma(odd) then fma(even) is the instruction's
+// two roundings, and FlushDenormalsScope supplies its DAZ and FTZ.
+inline __m256 OddHalves(__m256i x) {
+  return _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+inline __m256 EvenHalves(__m256i x) { return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)); }
+inline __m256i Load16Bf16(const uint16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Query rows of a chunk as bf16 (their top halves), `pitch` values apart;
+// the same packing the AVX-512 kernel uses for its row pairs.
+constexpr int kBf16MaxDim = 512;  // wider heads go to the reference (same bits)
+
+float TailBf16(int d0, int dim, const uint16_t* qb, const uint16_t* k) {
+  float t = 0.0f;  // flushed by the caller's FlushDenormalsScope
+  for (int d = d0; d < dim; ++d) {
+    t = std::fma(
+        _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(uint32_t{qb[d]} << 16)))),
+        _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(uint32_t{k[d]} << 16)))),
+        t);
+  }
+  return t;
+}
+
+// s[r][c] for R rows (qb rows `pitch` apart) and keys k0, k1 (k1 == k0
+// when nk == 1): 2R accumulators, two odd/even key pairs, one query pair.
+template <int R>
+inline void Bf16Block(int dim, int d16, const uint16_t* qb, int pitch, const uint16_t* k0,
+                      const uint16_t* k1, float* s, int64_t ss, int nk) {
+  __m256 a0[R], a1[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  for (int d = 0; d < d16; d += 16) {
+    const __m256i x0 = Load16Bf16(k0 + d), x1 = Load16Bf16(k1 + d);
+    const __m256 o0 = OddHalves(x0), e0 = EvenHalves(x0), o1 = OddHalves(x1), e1 = EvenHalves(x1);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256i y = Load16Bf16(qb + r * pitch + d);
+      const __m256 qo = OddHalves(y), qe = EvenHalves(y);
+      a0[r] = _mm256_fmadd_ps(qe, e0, _mm256_fmadd_ps(qo, o0, a0[r]));
+      a1[r] = _mm256_fmadd_ps(qe, e1, _mm256_fmadd_ps(qo, o1, a1[r]));
+    }
+  }
+  const uint16_t* kk[2] = {k0, k1};
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    float out[4];
+    _mm_storeu_ps(out, Hsum4(a0[r], a1[r], a1[r], a1[r]));
+    for (int c = 0; c < nk; ++c) {
+      float v = out[c];
+      if (d16 < dim) v += TailBf16(d16, dim, qb + r * pitch, kk[c]);
+      s[r * ss + c] = v;
+    }
+  }
+}
+
+void ScoresBf16(int rows, int keys, int dim, const float* q, int64_t qs, const uint16_t* k,
+                int64_t ks, float* s, int64_t ss, const void* prefetch, int64_t prefetch_bytes) {
+  if (dim > kBf16MaxDim) {
+    kAttnTileRef.scores_bf16(rows, keys, dim, q, qs, k, ks, s, ss, prefetch, prefetch_bytes);
+    return;
+  }
+  const FlushDenormalsScope flush;
+  const int d16 = dim & ~15;
+  SpreadPrefetch pf(prefetch, prefetch_bytes, int64_t{(keys + 1) / 2} * (rows / 4 + rows % 4));
+  alignas(32) uint16_t qb[kScoreRowChunk * kBf16MaxDim];
+  for (int r0 = 0; r0 < rows; r0 += kScoreRowChunk) {
+    const int r1 = std::min(rows, r0 + kScoreRowChunk);
+    for (int r = r0; r < r1; ++r) {
+      const float* src = q + r * qs;
+      uint16_t* dst = qb + (r - r0) * dim;
+      for (int d = 0; d < dim; ++d) {
+        uint32_t bits;
+        std::memcpy(&bits, src + d, 4);
+        dst[d] = static_cast<uint16_t>(bits >> 16);
+      }
+    }
+    for (int j = 0; j < keys; j += 2) {
+      const int nk = std::min(2, keys - j);
+      const uint16_t* k0 = k + j * ks;
+      const uint16_t* k1 = k + (j + nk - 1) * ks;
+      int r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        pf.Step();
+        Bf16Block<4>(dim, d16, qb + (r - r0) * dim, dim, k0, k1, s + r * ss + j, ss, nk);
+      }
+      for (; r < r1; ++r) {
+        pf.Step();
+        Bf16Block<1>(dim, d16, qb + (r - r0) * dim, dim, k0, k1, s + r * ss + j, ss, nk);
+      }
+    }
+  }
+  pf.Finish();
+}
+
+// ---- InterleaveBf16Pairs, AccumulateBf16Pairs (attn_tile.h) ----
+
+void InterleaveBf16Pairs(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp) {
+  const int d16 = dim & ~15;
+  for (int m = 0; 2 * m < keys; ++m) {
+    const uint16_t* a = v + 2 * m * vs;
+    const bool odd = 2 * m + 1 < keys;
+    const uint16_t* b = odd ? a + vs : nullptr;
+    uint32_t* out = vp + int64_t{m} * dim;
+    int d = 0;
+    for (; d < d16; d += 16) {
+      const __m256i x = Load16Bf16(a + d);
+      const __m256i y = odd ? Load16Bf16(b + d) : _mm256_setzero_si256();
+      // Per 128-bit lane: lo = pairs of values 0-3 (and 8-11), hi = 4-7 (12-15).
+      const __m256i lo = _mm256_unpacklo_epi16(x, y), hi = _mm256_unpackhi_epi16(x, y);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + d),
+                          _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + d + 8),
+                          _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+    for (; d < dim; ++d) out[d] = a[d] | (odd ? uint32_t{b[d]} << 16 : 0u);
+  }
+}
+
+// One output element's chain in scalar (the columns past the last multiple
+// of 8), under the caller's FlushDenormalsScope.
+inline float PairChainTail(int keys, int dim, const uint32_t* wp, const uint32_t* vp, int d,
+                           float acc) {
+  auto top = [](uint32_t x) {
+    return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(x & 0xFFFF0000u))));
+  };
+  for (int m = 0; 2 * m < keys; ++m) {
+    const uint32_t v = vp[int64_t{m} * dim + d], w = wp[m];
+    acc = std::fma(top(w), top(v), acc);
+    acc = std::fma(top(w << 16), top(v << 16), acc);
+  }
+  return acc;
+}
+
+// o[r][d0, d0 + 8W) for R rows: each lane one chain over the key pairs.
+template <int R, int W>
+inline void PairBlock(int pairs, int dim, const uint32_t* wp, int wps, const uint32_t* vp, float* o,
+                      int64_t os) {
+  __m256 acc[R][W];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) acc[r][w] = _mm256_loadu_ps(o + r * os + 8 * w);
+  }
+  for (int m = 0; m < pairs; ++m) {
+    __m256 xo[W], xe[W];
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) {
+      const __m256i x =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + int64_t{m} * dim + 8 * w));
+      xo[w] = OddHalves(x);
+      xe[w] = EvenHalves(x);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i wt = _mm256_set1_epi32(static_cast<int>(wp[r * wps + m]));
+      const __m256 wo = OddHalves(wt), we = EvenHalves(wt);
+#pragma GCC unroll 2
+      for (int w = 0; w < W; ++w)
+        acc[r][w] = _mm256_fmadd_ps(we, xe[w], _mm256_fmadd_ps(wo, xo[w], acc[r][w]));
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) _mm256_storeu_ps(o + r * os + 8 * w, acc[r][w]);
+  }
+}
+
+// Weight pairs per row for up to this many keys (a tile's 64); longer key
+// ranges are taken in pieces of it (a chain continues across pieces).
+constexpr int kPairKeys = 64;
+
+void AccumulateBf16Pairs(int rows, int keys, int dim, const float* p, int64_t ps,
+                         const uint32_t* vp, float* o, int64_t os) {
+  const FlushDenormalsScope flush;
+  const int d16 = dim & ~15, d8 = dim & ~7;
+  alignas(32) uint32_t wp[4 * kPairKeys / 2];
+  for (int j0 = 0; j0 < keys; j0 += kPairKeys) {
+    const int nk = std::min(kPairKeys, keys - j0), pairs = (nk + 1) / 2;
+    const uint32_t* vj = vp + int64_t{j0 / 2} * dim;
+    int r = 0;
+    for (; r < rows; r += 4) {
+      const int n = std::min(4, rows - r);
+      for (int i = 0; i < n; ++i) {
+        for (int m = 0; m < pairs; ++m)
+          wp[i * pairs + m] = WeightPair(p + (r + i) * ps + j0, m, nk);
+      }
+      float* orow = o + r * os;  // denormal o values read as zeros (DAZ)
+      for (int d = 0; d < d16; d += 16) {
+        if (n == 4) {
+          PairBlock<4, 2>(pairs, dim, wp, pairs, vj + d, orow + d, os);
+        } else {
+          for (int i = 0; i < n; ++i)
+            PairBlock<1, 2>(pairs, dim, wp + i * pairs, pairs, vj + d, orow + i * os + d, os);
+        }
+      }
+      if (d8 > d16) {
+        for (int i = 0; i < n; ++i)
+          PairBlock<1, 1>(pairs, dim, wp + i * pairs, pairs, vj + d16, orow + i * os + d16, os);
+      }
+      for (int i = 0; i < n; ++i) {
+        for (int d = d8; d < dim; ++d) {
+          orow[i * os + d] = PairChainTail(nk, dim, wp + i * pairs, vj, d, orow[i * os + d]);
+        }
+      }
+    }
+  }
 }
 
 // o[r][d0, d0 + 16) += sum_j p[r][j] * v[j][d0 + ...] for six rows: 12
@@ -453,8 +671,10 @@ const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
                                        Bf16ToF32,
                                        ScoresPf<F16Rows>,
                                        AccumulatePf<F16Rows>,
-                                       ScoresPf<Bf16Rows>,
+                                       ScoresBf16,
                                        AccumulatePf<Bf16Rows>,
-                                       Q8_0ToF32};
+                                       Q8_0ToF32,
+                                       InterleaveBf16Pairs,
+                                       AccumulateBf16Pairs};
 
 }  // namespace ellm::kernels::internal

@@ -39,6 +39,72 @@ void ScoresHalfRef(int rows, int keys, int dim, const float* q, int64_t qs, cons
   ScoresRef<T, W>(rows, keys, dim, q, qs, k, ks, s, ss);
 }
 
+// ScoresBf16 (attn_tile.h): VDPBF16PS's arithmetic written out, with its
+// denormal flushing explicit (this file runs under the caller's MXCSR).
+float Flush(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+float TopHalf(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits &= 0xFFFF0000u;
+  std::memcpy(&x, &bits, 4);
+  return Flush(x);
+}
+// One flushed fma of a q value (taken as bf16) and a stored bf16 k value.
+float PairStep(float q, uint16_t k, float acc) {
+  return Flush(std::fma(TopHalf(q), Flush(WidenBf16(k)), acc));
+}
+
+void ScoresBf16Ref(int rows, int keys, int dim, const float* q, int64_t qs, const uint16_t* k,
+                   int64_t ks, float* s, int64_t ss, const void*, int64_t) {
+  const int d16 = dim & ~15;
+  for (int r = 0; r < rows; ++r) {
+    const float* qr = q + r * qs;
+    for (int j = 0; j < keys; ++j) {
+      const uint16_t* kj = k + j * ks;
+      float lane[8] = {};
+      for (int c = 0; c < d16; c += 16) {
+        for (int i = 0; i < 8; ++i) {
+          const int d = c + 2 * i;
+          lane[i] = PairStep(qr[d], kj[d], PairStep(qr[d + 1], kj[d + 1], lane[i]));
+        }
+      }
+      float sum = Flush(Flush(Flush(lane[0] + lane[1]) + Flush(lane[2] + lane[3])) +
+                        Flush(Flush(lane[4] + lane[5]) + Flush(lane[6] + lane[7])));
+      if (d16 < dim) {
+        float tail = 0.0f;
+        for (int d = d16; d < dim; ++d) tail = PairStep(qr[d], kj[d], tail);
+        sum = Flush(sum + tail);
+      }
+      s[r * ss + j] = sum;
+    }
+  }
+}
+
+void InterleaveBf16PairsRef(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp) {
+  for (int m = 0; 2 * m < keys; ++m) {
+    for (int d = 0; d < dim; ++d) {
+      const uint32_t odd = 2 * m + 1 < keys ? v[(2 * m + 1) * vs + d] : 0u;
+      vp[int64_t{m} * dim + d] = v[2 * m * vs + d] | odd << 16;
+    }
+  }
+}
+
+void AccumulateBf16PairsRef(int rows, int keys, int dim, const float* p, int64_t ps,
+                            const uint32_t* vp, float* o, int64_t os) {
+  for (int r = 0; r < rows; ++r) {
+    for (int d = 0; d < dim; ++d) {
+      float acc = Flush(o[r * os + d]);
+      for (int m = 0; 2 * m < keys; ++m) {
+        const uint32_t pair = vp[int64_t{m} * dim + d];
+        const float w_odd = 2 * m + 1 < keys ? p[r * ps + 2 * m + 1] : 0.0f;
+        acc = PairStep(w_odd, static_cast<uint16_t>(pair >> 16), acc);
+        acc = PairStep(p[r * ps + 2 * m], static_cast<uint16_t>(pair & 0xFFFFu), acc);
+      }
+      o[r * os + d] = acc;
+    }
+  }
+}
+
 template <class T, float (*W)(T)>
 void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
                    float* o, int64_t os) {
@@ -81,8 +147,10 @@ const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
                                       Bf16ToF32Ref,
                                       ScoresHalfRef<uint16_t, WidenF16>,
                                       AccumulateHalfRef<uint16_t, WidenF16>,
-                                      ScoresHalfRef<uint16_t, WidenBf16>,
+                                      ScoresBf16Ref,
                                       AccumulateHalfRef<uint16_t, WidenBf16>,
-                                      Q8_0ToF32Ref};
+                                      Q8_0ToF32Ref,
+                                      InterleaveBf16PairsRef,
+                                      AccumulateBf16PairsRef};
 
 }  // namespace ellm::kernels::internal

@@ -17,6 +17,8 @@
 // Defines, for the including file:
 //   ELLM_AVX512_KERNELS      F, BW, DQ, VL available (attn_tile_avx512.cc)
 //   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
+//   ELLM_DOT_BF16_PAIRS      VDPBF16PS (or its emulation), in functions
+//                            marked ELLM_TARGET_AVX512_BF16
 #pragma once
 
 #if defined(__x86_64__)
@@ -108,6 +110,16 @@ inline void mask512_storeu_ps(float* p, unsigned k, simde__m512 a) {
   }
 }
 
+// VPMOVDW: each 32-bit lane's low 16 bits, in order.
+inline __m256i cvtepi32_epi16(simde__m512i a) {
+  alignas(32) int32_t in[16];
+  alignas(32) int16_t out[16];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(in), HalfI(a, 0));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(in + 8), HalfI(a, 1));
+  for (int i = 0; i < 16; ++i) out[i] = static_cast<int16_t>(in[i]);
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(out));
+}
+
 }  // namespace ellm::kernels::emulated
 
 // The kernels' spelling, bound to the definitions above. GCC's headers may
@@ -126,6 +138,8 @@ inline void mask512_storeu_ps(float* p, unsigned k, simde__m512 a) {
 #undef _mm512_cvtps_epi32
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_mask_storeu_ps
+#undef _mm512_cvtepi32_epi16
+#define _mm512_cvtepi32_epi16 ::ellm::kernels::emulated::cvtepi32_epi16
 #define _mm512_cvtepi32_ps ::ellm::kernels::emulated::cvtepi32_ps
 #define _mm512_cvtepi8_epi32 ::ellm::kernels::emulated::cvtepi8_epi32
 #define _mm512_cvtepu8_epi32 ::ellm::kernels::emulated::cvtepu8_epi32
@@ -148,6 +162,27 @@ inline void mask512_storeu_ps(float* p, unsigned k, simde__m512 a) {
 #undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)
 
+// VDPBF16PS on two 256-bit halves, each lane its odd pair's product and
+// then its even pair's (exact products, one f32 rounding each): the
+// instruction's bits when the caller runs under FlushDenormalsScope, as the
+// kernel that uses it does (its DAZ and FTZ come from MXCSR here).
+namespace ellm::kernels::emulated {
+inline simde__m256 DotBf16Half(simde__m256 acc, simde__m256i a, simde__m256i b) {
+  const simde__m256i hi = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(a, hi)),
+                        _mm256_castsi256_ps(_mm256_and_si256(b, hi)), acc);
+  return _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)),
+                         _mm256_castsi256_ps(_mm256_slli_epi32(b, 16)), acc);
+}
+inline simde__m512 DotBf16Pairs(simde__m512 acc, simde__m512i a, simde__m512i b) {
+  return JoinF(DotBf16Half(HalfF(acc, 0), HalfI(a, 0), HalfI(b, 0)),
+               DotBf16Half(HalfF(acc, 1), HalfI(a, 1), HalfI(b, 1)));
+}
+}  // namespace ellm::kernels::emulated
+#define ELLM_DOT_BF16_PAIRS ::ellm::kernels::emulated::DotBf16Pairs
+#define ELLM_TARGET_AVX512_BF16
+#define ELLM_AVX512_BF16_EMULATED 1
+
 #define ELLM_AVX512_KERNELS 1
 #define ELLM_AVX512_VNNI_KERNELS 1
 
@@ -159,6 +194,15 @@ inline void mask512_storeu_ps(float* p, unsigned k, simde__m512 a) {
 #if defined(__AVX512VNNI__)
 #define ELLM_AVX512_VNNI_KERNELS 1
 #endif
+// Functions using VDPBF16PS carry this target (the file's flags stop at
+// AVX-512 F/BW/DQ/VL) and run only where HostCpu().avx512bf16.
+#define ELLM_TARGET_AVX512_BF16 __attribute__((target("avx512bf16")))
+namespace ellm::kernels {
+ELLM_TARGET_AVX512_BF16 inline __m512 DotBf16Pairs(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+}
+}  // namespace ellm::kernels
+#define ELLM_DOT_BF16_PAIRS ::ellm::kernels::DotBf16Pairs
 #endif
 
 #endif  // ELLM_AVX512_EMULATED

@@ -168,6 +168,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   if (lo > hi) return;
 
   thread_local std::vector<float> qbuf, kbuf, vbuf, sbuf;
+  thread_local std::vector<uint32_t> vpairs;
   thread_local std::vector<int> span_first, span_n;
   const int dk = sh.head_dim_k, dv = sh.head_dim_v;
   qbuf.resize(static_cast<size_t>(rows) * dk);
@@ -187,8 +188,15 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   // Halves are widened inside the kernels when few rows share each key
   // tile (decode): converting the tile to f32 first would cost more than
   // the products. Same arithmetic either way (widening is exact).
+  // bf16 keys always go to their own Scores (bf16 pair dot products, see
+  // attn_tile.h), for every tile, so batched and one-token scores agree.
   const bool bf16 = plan.type == KvType::kBF16;
   const bool fused = (bf16 || plan.type == KvType::kF16) && rows <= kFusedMaxRows;
+  const bool fused_k = fused || bf16;
+  // Opt-in bf16 weights: V as key pairs for AccumulateBf16Pairs, every tile.
+  const bool pairs = bf16 && sh.bf16_weights;
+  if (pairs) vpairs.resize(static_cast<size_t>(kKeyTile / 2) * dv);
+  const kernels::ActivationKernels& ak = kernels::GetActivationKernels();
   const auto fused_scores = bf16 ? kern.scores_bf16 : kern.scores_f16;
   const auto fused_accumulate = bf16 ? kern.accumulate_bf16 : kern.accumulate_f16;
   TaskState st = StateOf(plan, state, task);
@@ -229,15 +237,36 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
         next_v = nslice + kBlockPositions * k_row_bytes + (next - nv.first_pos) * v_row_bytes;
         next_v_bytes = nrows * static_cast<int64_t>(v_row_bytes);
       }
-      fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk, s,
-                   kKeyTile, next_k, next_k_bytes);
+    }
+    // With bf16 weights, keys pair up at even positions whatever the tile's
+    // first key (so batched and one-token chains meet the same pairs): a
+    // tile starting at an odd key leads with a pad of weight 0 and V 0.
+    const int lead = pairs ? static_cast<int>(a & 1) : 0;
+    float* s_keys = s + lead;
+    if (fused_k) {
+      fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk,
+                   s_keys, kKeyTile, next_k, next_k_bytes);
     } else {
       const float* kf = ToF32(plan.type, k_rows, nk, dk, k_row_bytes, kbuf.data(), dk);
+      kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s_keys, kKeyTile);
+    }
+    if (pairs) {
+      const auto* v16 = reinterpret_cast<const uint16_t*>(v_rows);
+      if (lead == 1) {
+        for (int d = 0; d < dv; ++d) vpairs[static_cast<size_t>(d)] = uint32_t{v16[d]} << 16;
+        kern.interleave_bf16_pairs(nk - 1, dv, v16 + dv, dv, vpairs.data() + dv);
+      } else {
+        kern.interleave_bf16_pairs(nk, dv, v16, dv, vpairs.data());
+      }
+    } else if (!fused) {
       const bool in_place = plan.type == KvType::kF32;
       vf_stride = in_place ? dv : dv + kVRowPad;
       vf = ToF32(plan.type, v_rows, nk, dv, v_row_bytes, vbuf.data(), vf_stride);
-      kern.scores(rows, nk, dk, qbuf.data(), dk, kf, dk, s, kKeyTile);
     }
+    // From here the tile's keys are [ta, ta + tn): the pad, if any, is key
+    // ta, outside every row's span.
+    const int64_t ta = a - lead;
+    const int tn = nk + lead;
     // Softmax step, row by row: new maximum, rescale, shift. Then one exp
     // over the whole tile (a row's few calls were bound by the polynomial's
     // latency) and the sums of the weights, several rows at a time (each
@@ -248,16 +277,16 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       const int64_t p = plan.pos0 + t0 + r / plan.group;
       // The keys of this tile the row sees: [jv0, jv1). The others get -inf,
       // so they weigh exactly 0 after the exp (and add nothing to the sum).
-      const int jv0 = static_cast<int>(std::clamp<int64_t>(plan.Lo(p) - a, 0, nk));
-      const int jv1 = static_cast<int>(std::clamp<int64_t>(p - a + 1, 0, nk));
+      const int jv0 = static_cast<int>(std::clamp<int64_t>(plan.Lo(p) - ta, 0, tn));
+      const int jv1 = static_cast<int>(std::clamp<int64_t>(p - ta + 1, 0, tn));
       span_first[r] = jv0;
       span_n[r] = std::max(0, jv1 - jv0);
       if (jv0 >= jv1) {
-        std::fill(sr, sr + nk, kNegInf);
+        std::fill(sr, sr + tn, kNegInf);
         continue;
       }
       std::fill(sr, sr + jv0, kNegInf);
-      std::fill(sr + jv1, sr + nk, kNegInf);
+      std::fill(sr + jv1, sr + tn, kNegInf);
       const float m_new = std::max(st.m[r], MaxOf(sr + jv0, jv1 - jv0));
       if (m_new != st.m[r]) {
         const float scale = std::exp(st.m[r] - m_new);
@@ -270,13 +299,22 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       float* sv = sr + jv0;
       for (int j = 0; j < nv; ++j) sv[j] -= m_new;
     }
-    if (nk == kKeyTile) {
+    if (tn == kKeyTile) {
       kern.exp(int64_t{rows} * kKeyTile, s, s);
     } else {
-      for (int r = 0; r < rows; ++r) kern.exp(nk, s + r * kKeyTile, s + r * kKeyTile);
+      for (int r = 0; r < rows; ++r) kern.exp(tn, s + r * kKeyTile, s + r * kKeyTile);
+    }
+    if (pairs) {  // the weights the product uses, and the sums of exactly those
+      if (tn == kKeyTile) {
+        ak.round_bf16(s, s, int64_t{rows} * kKeyTile);
+      } else {
+        for (int r = 0; r < rows; ++r) ak.round_bf16(s + r * kKeyTile, s + r * kKeyTile, tn);
+      }
     }
     AddRowSums(rows, s, kKeyTile, span_first.data(), span_n.data(), st.l);
-    if (fused) {
+    if (pairs) {
+      kern.accumulate_bf16_pairs(rows, tn, dv, s, kKeyTile, vpairs.data(), st.o, dv);
+    } else if (fused) {
       fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,
                        st.o, dv, next_v, next_v_bytes);
     } else {

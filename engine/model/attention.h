@@ -39,6 +39,9 @@ struct AttentionShape {
   int head_dim_k;
   int head_dim_v;
   int window;  // 0 = full attention; else a query at p sees keys (p - window, p]
+  // With a bf16 cache: weights rounded to bf16 and the product with V done
+  // by bf16 pair dot products (attn_tile.h AccumulateBf16Pairs).
+  bool bf16_weights = false;
 };
 
 // Which pool threads run each KV head's tasks.

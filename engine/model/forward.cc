@@ -25,7 +25,7 @@ using model::Layer;
 // Scratch buffers sized for one micro-batch, reused across calls.
 struct Session::State {
   State(const model::Model& m, const SessionOptions& o, std::unique_ptr<kv::KvCache> kv)
-      : cache(std::move(kv)) {
+      : cache(std::move(kv)), bf16_weights(o.bf16_attention_weights) {
     const HParams& hp = m.hparams();
     const int64_t mb = o.micro_batch;
     micro_batch = mb;
@@ -39,6 +39,7 @@ struct Session::State {
     up.resize(mb * hp.n_ff);
   }
   std::unique_ptr<kv::KvCache> cache;
+  bool bf16_weights = false;  // SessionOptions::bf16_attention_weights
   int64_t micro_batch;
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<uint8_t> emb_row;  // one stored embedding row, unpacked
@@ -152,8 +153,12 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
         ELLM_RETURN_IF_ERROR(
             s.cache->Store(il, pos0 + t, s.k.data() + t * k_row, s.v.data() + t * v_row));
       }
-      model::AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
-                                  l.sliding ? hp.sliding_window : 0};
+      model::AttentionShape shape{hp.n_head,
+                                  hp.n_head_kv,
+                                  hp.head_dim_k,
+                                  hp.head_dim_v,
+                                  l.sliding ? hp.sliding_window : 0,
+                                  s.bf16_weights};
       ELLM_RETURN_IF_ERROR(model::Attention(shape, *s.cache, il, s.q.data(), n, pos0, s.attn.data(),
                                             pool, s.attn_scratch, s.attn_placement[il]));
       ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
@@ -362,6 +367,11 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
     return InvalidArgumentError("context " + std::to_string(options.n_ctx) +
                                 " exceeds the model's training context " +
                                 std::to_string(info_.n_ctx_train));
+  }
+  if (options.bf16_attention_weights && options.kv_type != KvType::kBF16) {
+    return InvalidArgumentError(
+        "bf16 attention weights need the bf16 KV cache (kv_type bf16), not " +
+        std::string(KvTypeName(options.kv_type)));
   }
   SessionOptions o = options;
   o.micro_batch = std::min(o.micro_batch, o.n_ctx);

@@ -58,13 +58,14 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
     return InvalidArgumentError("context " + std::to_string(options.context) +
                                 " is too small for a pipeline (at least 256 tokens)");
   }
-  ELLM_ASSIGN_OR_RETURN(g->session_,
-                        g->engine_->NewSession({.n_ctx = g->context_,
-                                                .micro_batch = options.micro_batch,
-                                                .kv_type = options.kv_type,
-                                                .kv_memory_budget = options.kv_memory_budget,
-                                                .spill_dir = options.spill_dir,
-                                                .spill_zstd_level = options.spill_zstd_level}));
+  ELLM_ASSIGN_OR_RETURN(
+      g->session_, g->engine_->NewSession({.n_ctx = g->context_,
+                                           .micro_batch = options.micro_batch,
+                                           .kv_type = options.kv_type,
+                                           .bf16_attention_weights = options.bf16_attention_weights,
+                                           .kv_memory_budget = options.kv_memory_budget,
+                                           .spill_dir = options.spill_dir,
+                                           .spill_zstd_level = options.spill_zstd_level}));
   struct stat st {};
   stat(model_path.c_str(), &st);
   std::string file = model_path.substr(model_path.find_last_of('/') + 1);
@@ -80,7 +81,9 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
     for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
   };
   mix(info().fingerprint.data(), info().fingerprint.size());
-  const auto type = static_cast<int>(options_.kv_type);
+  // (and the attention weights' precision, which the later layers' K/V
+  // depend on)
+  const int type = static_cast<int>(options_.kv_type) | (options_.bf16_attention_weights ? 256 : 0);
   mix(&type, sizeof(type));
   mix(prefix.data(), prefix.size_bytes());
   char name[40];

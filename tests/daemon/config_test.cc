@@ -67,6 +67,14 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   EXPECT_FALSE(
       ParseConfig("kafka: {session_timeout_ms: 9000, max_poll_interval_ms: 8000}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("model: {kv_type: q4}\n", "c").ok());
+  // bf16 attention weights: a known value, and only with the bf16 cache.
+  EXPECT_FALSE(ParseConfig("model: {kv_type: bf16, attn_weights: f16}\n", "c").ok());
+  auto mixed = ParseConfig("model: {kv_type: f16, attn_weights: bf16}\n", "c");
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("kv_type bf16"), std::string::npos);
+  auto bf16 = ParseConfig("model: {kv_type: bf16, attn_weights: bf16}\n", "c");
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  EXPECT_EQ(bf16->model.attn_weights, "bf16");
 }
 
 TEST(Config, ReadsAndValidatesMetricsKeys) {

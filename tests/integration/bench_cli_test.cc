@@ -53,6 +53,28 @@ TEST(BenchCli, ReportsTheKernelLevelItRan) {
   const nlohmann::json j = LastLineJson(out);
   EXPECT_EQ(j.at("isa"), "scalar");
   EXPECT_EQ(j.at("kv_type"), "q8_0");
+  EXPECT_EQ(j.at("attn_weights"), "f32");
+}
+
+// The opt-in bf16 attention weights run with the bf16 cache and are refused,
+// with the reason, with any other.
+TEST(BenchCli, Bf16AttentionWeightsNeedTheBf16Cache) {
+  ELLM_REQUIRE_MODEL(model);
+  std::string out;
+  ASSERT_EQ(RunCli("bench --model '" + model +
+                       "' --depth 70 --gen 2 --threads 2 --kv-type bf16 --attn-weights bf16 --json",
+                   &out),
+            0)
+      << out;
+  const nlohmann::json j = LastLineJson(out);
+  EXPECT_EQ(j.at("kv_type"), "bf16");
+  EXPECT_EQ(j.at("attn_weights"), "bf16");
+  EXPECT_GT(j.at("decode_tokens_per_s").get<double>(), 0.0);
+  out.clear();
+  EXPECT_NE(
+      RunCli("bench --model '" + model + "' --depth 8 --gen 1 --attn-weights bf16 --json", &out), 0)
+      << out;
+  EXPECT_NE(out.find("need the bf16 KV cache"), std::string::npos) << out;
 }
 
 // A bad KV flag is refused before the model is opened: the model path here
@@ -65,6 +87,11 @@ TEST(BenchCli, UnknownKvTypeIsRefusedBeforeTheModelLoads) {
   EXPECT_NE(out.find("unknown KV type 'q4_9'"), std::string::npos) << out;
   EXPECT_NE(out.find("f16, bf16, f32 or q8_0"), std::string::npos) << out;
   EXPECT_EQ(out.find("nonexistent"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(
+      RunCli("bench --model /nonexistent/model.gguf --depth 8 --gen 1 --attn-weights f8", &out), 2)
+      << out;
+  EXPECT_NE(out.find("--attn-weights 'f8': expected f32 or bf16"), std::string::npos) << out;
   out.clear();
   EXPECT_EQ(RunCli("perplexity --model /nonexistent/model.gguf --file /nonexistent/t.txt --ctx 64 "
                    "--kv-type q4_9",

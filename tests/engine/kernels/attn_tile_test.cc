@@ -73,6 +73,7 @@ TEST(AttnTile, AccumulateMatchesReferenceOnOddShapes) {
 // Scores and Accumulate reading 16-bit halves equal the f32 versions on the
 // widened rows bit for bit (attention picks either per tile, so batched and
 // one-token results depend on it), and the references agree the same way.
+// (ScoresBf16 computes bf16 pair dot products instead: its own tests below.)
 TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
   std::mt19937 rng(4);
   for (bool bf16 : {false, true}) {
@@ -97,10 +98,10 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
             const int64_t kh_bytes = static_cast<int64_t>(kh.size() * sizeof(uint16_t));
             scores(rows, keys, dim, q.data(), dim, kh.data(), ks, got.data(), 64, kh.data(),
                    kh_bytes);
-            for (int r = 0; r < rows; ++r) {
+            for (int r = 0; r < rows && !bf16; ++r) {
               for (int j = 0; j < keys; ++j) {
                 ASSERT_EQ(got[r * 64 + j], want[r * 64 + j])
-                    << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
+                    << "f16 " << rows << "x" << keys << "x" << dim;
               }
             }
             auto p = Random(rows * 64, rng);
@@ -115,6 +116,141 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
         }
       }
     }
+  }
+}
+
+float Bits(uint32_t b) { return std::bit_cast<float>(b); }
+
+// Queries as attention passes them to ScoresBf16 (rounded to bf16), keys
+// stored as bf16, with a few denormals, zeros of both signs and tiny values
+// whose products and sums fall below the normal range (flushed to zero).
+void Bf16Inputs(int rows, int dim, int keys, int ks, std::mt19937& rng, std::vector<float>* q,
+                std::vector<uint16_t>* kb) {
+  *q = Random(static_cast<size_t>(rows) * (dim + 3), rng);
+  auto kf = Random(static_cast<size_t>(keys) * ks, rng);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (float& x : *q) {
+    const int c = pick(rng);
+    if (c == 0) x = Bits(0x00400000u | (rng() & 0x807F0000u));  // denormal bf16
+    if (c == 1) x *= 1e-20f;                                    // products ~1e-40: denormal
+    x = quant::Bf16ToFp32(quant::Fp32ToBf16(x));
+  }
+  kb->resize(kf.size());
+  for (size_t i = 0; i < kf.size(); ++i) {
+    const int c = pick(rng);
+    (*kb)[i] = c == 0   ? static_cast<uint16_t>(0x0040u | (rng() & 0x803Fu))  // denormal
+               : c == 1 ? quant::Fp32ToBf16(kf[i] * 1e-19f)
+               : c == 2 ? static_cast<uint16_t>(0x8000u)  // -0
+                        : quant::Fp32ToBf16(kf[i]);
+  }
+}
+
+// bf16 pair dot products: the AVX2 emulation (and the AVX-512 kernels,
+// below) equal the reference bit for bit, which writes VDPBF16PS's
+// arithmetic out; and they are what plain f32 sums of the same products
+// give, up to the order of the additions.
+TEST(AttnTile, ScoresBf16EqualReferenceBitForBit) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(11);
+  for (int rows : {1, 2, 3, 4, 5, 9, 16, 17, 48}) {
+    for (int keys : {1, 2, 3, 4, 5, 64, 65}) {
+      for (int dim : {8, 13, 16, 40, 64, 256, 520}) {
+        const int ks = dim + 5, ss = 72;
+        std::vector<float> q;
+        std::vector<uint16_t> kb;
+        Bf16Inputs(rows, dim, keys, ks, rng, &q, &kb);
+        std::vector<float> want(rows * ss, -7.0f), got(rows * ss, -7.0f);
+        Ref().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss,
+                          nullptr, 0);
+        Simd().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss,
+                           kb.data(), static_cast<int64_t>(kb.size() * 2));
+        const std::string where =
+            std::to_string(rows) + "x" + std::to_string(keys) + "x" + std::to_string(dim);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+        for (int r = 0; r < rows; ++r) {
+          for (int j = 0; j < keys; ++j) {
+            double exact = 0;
+            for (int d = 0; d < dim; ++d) {
+              exact += double{q[r * (dim + 3) + d]} * quant::Bf16ToFp32(kb[j * ks + d]);
+            }
+            ASSERT_NEAR(got[r * ss + j], exact, 1e-5 * dim) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Weights rounded to bf16 (as attention rounds them for the bf16-weights
+// product), a few tiny; V rows as bf16 with denormals and zeros.
+void Bf16PairInputs(int rows, int keys, int dim, int ps, std::mt19937& rng, std::vector<float>* p,
+                    std::vector<uint16_t>* vb) {
+  *p = Random(static_cast<size_t>(rows) * ps, rng);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (float& x : *p) {
+    x = std::abs(x);
+    if (pick(rng) == 0) x *= 1e-36f;
+    x = quant::Bf16ToFp32(quant::Fp32ToBf16(x));
+  }
+  std::vector<float> unused_q;
+  Bf16Inputs(1, 1, keys, dim, rng, &unused_q, vb);  // keys x dim values, as K's
+}
+
+// The bf16-weights product: interleaving and the pair chains of the AVX2
+// emulation equal the reference bit for bit, and the result is the f32
+// weighted sum of the same (bf16) weights and values up to rounding.
+TEST(AttnTile, AccumulateBf16PairsEqualReferenceBitForBit) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(12);
+  for (int rows : {1, 2, 3, 4, 5, 8, 9, 13, 16, 48}) {
+    for (int keys : {1, 2, 3, 17, 64, 65, 130}) {
+      for (int dim : {7, 16, 24, 40, 64, 256}) {
+        const int ps = 136;
+        std::vector<float> p;
+        std::vector<uint16_t> vb;
+        Bf16PairInputs(rows, keys, dim, ps, rng, &p, &vb);
+        const size_t n_pairs = static_cast<size_t>((keys + 1) / 2) * dim;
+        std::vector<uint32_t> want_vp(n_pairs, 7u), got_vp(n_pairs, 9u);
+        Ref().interleave_bf16_pairs(keys, dim, vb.data(), dim, want_vp.data());
+        Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, got_vp.data());
+        const std::string where =
+            std::to_string(rows) + "x" + std::to_string(keys) + "x" + std::to_string(dim);
+        ASSERT_EQ(got_vp, want_vp) << where;
+        const auto o0 = Random(static_cast<size_t>(rows) * (dim + 2), rng);
+        auto want = o0, got = o0;
+        Ref().accumulate_bf16_pairs(rows, keys, dim, p.data(), ps, want_vp.data(), want.data(),
+                                    dim + 2);
+        Simd().accumulate_bf16_pairs(rows, keys, dim, p.data(), ps, got_vp.data(), got.data(),
+                                     dim + 2);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+        for (int r = 0; r < rows; ++r) {
+          for (int d = 0; d < dim; ++d) {
+            double exact = o0[r * (dim + 2) + d];
+            for (int j = 0; j < keys; ++j) {
+              exact += double{p[r * ps + j]} * quant::Bf16ToFp32(vb[j * dim + d]);
+            }
+            ASSERT_NEAR(got[r * (dim + 2) + d], exact, 1e-5 * keys) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// VDPBF16PS flushes denormal inputs and results; the reference (and so the
+// emulation) does too: a product of two tiny values is zero, not ~1e-40.
+TEST(AttnTile, ScoresBf16FlushesDenormals) {
+  const float q[16] = {1e-20f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  uint16_t k[16] = {};
+  k[0] = quant::Fp32ToBf16(1e-20f);
+  float s = 5.0f;
+  Ref().scores_bf16(1, 1, 16, q, 16, k, 16, &s, 1, nullptr, 0);
+  EXPECT_EQ(std::bit_cast<uint32_t>(s), 0u);
+  ASSERT_GT(quant::Bf16ToFp32(quant::Fp32ToBf16(1e-20f)), 0.0f);
+  if (HostCpu().Level() >= IsaLevel::kAvx2) {
+    s = 5.0f;
+    Simd().scores_bf16(1, 1, 16, q, 16, k, 16, &s, 1, nullptr, 0);
+    EXPECT_EQ(std::bit_cast<uint32_t>(s), 0u);
   }
 }
 
@@ -157,12 +293,33 @@ void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
         wide.scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, got.data(), ss,
                         kb.data(), static_cast<int64_t>(kb.size() * 2));
         ASSERT_EQ(got, want) << "f16 scores " << where;
-        Simd().scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss,
+        {
+          std::vector<float> qb;
+          std::vector<uint16_t> kd;
+          Bf16Inputs(rows, dim, keys, ks, rng, &qb, &kd);
+          Simd().scores_bf16(rows, keys, dim, qb.data(), dim + 3, kd.data(), ks, want.data(), ss,
+                             nullptr, 0);
+          wide.scores_bf16(rows, keys, dim, qb.data(), dim + 3, kd.data(), ks, got.data(), ss,
                            nullptr, 0);
-        wide.scores_bf16(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss, nullptr,
-                         0);
-        ASSERT_EQ(got, want) << "bf16 scores " << where;
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << "bf16 scores " << where;
+        }
 
+        {
+          std::vector<float> pw;
+          std::vector<uint16_t> vb;
+          Bf16PairInputs(rows, keys, dim, ss, rng, &pw, &vb);
+          std::vector<uint32_t> vp(static_cast<size_t>((keys + 1) / 2) * dim);
+          Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, vp.data());
+          const auto o0 = Random(rows * (dim + 2), rng);
+          auto o_want = o0, o_got = o0;
+          Simd().accumulate_bf16_pairs(rows, keys, dim, pw.data(), ss, vp.data(), o_want.data(),
+                                       dim + 2);
+          wide.accumulate_bf16_pairs(rows, keys, dim, pw.data(), ss, vp.data(), o_got.data(),
+                                     dim + 2);
+          ASSERT_EQ(std::memcmp(o_got.data(), o_want.data(), o_got.size() * sizeof(float)), 0)
+              << "bf16 pairs accumulate " << where;
+        }
         auto p = Random(rows * ss, rng);
         const auto o0 = Random(rows * (dim + 2), rng);
         auto o_want = o0, o_got = o0;

@@ -31,13 +31,15 @@ std::vector<float> Naive(const float* q, const std::vector<std::vector<float>>& 
   return out;
 }
 
-class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType>> {};
+// (window, KV type, bf16 attention weights)
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType, bool>> {};
 
 // Ring-buffered sliding windows, grouped-query heads and several
 // micro-batches, against the definition computed in double.
 TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   const int window = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
+  const bool bf16_weights = std::get<2>(GetParam());
   const int n_head = 4, n_kv = 2, dk = 32, dv = 64;
   // 700 positions wrap the two-block ring of the small windows.
   const int64_t n_ctx = 700, micro = 96;
@@ -70,7 +72,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
       ASSERT_TRUE(cache.Store(0, pos0 + t, keys[pos0 + t].data(), vals[pos0 + t].data()).ok());
     std::vector<float> q(n * n_head * dk), out(n * n_head * dv);
     for (float& x : q) x = nd(rng) * 0.5f;
-    AttentionShape shape{n_head, n_kv, dk, dv, window};
+    AttentionShape shape{n_head, n_kv, dk, dv, window, bf16_weights};
     ASSERT_TRUE(Attention(shape, cache, 0, q.data(), n, pos0, out.data(), pool, scratch).ok());
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
@@ -97,7 +99,13 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
 INSTANTIATE_TEST_SUITE_P(WindowsAndTypes, AttentionTest,
                          ::testing::Combine(::testing::Values(0, 1, 37, 300),
                                             ::testing::Values(KvType::kF32, KvType::kF16,
-                                                              KvType::kBF16, KvType::kQ8_0)));
+                                                              KvType::kBF16, KvType::kQ8_0),
+                                            ::testing::Values(false)));
+// The opt-in bf16 weights (2^-8 relative per weight): within bf16's tolerance.
+INSTANTIATE_TEST_SUITE_P(Bf16Weights, AttentionTest,
+                         ::testing::Combine(::testing::Values(0, 1, 37, 300),
+                                            ::testing::Values(KvType::kBF16),
+                                            ::testing::Values(true)));
 
 }  // namespace
 }  // namespace ellm::model
@@ -105,8 +113,12 @@ INSTANTIATE_TEST_SUITE_P(WindowsAndTypes, AttentionTest,
 namespace ellm::model {
 namespace {
 
-// Decoding one token at a time gives exactly what a batched prefill gives.
-TEST(Attention, OneTokenAtATimeEqualsBatched) {
+// Decoding one token at a time gives exactly what a batched prefill gives,
+// for f16 K/V (widened, then f32 products), bf16 (bf16 pair dot products
+// for the scores) and bf16 with bf16 weights (pair dot products for both).
+class OneTokenTest : public ::testing::TestWithParam<std::tuple<KvType, bool>> {};
+
+TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
   const int n_head = 4, n_kv = 1, dk = 64, dv = 64;
   const int64_t n_ctx = 1500;
   const int window = 300;  // and a sliding layer, whose lower bound moves
@@ -126,7 +138,7 @@ TEST(Attention, OneTokenAtATimeEqualsBatched) {
     ko.windows = {0, window};
     ko.n_ctx = n_ctx;
     ko.micro_batch = micro;
-    ko.type = KvType::kF16;
+    ko.type = std::get<0>(GetParam());
     auto cache = kv::KvCache::Create(ko);
     ASSERT_TRUE(cache.ok());
     AttentionScratch scratch;
@@ -137,8 +149,8 @@ TEST(Attention, OneTokenAtATimeEqualsBatched) {
         for (int64_t t = pos0; t < pos0 + n; ++t) {
           ASSERT_TRUE((*cache)->Store(il, t, &k[t * dk], &v[t * dv]).ok());
         }
-        ASSERT_TRUE(Attention({n_head, n_kv, dk, dv, il == 0 ? 0 : window}, **cache, il,
-                              &q[pos0 * n_head * dk], n, pos0,
+        ASSERT_TRUE(Attention({n_head, n_kv, dk, dv, il == 0 ? 0 : window, std::get<1>(GetParam())},
+                              **cache, il, &q[pos0 * n_head * dk], n, pos0,
                               &out[(il * n_ctx + pos0) * n_head * dv], pool, scratch)
                         .ok());
       }
@@ -150,6 +162,11 @@ TEST(Attention, OneTokenAtATimeEqualsBatched) {
     ASSERT_EQ(outs[0][i], outs[2][i]) << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(HalfTypes, OneTokenTest,
+                         ::testing::Values(std::tuple{KvType::kF16, false},
+                                           std::tuple{KvType::kBF16, false},
+                                           std::tuple{KvType::kBF16, true}));
 
 }  // namespace
 }  // namespace ellm::model

@@ -65,7 +65,8 @@ enum class KvType {
   // reads one clause differently, so the switch waits for a bigger model).
   kF16 = 0,
   kF32 = 1,   // no rounding at all
-  kBF16 = 2,  // f32's range (never overflows); perplexity as f16's, same bytes and speed
+  kBF16 = 2,  // f32's range (never overflows); perplexity as f16's, same bytes; Q.K by
+              // bf16 pair dot products (exact products, f32 sums; 2x with AVX512_BF16)
   kQ8_0 = 3,  // blocks of 32 int8 with an f16 scale: about half of f16's bytes
 };
 // "f16", "f32", "bf16", "q8_0"; and back (error naming the accepted names).
@@ -81,6 +82,11 @@ struct SessionOptions {
   int64_t n_ctx = 4096;       // positions this session may reach
   int64_t micro_batch = 256;  // tokens per forward step during prefill
   KvType kv_type = KvType::kF16;
+  // Opt-in, bf16 KV only: attention's weights (the softmax probabilities)
+  // rounded to bf16 for the product with V, done by bf16 pair dot products
+  // (twice the f32 rate where the CPU has AVX512_BF16); the default keeps
+  // them f32. Changes results slightly (README: perplexity).
+  bool bf16_attention_weights = false;
   // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
   // layers beyond it are spilled, compressed, to spill_dir and read back
   // when attention needs them; results are bit-identical either way.

@@ -25,7 +25,8 @@ struct GeneratorOptions {
   int64_t context = 32768;
   int64_t micro_batch = 256;
   KvType kv_type = KvType::kF16;
-  uint64_t kv_memory_budget = 0;  // bytes; see SessionOptions
+  bool bf16_attention_weights = false;  // see SessionOptions
+  uint64_t kv_memory_budget = 0;        // bytes; see SessionOptions
   std::string spill_dir;
   int spill_zstd_level = 1;
   // Prefix reuse: saved KV states of shared prompt prefixes (a contract
