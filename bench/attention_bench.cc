@@ -150,7 +150,7 @@ void BM_AttnTile(benchmark::State& state) {
       benchmark::DoNotOptimize(s.data());
     } else {
       if (pairs) {
-        k.interleave_bf16_pairs(keys, dim, kvb.data(), dim, vp.data());
+        k.interleave_bf16_pairs(keys, dim, kvb.data(), dim, vp.data(), nullptr, 0);
         k.accumulate_bf16_pairs(rows, keys, dim, s.data(), keys, vp.data(), o.data(), dim);
       } else if (bf16) {
         k.accumulate_bf16(rows, keys, dim, s.data(), keys, kvb.data(), dim, o.data(), dim, nullptr,

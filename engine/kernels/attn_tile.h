@@ -27,7 +27,8 @@
 //     another order.
 //   InterleaveBf16Pairs(keys, dim, v, vs, vp): V rows as pairs for the
 //     next kernel: vp[m * dim + d] = v[2m][d] | v[2m + 1][d] << 16, the
-//     missing row of an odd count as zeros.
+//     missing row of an odd count as zeros. Takes a range to prefetch as
+//     the fused kernels do (decode: the next tile's V).
 //   AccumulateBf16Pairs(rows, keys, dim, p, ps, vp, o, os): Accumulate with
 //     the weights taken as bf16 (the top halves of p: exact for weights
 //     rounded to bf16 beforehand) and V as pairs, in VDPBF16PS's order:
@@ -76,7 +77,7 @@ struct AttnTileKernels {
   HalfAccumulate accumulate_bf16;
   void (*q8_0_to_f32)(int64_t n, const uint8_t* src, float* dst);
   void (*interleave_bf16_pairs)(int keys, int dim, const uint16_t* v, int64_t v_stride,
-                                uint32_t* vp);
+                                uint32_t* vp, const void* prefetch, int64_t prefetch_bytes);
   void (*accumulate_bf16_pairs)(int rows, int keys, int dim, const float* p, int64_t p_stride,
                                 const uint32_t* vp, float* o, int64_t o_stride);
 };

@@ -309,8 +309,10 @@ void ScoresBf16(int rows, int keys, int dim, const float* q, int64_t qs, const u
 
 // ---- InterleaveBf16Pairs, AccumulateBf16Pairs (attn_tile.h) ----
 
-void InterleaveBf16Pairs(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp) {
+void InterleaveBf16Pairs(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp,
+                         const void* prefetch, int64_t prefetch_bytes) {
   const int d16 = dim & ~15;
+  SpreadPrefetch pf(prefetch, prefetch_bytes, int64_t{(keys + 1) / 2} * std::max(1, d16 / 16));
   for (int m = 0; 2 * m < keys; ++m) {
     const uint16_t* a = v + 2 * m * vs;
     const bool odd = 2 * m + 1 < keys;
@@ -318,6 +320,7 @@ void InterleaveBf16Pairs(int keys, int dim, const uint16_t* v, int64_t vs, uint3
     uint32_t* out = vp + int64_t{m} * dim;
     int d = 0;
     for (; d < d16; d += 16) {
+      pf.Step();
       const __m256i x = Load16Bf16(a + d);
       const __m256i y = odd ? Load16Bf16(b + d) : _mm256_setzero_si256();
       // Per 128-bit lane: lo = pairs of values 0-3 (and 8-11), hi = 4-7 (12-15).
@@ -329,6 +332,7 @@ void InterleaveBf16Pairs(int keys, int dim, const uint16_t* v, int64_t vs, uint3
     }
     for (; d < dim; ++d) out[d] = a[d] | (odd ? uint32_t{b[d]} << 16 : 0u);
   }
+  pf.Finish();
 }
 
 // One output element's chain in scalar (the columns past the last multiple

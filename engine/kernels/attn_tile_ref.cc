@@ -80,7 +80,8 @@ void ScoresBf16Ref(int rows, int keys, int dim, const float* q, int64_t qs, cons
   }
 }
 
-void InterleaveBf16PairsRef(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp) {
+void InterleaveBf16PairsRef(int keys, int dim, const uint16_t* v, int64_t vs, uint32_t* vp,
+                            const void*, int64_t) {
   for (int m = 0; 2 * m < keys; ++m) {
     for (int d = 0; d < dim; ++d) {
       const uint32_t odd = 2 * m + 1 < keys ? v[(2 * m + 1) * vs + d] : 0u;

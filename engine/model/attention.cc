@@ -254,9 +254,10 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       const auto* v16 = reinterpret_cast<const uint16_t*>(v_rows);
       if (lead == 1) {
         for (int d = 0; d < dv; ++d) vpairs[static_cast<size_t>(d)] = uint32_t{v16[d]} << 16;
-        kern.interleave_bf16_pairs(nk - 1, dv, v16 + dv, dv, vpairs.data() + dv);
+        kern.interleave_bf16_pairs(nk - 1, dv, v16 + dv, dv, vpairs.data() + dv, next_v,
+                                   next_v_bytes);
       } else {
-        kern.interleave_bf16_pairs(nk, dv, v16, dv, vpairs.data());
+        kern.interleave_bf16_pairs(nk, dv, v16, dv, vpairs.data(), next_v, next_v_bytes);
       }
     } else if (!fused) {
       const bool in_place = plan.type == KvType::kF32;

@@ -211,8 +211,10 @@ TEST(AttnTile, AccumulateBf16PairsEqualReferenceBitForBit) {
         Bf16PairInputs(rows, keys, dim, ps, rng, &p, &vb);
         const size_t n_pairs = static_cast<size_t>((keys + 1) / 2) * dim;
         std::vector<uint32_t> want_vp(n_pairs, 7u), got_vp(n_pairs, 9u);
-        Ref().interleave_bf16_pairs(keys, dim, vb.data(), dim, want_vp.data());
-        Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, got_vp.data());
+        Ref().interleave_bf16_pairs(keys, dim, vb.data(), dim, want_vp.data(), nullptr, 0);
+        // With a prefetch range (the rows themselves): a hint only.
+        Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, got_vp.data(), vb.data(),
+                                     static_cast<int64_t>(vb.size() * 2));
         const std::string where =
             std::to_string(rows) + "x" + std::to_string(keys) + "x" + std::to_string(dim);
         ASSERT_EQ(got_vp, want_vp) << where;
@@ -310,7 +312,7 @@ void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
           std::vector<uint16_t> vb;
           Bf16PairInputs(rows, keys, dim, ss, rng, &pw, &vb);
           std::vector<uint32_t> vp(static_cast<size_t>((keys + 1) / 2) * dim);
-          Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, vp.data());
+          Simd().interleave_bf16_pairs(keys, dim, vb.data(), dim, vp.data(), nullptr, 0);
           const auto o0 = Random(rows * (dim + 2), rng);
           auto o_want = o0, o_got = o0;
           Simd().accumulate_bf16_pairs(rows, keys, dim, pw.data(), ss, vp.data(), o_want.data(),
