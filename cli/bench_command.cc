@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
     "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16] [--kv-budget MIB]\n"
-    "         [--spill-dir DIR]\n";
+    "         [--spill-dir DIR] [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 
 // This process's own peak: VmHWM belongs to the address space exec made.
 // getrusage's ru_maxrss is kept across execve, so a parent that forked us
@@ -88,6 +88,7 @@ Status Run(const Flags& f) {
       // The kernels' level (ELLM_ISA caps it): "avx2", "avx512vnni", ...
       {"isa", IsaLevelName(HostCpu().Level())},
   };
+  AddSparseSettings(so.sparse_attention, &out);
   AddKvStats(session->kv_stats(), &out);
   std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());
   return OkStatus();

@@ -5,7 +5,8 @@
 namespace ellm::cli {
 
 std::vector<std::string> KvFlagNames() {
-  return {"kv-type", "attn-weights", "kv-budget", "spill-dir"};
+  return {"kv-type",     "attn-weights", "kv-budget",   "spill-dir",
+          "sparse-attn", "sparse-sink",  "sparse-local"};
 }
 
 Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
@@ -19,6 +20,19 @@ Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
     }
     o->bf16_attention_weights = w == "bf16";
   }
+  SparseAttentionOptions& sp = o->sparse_attention;
+  ELLM_ASSIGN_OR_RETURN(int64_t top_k, f.GetInt("sparse-attn", sp.top_k_blocks));
+  ELLM_ASSIGN_OR_RETURN(int64_t sink, f.GetInt("sparse-sink", sp.sink_tokens));
+  ELLM_ASSIGN_OR_RETURN(int64_t local, f.GetInt("sparse-local", sp.local_tokens));
+  for (auto [name, v] : {std::pair{"--sparse-attn", top_k}, std::pair{"--sparse-sink", sink},
+                         std::pair{"--sparse-local", local}}) {
+    if (v < 0 || v > (int64_t{1} << 24)) {
+      return InvalidArgumentError(std::string(name) + " must be in [0, 16777216]");
+    }
+  }
+  sp.top_k_blocks = static_cast<int>(top_k);
+  sp.sink_tokens = static_cast<int>(sink);
+  sp.local_tokens = static_cast<int>(local);
   ELLM_ASSIGN_OR_RETURN(int64_t mib, f.GetInt("kv-budget", 0));
   if (mib < 0) return InvalidArgumentError("--kv-budget must be >= 0 (MiB)");
   if (mib > 0) o->kv_memory_budget = static_cast<uint64_t>(mib) << 20;
@@ -36,6 +50,14 @@ void AddKvStats(const KvStats& st, nlohmann::json* out) {
   (*out)["kv_compression_ratio"] = st.compression_ratio();
   (*out)["kv_peak_resident_bytes"] = st.peak_resident_bytes;
   (*out)["kv_read_back_bytes"] = st.read_back_bytes;
+}
+
+void AddSparseSettings(const SparseAttentionOptions& o, nlohmann::json* out) {
+  (*out)["sparse_attention"] = o.top_k_blocks;
+  if (o.top_k_blocks > 0) {
+    (*out)["sparse_sink_tokens"] = o.sink_tokens;
+    (*out)["sparse_local_tokens"] = o.local_tokens;
+  }
 }
 
 }  // namespace ellm::cli

@@ -1,9 +1,13 @@
 // Command-line flags shared by the commands that run the engine:
-//   --kv-type bf16|f16|f32|q8_0   KV cache storage (default f16)
+//   --kv-type bf16|f16|f32|q8_0   KV cache storage (default bf16)
 //   --attn-weights f32|bf16       attention weights for the product with V
 //                                 (bf16: opt-in, needs --kv-type bf16)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
+//   --sparse-attn K               approximate attention in full-attention layers:
+//                                 the top K blocks of 64 keys (0 = off, the default)
+//   --sparse-sink N, --sparse-local N   the keys always read: the first N, and the
+//                                 N before each query tile (default 64, 1024)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,5 +24,8 @@ std::vector<std::string> KvFlagNames();
 Status ApplyKvFlags(const Flags& f, SessionOptions* o);
 // KV statistics as JSON fields (kv_spilled_bytes, kv_compression_ratio, ...).
 void AddKvStats(const KvStats& st, nlohmann::json* out);
+// The sparse attention settings as JSON fields (sparse_attention: top-k
+// blocks, 0 = off; sparse_sink_tokens, sparse_local_tokens when on).
+void AddSparseSettings(const SparseAttentionOptions& o, nlohmann::json* out);
 
 }  // namespace ellm::cli

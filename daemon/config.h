@@ -17,10 +17,15 @@ struct ModelConfig {
   // Tokens of context per job (capped at the model's training context).
   int context = 32768;
   int micro_batch = 256;
-  std::string kv_type = "f16";  // f16, bf16, f32 or q8_0
+  std::string kv_type = "bf16";  // bf16, f16, f32 or q8_0
   // Attention weights in the product with V: f32, or bf16 (opt-in, needs
   // kv_type bf16: faster where the CPU has AVX512_BF16, results change slightly).
   std::string attn_weights = "f32";
+  // Approximate attention in full-attention layers (SparseAttentionOptions):
+  // the top sparse_top_k blocks of 64 keys; 0 = off (exact, the default).
+  int sparse_top_k = 0;
+  int sparse_sink = 64;
+  int sparse_local = 1024;
   std::string numa = "off";  // off, distribute, isolate, replicate
   int numa_node = -1;        // isolate: the node; -1 = the first
   bool mlock = false;        // lock weights and KV cache in RAM

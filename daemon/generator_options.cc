@@ -13,8 +13,11 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   o.context = config.model.context;
   o.micro_batch = config.model.micro_batch;
   auto type = ParseKvType(config.model.kv_type);
-  o.kv_type = type.ok() ? *type : KvType::kF16;
+  o.kv_type = type.ok() ? *type : KvType::kBF16;
   o.bf16_attention_weights = config.model.attn_weights == "bf16";
+  o.sparse_attention = {.top_k_blocks = config.model.sparse_top_k,
+                        .sink_tokens = config.model.sparse_sink,
+                        .local_tokens = config.model.sparse_local};
   o.kv_memory_budget = static_cast<uint64_t>(config.kv.memory_budget_mib) << 20;
   o.spill_dir = config.kv.spill_dir;
   o.spill_zstd_level = config.kv.spill_zstd_level;

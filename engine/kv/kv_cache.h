@@ -79,7 +79,7 @@ struct KvCacheOptions {
   std::vector<int> windows;  // per layer: 0 = full attention, else the sliding window
   int64_t n_ctx = 0;
   int64_t micro_batch = 1;  // most positions stored between two reads
-  KvType type = KvType::kF16;
+  KvType type = KvType::kBF16;
   uint64_t memory_budget = 0;  // resident bytes allowed; 0 = no limit
   std::string spill_dir;       // required when memory_budget > 0
   int zstd_level = 1;

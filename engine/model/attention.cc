@@ -16,6 +16,7 @@ using kv::kBlockPositions;
 // stay in L2 while every row of the task's tile is folded in.
 constexpr int kKeyTile = 64;
 static_assert(kBlockPositions % kKeyTile == 0, "a key tile never straddles two blocks");
+static_assert(kSparseBlock == kKeyTile, "sparse attention keeps or skips whole key tiles");
 // Query rows per task. A full-attention layer converts each key tile (and
 // streams it from memory: 32 MiB of f16 K/V per 32K positions) once per
 // row tile, so its tiles are large: 256 rows (64 tokens of a 4-query-head
@@ -151,9 +152,11 @@ TaskState StateOf(const Plan& plan, std::vector<float>& state, int64_t task) {
 }
 
 // Folds keys [j_lo, j_hi] of one chunk into one task's rows.
+// keep: sparse attention's choice for this task's row tile, by absolute key
+// tile (nullptr: every tile).
 void RunTask(const Plan& plan, const kv::KvCache& cache,
              const std::vector<kv::KvCache::BlockView>& views, const float* q, int64_t task,
-             int64_t j_lo, int64_t j_hi, std::vector<float>& state) {
+             int64_t j_lo, int64_t j_hi, std::vector<float>& state, const uint8_t* keep) {
   const AttentionShape& sh = plan.shape;
   const kernels::AttnTileKernels& kern = kernels::GetAttnTile();
   const int64_t per_head = plan.n_tiles * plan.splits;
@@ -205,6 +208,7 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   for (int64_t j0 = lo / kKeyTile * kKeyTile; j0 <= hi; j0 += kKeyTile) {
     // Tiles go to splits by absolute index: the same in every call.
     if ((j0 / kKeyTile) % plan.splits != split) continue;
+    if (keep != nullptr && keep[j0 / kKeyTile] == 0) continue;
     const int64_t a = std::max(j0, lo), b = std::min(j0 + kKeyTile - 1, hi);
     const int nk = static_cast<int>(b - a + 1);
     const kv::KvCache::BlockView& view =
@@ -226,7 +230,10 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     const uint8_t* next_v = nullptr;
     int64_t next_k_bytes = 0, next_v_bytes = 0;
     if (fused) {
-      const int64_t next = j0 + int64_t{plan.splits} * kKeyTile;
+      int64_t next = j0 + int64_t{plan.splits} * kKeyTile;
+      while (keep != nullptr && next <= hi && keep[next / kKeyTile] == 0) {
+        next += int64_t{plan.splits} * kKeyTile;
+      }
       if (next <= hi) {
         const int64_t nb = (next - chunk_first) / kBlockPositions;
         const kv::KvCache::BlockView& nv = views[static_cast<size_t>(nb)];
@@ -355,6 +362,108 @@ void Finish(const Plan& plan, std::vector<float>& state, float* out) {
   }
 }
 
+// Brings layer il's block bounds up to date (attention.h SparseSummaries):
+// blocks holding positions from pos0 on are recomputed, up to the last
+// complete one.
+Status UpdateSummaries(const AttentionShape& sh, kv::KvCache& cache, int il, int64_t pos0,
+                       int64_t n_tokens, SparseSummaries& sum) {
+  const int dk = sh.head_dim_k;
+  const int64_t width = int64_t{sh.n_head_kv} * 2 * dk;
+  sum.blocks = std::min(sum.blocks, pos0 / kSparseBlock);
+  const int64_t complete = (pos0 + n_tokens) / kSparseBlock;
+  if (sum.blocks >= complete) return OkStatus();
+  sum.bounds.resize(static_cast<size_t>(complete * width));
+  constexpr int64_t kPerCacheBlock = kBlockPositions / kSparseBlock;
+  const size_t k_row_bytes = cache.k_row_bytes();
+  std::vector<kv::KvCache::BlockView> views;
+  std::vector<float> kbuf(static_cast<size_t>(kSparseBlock) * dk);
+  int64_t b = sum.blocks;
+  while (b < complete) {
+    const int64_t cb0 = b / kPerCacheBlock;
+    const int64_t cb1 = std::min((complete - 1) / kPerCacheBlock + 1, cb0 + kv::kMaxChunkBlocks);
+    ELLM_RETURN_IF_ERROR(cache.Acquire(il, cb0, cb1, &views));
+    for (const int64_t end = std::min(complete, cb1 * kPerCacheBlock); b < end; ++b) {
+      const kv::KvCache::BlockView& view = views[static_cast<size_t>(b / kPerCacheBlock - cb0)];
+      const int64_t row0 = b * kSparseBlock - view.first_pos;
+      for (int kvh = 0; kvh < sh.n_head_kv; ++kvh) {
+        const float* k = ToF32(cache.type(), view.slices[kvh] + row0 * k_row_bytes, kSparseBlock,
+                               dk, k_row_bytes, kbuf.data(), dk);
+        float* mx = sum.bounds.data() + (b * sh.n_head_kv + kvh) * 2 * dk;
+        float* mn = mx + dk;
+        std::copy(k, k + dk, mx);
+        std::copy(k, k + dk, mn);
+        for (int j = 1; j < kSparseBlock; ++j) {
+          for (int d = 0; d < dk; ++d) {
+            mx[d] = std::max(mx[d], k[j * dk + d]);
+            mn[d] = std::min(mn[d], k[j * dk + d]);
+          }
+        }
+      }
+    }
+  }
+  sum.blocks = complete;
+  return OkStatus();
+}
+
+// Sparse attention's choice: keep[(kvh * n_tiles + tile) * n_key_tiles + j]
+// says whether that row tile reads key tile j. The sink, the local window
+// (from local_tokens before the tile's first row) and the top_k middle
+// tiles by bound are kept: a tile's bound is the most any of the row tile's
+// queries q can score against it, sum_d max(q_d max_d, q_d min_d), computed
+// as one product of [q+, q-] rows with [max, min] rows.
+void SelectKeyTiles(const Plan& plan, const float* q, const SparseSummaries& sum,
+                    int64_t n_key_tiles, std::vector<uint8_t>& keep, ThreadPool& pool) {
+  const AttentionShape& sh = plan.shape;
+  const int dk = sh.head_dim_k;
+  const int64_t base_tasks = int64_t{sh.n_head_kv} * plan.n_tiles;
+  keep.assign(static_cast<size_t>(base_tasks * n_key_tiles), 1);
+  const int64_t sink_tiles = (int64_t{sh.sparse.sink_tokens} + kKeyTile - 1) / kKeyTile;
+  const int64_t top_k = sh.sparse.top_k_blocks;
+  const int64_t q_row = int64_t{sh.n_head} * dk;
+  pool.ParallelFor(base_tasks, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> qq, ub, best;
+    thread_local std::vector<int64_t> order;
+    for (int64_t bt = begin; bt < end; ++bt) {
+      const int kvh = static_cast<int>(bt / plan.n_tiles);
+      const int64_t t0 = (bt % plan.n_tiles) * plan.tile_tokens;
+      const int64_t t1 = std::min(plan.n_tokens, t0 + plan.tile_tokens);
+      const int64_t local_first =
+          std::max<int64_t>(0, plan.pos0 + t0 - sh.sparse.local_tokens) / kKeyTile;
+      const int64_t m0 = std::min(sink_tiles, local_first), m1 = local_first;
+      const int64_t n_mid = m1 - m0;
+      if (n_mid <= top_k) continue;
+      const int rows = static_cast<int>((t1 - t0) * plan.group);
+      qq.resize(static_cast<size_t>(rows) * 2 * dk);
+      for (int r = 0; r < rows; ++r) {
+        const float* src =
+            q + (t0 + r / plan.group) * q_row + int64_t{kvh * plan.group + r % plan.group} * dk;
+        float* dst = qq.data() + int64_t{r} * 2 * dk;
+        for (int d = 0; d < dk; ++d) {
+          dst[d] = std::max(src[d], 0.0f);
+          dst[dk + d] = std::min(src[d], 0.0f);
+        }
+      }
+      ub.resize(static_cast<size_t>(rows * n_mid));
+      kernels::GetAttnTile().scores(rows, static_cast<int>(n_mid), 2 * dk, qq.data(), 2 * dk,
+                                    sum.bounds.data() + (m0 * sh.n_head_kv + kvh) * 2 * dk,
+                                    int64_t{sh.n_head_kv} * 2 * dk, ub.data(), n_mid);
+      best.assign(ub.begin(), ub.begin() + n_mid);
+      for (int r = 1; r < rows; ++r) {
+        const float* u = ub.data() + r * n_mid;
+        for (int64_t m = 0; m < n_mid; ++m) best[m] = std::max(best[m], u[m]);
+      }
+      order.resize(static_cast<size_t>(n_mid));
+      for (int64_t m = 0; m < n_mid; ++m) order[m] = m;
+      std::nth_element(
+          order.begin(), order.begin() + top_k, order.end(),
+          [&](int64_t a, int64_t b) { return best[a] > best[b] || (best[a] == best[b] && a < b); });
+      uint8_t* kp = keep.data() + bt * n_key_tiles;
+      std::fill(kp + m0, kp + m1, uint8_t{0});
+      for (int64_t i = 0; i < top_k; ++i) kp[m0 + order[i]] = 1;
+    }
+  });
+}
+
 // True when placement steers: one valid range per KV head, not all of
 // them the whole pool (one node, or kOff, keeps dynamic claiming).
 bool Steers(const AttentionPlacement& placement, int n_head_kv, int threads) {
@@ -378,7 +487,8 @@ AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il) {
 
 Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
                  int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
-                 AttentionScratch& scratch, const AttentionPlacement& placement) {
+                 AttentionScratch& scratch, const AttentionPlacement& placement,
+                 SparseSummaries* summaries) {
   Plan plan{};
   plan.shape = shape;
   plan.type = cache.type();
@@ -418,19 +528,42 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     });
     qr = scratch.q.data();
   }
+  // Sparse: which key tiles each row tile reads (none skipped while the
+  // context is short).
+  const bool sparse = shape.window == 0 && shape.sparse.top_k_blocks > 0 && summaries != nullptr;
+  const int64_t n_key_tiles = k_last / kKeyTile + 1;
+  if (sparse) {
+    ELLM_RETURN_IF_ERROR(UpdateSummaries(shape, cache, il, pos0, n_tokens, *summaries));
+    SelectKeyTiles(plan, qr, *summaries, n_key_tiles, scratch.keep, pool);
+  }
+  auto keep_of = [&](int64_t task) -> const uint8_t* {
+    return sparse ? scratch.keep.data() + (task / plan.splits) * n_key_tiles : nullptr;
+  };
+  // A chunk no row tile reads is not acquired (nor read back when spilled).
+  auto chunk_read = [&](int64_t c0, int64_t c1) {
+    if (!sparse) return true;
+    const int64_t j0 = c0 * kBlockPositions / kKeyTile;
+    const int64_t j1 = std::min(n_key_tiles, c1 * kBlockPositions / kKeyTile);
+    for (int64_t bt = 0; bt < base_tasks; ++bt) {
+      const uint8_t* kp = scratch.keep.data() + bt * n_key_tiles;
+      if (std::find(kp + j0, kp + j1, uint8_t{1}) != kp + j1) return true;
+    }
+    return false;
+  };
   const bool steer = Steers(placement, shape.n_head_kv, pool.size());
   const int64_t per_head = plan.n_tiles * plan.splits;
   std::vector<kv::KvCache::BlockView> views;
   const int64_t b_first = k_first / kBlockPositions, b_last = k_last / kBlockPositions;
   for (int64_t c0 = b_first; c0 <= b_last; c0 += kv::kMaxChunkBlocks) {
     const int64_t c1 = std::min(b_last + 1, c0 + kv::kMaxChunkBlocks);
+    if (!chunk_read(c0, c1)) continue;
     ELLM_RETURN_IF_ERROR(cache.Acquire(il, c0, c1, &views));
     const int64_t j_lo = std::max(k_first, c0 * kBlockPositions);
     const int64_t j_hi = std::min(k_last, c1 * kBlockPositions - 1);
     if (!steer) {
       pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
-          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state);
+          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state, keep_of(task));
         }
       });
       continue;
@@ -443,7 +576,8 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
         if (!r.Contains(thread)) continue;
         for (int64_t i = thread - r.begin; i < per_head; i += r.size()) {
           if (placement.on_task) placement.on_task(thread, kvh);
-          RunTask(plan, cache, views, qr, kvh * per_head + i, j_lo, j_hi, scratch.state);
+          const int64_t task = kvh * per_head + i;
+          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state, keep_of(task));
         }
       }
     });

@@ -42,6 +42,20 @@ struct AttentionShape {
   // With a bf16 cache: weights rounded to bf16 and the product with V done
   // by bf16 pair dot products (attn_tile.h AccumulateBf16Pairs).
   bool bf16_weights = false;
+  // Approximate attention (SessionOptions::sparse_attention), full-attention
+  // layers only; top_k_blocks 0 = exact.
+  SparseAttentionOptions sparse;
+};
+
+// Per layer, for sparse attention: the bounds of every complete block of
+// kSparseBlock keys, [block][kv head][2 * head_dim_k] (the keys' per-dimension
+// max, then min), for blocks [0, blocks). Attention brings them up to date
+// (blocks holding positions it is given are recomputed: a rewound cache is
+// followed).
+inline constexpr int kSparseBlock = 64;
+struct SparseSummaries {
+  std::vector<float> bounds;
+  int64_t blocks = 0;
 };
 
 // Which pool threads run each KV head's tasks.
@@ -62,14 +76,19 @@ AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il);
 struct AttentionScratch {
   std::vector<float> state;
   std::vector<float> q;  // the call's queries rounded to K's precision
+  // Sparse attention: per row tile and KV head, which key tiles it reads.
+  std::vector<uint8_t> keep;
 };
 
 // q:   [n_tokens, n_head * head_dim_k], already scaled; token t is at position pos0 + t.
 // out: [n_tokens, n_head * head_dim_v].
 // REQUIRES: K/V rows for positions up to pos0 + n_tokens - 1 are in `cache`
 // for layer il. Errors: only from reading spilled blocks back.
+// `summaries`: layer il's, required when shape.sparse is on for a
+// full-attention layer (ignored otherwise).
 Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
                  int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
-                 AttentionScratch& scratch, const AttentionPlacement& placement = {});
+                 AttentionScratch& scratch, const AttentionPlacement& placement = {},
+                 SparseSummaries* summaries = nullptr);
 
 }  // namespace ellm::model

@@ -25,7 +25,7 @@ using model::Layer;
 // Scratch buffers sized for one micro-batch, reused across calls.
 struct Session::State {
   State(const model::Model& m, const SessionOptions& o, std::unique_ptr<kv::KvCache> kv)
-      : cache(std::move(kv)), bf16_weights(o.bf16_attention_weights) {
+      : cache(std::move(kv)), bf16_weights(o.bf16_attention_weights), sparse(o.sparse_attention) {
     const HParams& hp = m.hparams();
     const int64_t mb = o.micro_batch;
     micro_batch = mb;
@@ -37,9 +37,12 @@ struct Session::State {
     attn.resize(mb * hp.n_head * hp.head_dim_v);
     gate.resize(mb * hp.n_ff);
     up.resize(mb * hp.n_ff);
+    if (sparse.top_k_blocks > 0) summaries.resize(m.layers().size());
   }
   std::unique_ptr<kv::KvCache> cache;
   bool bf16_weights = false;  // SessionOptions::bf16_attention_weights
+  SparseAttentionOptions sparse;
+  std::vector<model::SparseSummaries> summaries;  // per layer, with sparse attention
   int64_t micro_batch;
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<uint8_t> emb_row;  // one stored embedding row, unpacked
@@ -158,9 +161,11 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
                                   hp.head_dim_k,
                                   hp.head_dim_v,
                                   l.sliding ? hp.sliding_window : 0,
-                                  s.bf16_weights};
+                                  s.bf16_weights,
+                                  s.sparse};
       ELLM_RETURN_IF_ERROR(model::Attention(shape, *s.cache, il, s.q.data(), n, pos0, s.attn.data(),
-                                            pool, s.attn_scratch, s.attn_placement[il]));
+                                            pool, s.attn_scratch, s.attn_placement[il],
+                                            s.summaries.empty() ? nullptr : &s.summaries[il]));
       ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
         NormRows(pool, s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
@@ -367,6 +372,11 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
     return InvalidArgumentError("context " + std::to_string(options.n_ctx) +
                                 " exceeds the model's training context " +
                                 std::to_string(info_.n_ctx_train));
+  }
+  const SparseAttentionOptions& sp = options.sparse_attention;
+  if (sp.top_k_blocks < 0 || sp.sink_tokens < 0 || sp.local_tokens < 0) {
+    return InvalidArgumentError(
+        "sparse attention needs top_k_blocks, sink_tokens and local_tokens >= 0");
   }
   if (options.bf16_attention_weights && options.kv_type != KvType::kBF16) {
     return InvalidArgumentError(

@@ -65,7 +65,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
                                            .bf16_attention_weights = options.bf16_attention_weights,
                                            .kv_memory_budget = options.kv_memory_budget,
                                            .spill_dir = options.spill_dir,
-                                           .spill_zstd_level = options.spill_zstd_level}));
+                                           .spill_zstd_level = options.spill_zstd_level,
+                                           .sparse_attention = options.sparse_attention}));
   struct stat st {};
   stat(model_path.c_str(), &st);
   std::string file = model_path.substr(model_path.find_last_of('/') + 1);
@@ -81,10 +82,15 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
     for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
   };
   mix(info().fingerprint.data(), info().fingerprint.size());
-  // (and the attention weights' precision, which the later layers' K/V
-  // depend on)
+  // (and the attention weights' precision and sparse attention, which the
+  // later layers' K/V depend on; exact attention hashes as it always did)
   const int type = static_cast<int>(options_.kv_type) | (options_.bf16_attention_weights ? 256 : 0);
   mix(&type, sizeof(type));
+  const SparseAttentionOptions& sp = options_.sparse_attention;
+  if (sp.top_k_blocks > 0) {
+    const int sparse[3] = {sp.top_k_blocks, sp.sink_tokens, sp.local_tokens};
+    mix(sparse, sizeof(sparse));
+  }
   mix(prefix.data(), prefix.size_bytes());
   char name[40];
   std::snprintf(name, sizeof(name), "%016llx-%zu.kvs", static_cast<unsigned long long>(h),

@@ -75,6 +75,17 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   auto bf16 = ParseConfig("model: {kv_type: bf16, attn_weights: bf16}\n", "c");
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
   EXPECT_EQ(bf16->model.attn_weights, "bf16");
+  // Sparse attention: off by default, non-negative settings.
+  auto none = ParseConfig("", "c");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->model.sparse_top_k, 0);
+  EXPECT_FALSE(ParseConfig("model: {sparse_top_k: -1}\n", "c").ok());
+  EXPECT_FALSE(ParseConfig("model: {sparse_local: -5}\n", "c").ok());
+  auto sparse = ParseConfig("model: {sparse_top_k: 48, sparse_sink: 128}\n", "c");
+  ASSERT_TRUE(sparse.ok()) << sparse.status().ToString();
+  EXPECT_EQ(sparse->model.sparse_top_k, 48);
+  EXPECT_EQ(sparse->model.sparse_sink, 128);
+  EXPECT_EQ(sparse->model.sparse_local, 1024);
 }
 
 TEST(Config, ReadsAndValidatesMetricsKeys) {

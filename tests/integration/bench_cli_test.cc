@@ -36,7 +36,8 @@ TEST(BenchCli, JsonCarriesTheContractKeys) {
   // The mapped model alone is ~240 MB; a few GB would be a leak.
   EXPECT_GT(j.at("peak_rss_bytes").get<uint64_t>(), uint64_t{100} << 20);
   EXPECT_LT(j.at("peak_rss_bytes").get<uint64_t>(), uint64_t{4} << 30);
-  EXPECT_EQ(j.at("kv_type"), "f16");
+  EXPECT_EQ(j.at("kv_type"), "bf16");      // the default
+  EXPECT_EQ(j.at("sparse_attention"), 0);  // off by default
   EXPECT_EQ(j.at("kv_spilled_bytes"), 0);
   EXPECT_TRUE(j.contains("isa")) << j.dump();
 }
@@ -71,10 +72,35 @@ TEST(BenchCli, Bf16AttentionWeightsNeedTheBf16Cache) {
   EXPECT_EQ(j.at("attn_weights"), "bf16");
   EXPECT_GT(j.at("decode_tokens_per_s").get<double>(), 0.0);
   out.clear();
-  EXPECT_NE(
-      RunCli("bench --model '" + model + "' --depth 8 --gen 1 --attn-weights bf16 --json", &out), 0)
+  EXPECT_NE(RunCli("bench --model '" + model +
+                       "' --depth 8 --gen 1 --kv-type f16 --attn-weights bf16 --json",
+                   &out),
+            0)
       << out;
   EXPECT_NE(out.find("need the bf16 KV cache"), std::string::npos) << out;
+}
+
+// Sparse attention is reported with its settings; at depth 600 with one
+// middle block kept out of seven, it runs (and is refused out of range
+// before the model loads).
+TEST(BenchCli, SparseAttentionSettingsAreReported) {
+  ELLM_REQUIRE_MODEL(model);
+  std::string out;
+  ASSERT_EQ(RunCli("bench --model '" + model +
+                       "' --depth 600 --gen 2 --threads 2 --sparse-attn 1 --sparse-local 64 --json",
+                   &out),
+            0)
+      << out;
+  const nlohmann::json j = LastLineJson(out);
+  EXPECT_EQ(j.at("sparse_attention"), 1);
+  EXPECT_EQ(j.at("sparse_sink_tokens"), 64);
+  EXPECT_EQ(j.at("sparse_local_tokens"), 64);
+  EXPECT_GT(j.at("decode_tokens_per_s").get<double>(), 0.0);
+  out.clear();
+  EXPECT_EQ(
+      RunCli("bench --model /nonexistent/model.gguf --depth 8 --gen 1 --sparse-attn -1", &out), 2)
+      << out;
+  EXPECT_NE(out.find("--sparse-attn must be in [0, 16777216]"), std::string::npos) << out;
 }
 
 // A bad KV flag is refused before the model is opened: the model path here

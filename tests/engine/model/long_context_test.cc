@@ -77,8 +77,9 @@ TEST(LongContext, PerplexityAt32KMatchesLlamaCppWithinOnePercent) {
 // Greedy answer to the needle question: tokens until end of generation or
 // `max_tokens`, decoded.
 std::string GreedyAnswer(Engine& engine, const std::vector<TokenId>& prompt, int64_t n_ctx,
-                         int max_tokens) {
-  auto session = engine.NewSession({.n_ctx = n_ctx, .micro_batch = 512, .kv_type = KvType::kBF16});
+                         int max_tokens, const SparseAttentionOptions& sparse) {
+  auto session = engine.NewSession(
+      {.n_ctx = n_ctx, .micro_batch = 512, .kv_type = KvType::kBF16, .sparse_attention = sparse});
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
   std::vector<float> logits;
@@ -99,7 +100,7 @@ std::string GreedyAnswer(Engine& engine, const std::vector<TokenId>& prompt, int
 
 // Every case of `length` tokens that llama.cpp answers correctly, we answer
 // correctly too, from a prompt tokenized to the same length.
-void CheckNeedles(const std::string& path, int length) {
+void CheckNeedles(const std::string& path, int length, const SparseAttentionOptions& sparse = {}) {
   json ref = ReadRef("needle.json");
   ASSERT_TRUE(ref.contains("cases"));
   std::string text = ReadSourceFile(ref["file"]);
@@ -124,7 +125,7 @@ void CheckNeedles(const std::string& path, int length) {
                   c["length"].get<int>(), c["depth"].get<double>(), c["answer"].dump().c_str());
       continue;
     }
-    std::string answer = GreedyAnswer(*engine, ids, c["length"], ref["max_answer_tokens"]);
+    std::string answer = GreedyAnswer(*engine, ids, c["length"], ref["max_answer_tokens"], sparse);
     const bool found = answer.find(number) != std::string::npos;
     std::printf("length %d depth %.1f: ours '%s', llama.cpp %s\n", c["length"].get<int>(),
                 c["depth"].get<double>(), answer.c_str(), c["answer"].dump().c_str());
@@ -133,8 +134,8 @@ void CheckNeedles(const std::string& path, int length) {
     ++checked;
     ours_passed += found;
   }
-  std::printf("length %d: %d cases, llama.cpp passes %d, we pass %d of those\n", length, cases,
-              checked, ours_passed);
+  std::printf("length %d%s: %d cases, llama.cpp passes %d, we pass %d of those\n", length,
+              sparse.top_k_blocks > 0 ? " (sparse attention)" : "", cases, checked, ours_passed);
   EXPECT_EQ(cases, 3);
 }
 
@@ -149,6 +150,37 @@ TEST(LongContext, NeedleAt16KFoundWhereLlamaCppFindsIt) {
 TEST(LongContext, NeedleAt32KFoundWhereLlamaCppFindsIt) {
   ELLM_REQUIRE_MODEL(path);
   CheckNeedles(path, 32768);
+}
+
+// The opt-in sparse attention, as README "Sparse attention" reports it.
+constexpr SparseAttentionOptions kSparse{
+    .top_k_blocks = 128, .sink_tokens = 64, .local_tokens = 1024};
+
+TEST(LongContext, SparsePerplexityAt32KWithinOnePercentOfExact) {
+  ELLM_REQUIRE_MODEL(path);
+  json ref = ReadRef("perplexity_long.json");
+  std::string text = ReadSourceFile(ref["file"]);
+  auto engine = LoadEngine(path);
+  ASSERT_NE(engine, nullptr);
+  double nll[2] = {};
+  for (int sparse : {0, 1}) {
+    PerplexityOptions o{.ctx = 32768, .micro_batch = 512, .max_chunks = 1};
+    o.session.kv_type = KvType::kBF16;
+    if (sparse) o.session.sparse_attention = kSparse;
+    auto r = ComputePerplexity(*engine, text, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    nll[sparse] = r->nll;
+  }
+  std::printf("ctx 32768 bf16: ppl exact %.4f, sparse (top %d blocks) %.4f (%+.2f%%)\n",
+              std::exp(nll[0]), kSparse.top_k_blocks, std::exp(nll[1]),
+              100 * (std::exp(nll[1] - nll[0]) - 1));
+  EXPECT_NE(nll[0], nll[1]);  // blocks were skipped
+  EXPECT_NEAR(nll[1], nll[0], 0.01);
+}
+
+TEST(LongContext, SparseNeedlesFoundWhereLlamaCppFindsThem) {
+  ELLM_REQUIRE_MODEL(path);
+  for (int length : {8192, 16384, 32768}) CheckNeedles(path, length, kSparse);
 }
 
 }  // namespace

@@ -60,13 +60,12 @@ struct EngineOptions {
 // states, append-only. Attention rounds Q to the storage's precision before
 // the products with K (as llama.cpp does), and works in f32 from there.
 enum class KvType {
-  // The default, as llama.cpp's (the golden tests and the end-to-end pipeline
-  // outputs compare with it; with bf16 the 270M model's contract comparison
-  // reads one clause differently, so the switch waits for a bigger model).
-  kF16 = 0,
-  kF32 = 1,   // no rounding at all
-  kBF16 = 2,  // f32's range (never overflows); perplexity as f16's, same bytes; Q.K by
-              // bf16 pair dot products (exact products, f32 sums; 2x with AVX512_BF16)
+  kF16 = 0,  // llama.cpp's default (the golden tests compare with it)
+  kF32 = 1,  // no rounding at all
+  // The default: f32's range (never overflows as f16 can with Gemma's large
+  // activations); perplexity as f16's, same bytes; Q.K by bf16 pair dot
+  // products (exact products, f32 sums; 2x the f32 rate with AVX512_BF16).
+  kBF16 = 2,
   kQ8_0 = 3,  // blocks of 32 int8 with an f16 scale: about half of f16's bytes
 };
 // "f16", "f32", "bf16", "q8_0"; and back (error naming the accepted names).
@@ -78,10 +77,26 @@ StatusOr<KvType> ParseKvType(std::string_view name);
 // boundary with CANCELLED (the positions already evaluated stay valid).
 using ProgressCallback = std::function<bool(int64_t done, int64_t total)>;
 
+// Opt-in approximate attention for full-attention layers (off by default;
+// sliding-window layers are always exact). Each tile of query rows attends
+// to the first `sink_tokens` keys, the `local_tokens` keys before its first
+// row (and its own), and the `top_k_blocks` blocks of 64 keys in between
+// whose summaries bound its scores highest: per block and dimension the
+// keys' max and min, so sum_d max(q_d max_d, q_d min_d) >= q.k for every
+// key of the block (Quest, Tang et al. 2024). The summaries cost 2 floats
+// per 64 keys and dimension (3% of a bf16 cache at head size 256). With
+// fewer blocks between sink and window than top_k_blocks, attention is
+// exact; otherwise results depend on how tokens were batched.
+struct SparseAttentionOptions {
+  int top_k_blocks = 0;  // 0 = off
+  int sink_tokens = 64;
+  int local_tokens = 1024;
+};
+
 struct SessionOptions {
   int64_t n_ctx = 4096;       // positions this session may reach
   int64_t micro_batch = 256;  // tokens per forward step during prefill
-  KvType kv_type = KvType::kF16;
+  KvType kv_type = KvType::kBF16;
   // Opt-in, bf16 KV only: attention's weights (the softmax probabilities)
   // rounded to bf16 for the product with V, done by bf16 pair dot products
   // (twice the f32 rate where the CPU has AVX512_BF16); the default keeps
@@ -93,6 +108,7 @@ struct SessionOptions {
   uint64_t kv_memory_budget = 0;
   std::string spill_dir;  // required with a budget
   int spill_zstd_level = 1;
+  SparseAttentionOptions sparse_attention;  // off by default
 };
 
 // What the KV cache did so far in a session.
