@@ -43,6 +43,10 @@ struct Session::State {
   bool bf16_weights = false;  // SessionOptions::bf16_attention_weights
   SparseAttentionOptions sparse;
   std::vector<model::SparseSummaries> summaries;  // per layer, with sparse attention
+  // The cache's contents were replaced: every block's bounds are recomputed.
+  void ForgetSummaries() {
+    for (model::SparseSummaries& s : summaries) s.blocks = 0;
+  }
   int64_t micro_batch;
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<uint8_t> emb_row;  // one stored embedding row, unpacked
@@ -233,6 +237,7 @@ void Session::Reset() {
   // Clearing fails only when truncating the spill file does; the blocks in
   // it are unreachable either way, so the session stays usable.
   (void)state_->cache->Clear();
+  state_->ForgetSummaries();
 }
 
 Status Session::SaveState(const std::string& path) {
@@ -242,6 +247,7 @@ Status Session::SaveState(const std::string& path) {
 StatusOr<int64_t> Session::RestoreState(const std::string& path, std::span<const TokenId> tokens) {
   pos_ = 0;
   tokens_.clear();
+  state_->ForgetSummaries();
   ELLM_ASSIGN_OR_RETURN(int64_t n,
                         kv::LoadKvState(*state_->cache, tokens, engine_->info_.fingerprint, path));
   pos_ = n;

@@ -92,6 +92,39 @@ TEST_F(KvStateModel, SmallBudgetSpillsAndGivesBitIdenticalLogits) {
   EXPECT_GT((*plain)->kv_stats().peak_resident_bytes, budget);
 }
 
+// With sparse attention the block bounds follow a restored state: a session
+// that held another text before the restore continues exactly as the one
+// that saved it.
+TEST_F(KvStateModel, SparseSessionContinuesARestoredPrefixExactly) {
+  ELLM_REQUIRE_MODEL(path);
+  const auto ids = Text(*engine_, 1400);
+  const std::span<const TokenId> all(ids);
+  const auto prefix = all.first(1100), rest = all.subspan(1100);
+  // 14 middle blocks before position 1100, 2 kept.
+  const SessionOptions o{
+      .n_ctx = 2048,
+      .sparse_attention = {.top_k_blocks = 2, .sink_tokens = 64, .local_tokens = 128}};
+  Dir dir;
+  const std::string state = (dir.path / "prefix.kvs").string();
+  auto a = engine_->NewSession(o);
+  ASSERT_TRUE(a.ok());
+  Eval(**a, prefix);
+  ASSERT_TRUE((*a)->SaveState(state).ok());
+  const auto want = Eval(**a, rest);
+
+  auto b = engine_->NewSession(o);
+  ASSERT_TRUE(b.ok());
+  std::vector<TokenId> other(ids.begin(), ids.begin() + 1100);
+  std::reverse(other.begin() + 1, other.end());
+  Eval(**b, other);
+  auto n = (*b)->RestoreState(state, all);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 1100);
+  const auto got = Eval(**b, rest);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
 TEST_F(KvStateModel, RestoredPrefixContinuesExactlyAndRefusesOthers) {
   ELLM_REQUIRE_MODEL(path);
   const auto ids = Text(*engine_, 1400);
