@@ -62,12 +62,14 @@ std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth, el
 
 // range(0): shape index; range(1): depth; range(2): query tokens (1 = decode);
 // range(3): threads; range(4): KV type index in kTypes (0 bf16, 1 f16, 2 q8_0;
-// 3 bf16 with the opt-in bf16 weights).
+// 3 bf16 with the opt-in bf16 weights; 4 bf16 with f32 scores, keys widened:
+// AttnScores::kF32, where 0 and 3 use pair dot products).
 void BM_Attention(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const int64_t depth = state.range(1), n = state.range(2);
-  const bool bf16_weights = state.range(4) == 3;
-  auto cache = FilledCache(s, depth, bf16_weights ? ellm::KvType::kBF16 : kTypes[state.range(4)]);
+  const bool bf16_weights = state.range(4) == 3, f32_scores = state.range(4) == 4;
+  auto cache =
+      FilledCache(s, depth, state.range(4) >= 3 ? ellm::KvType::kBF16 : kTypes[state.range(4)]);
   if (cache == nullptr) {
     state.SkipWithError("cannot build the KV cache");
     return;
@@ -79,10 +81,12 @@ void BM_Attention(benchmark::State& state) {
   ellm::ThreadPool pool({.threads = static_cast<int>(state.range(3))});
   ellm::model::AttentionScratch scratch;
   const int64_t pos0 = depth - n;
+  ellm::model::AttentionShape shape{s.n_head, s.n_kv, s.dim, s.dim, 0, bf16_weights};
+  shape.bf16_pair_scores = !f32_scores;
   for (auto _ : state) {
     for (int il = 0; il < s.layers; ++il) {
-      auto st = ellm::model::Attention({s.n_head, s.n_kv, s.dim, s.dim, 0, bf16_weights}, *cache,
-                                       il, q.data(), n, pos0, out.data(), pool, scratch);
+      auto st =
+          ellm::model::Attention(shape, *cache, il, q.data(), n, pos0, out.data(), pool, scratch);
       if (!st.ok()) state.SkipWithError("attention failed");
     }
     benchmark::DoNotOptimize(out.data());
@@ -100,7 +104,7 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"shape", "depth", "tokens", "threads", "kv"})
-    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2, 3}})
+    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -22,7 +22,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm bench --model M --depth D --gen N [--threads T] [--batch B] [--json]\n"
-    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16] [--kv-budget MIB]\n"
+    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16]\n"
+    "         [--attn-scores auto|pairs|f32] [--kv-budget MIB]\n"
     "         [--spill-dir DIR] [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 
 // This process's own peak: VmHWM belongs to the address space exec made.
@@ -84,11 +85,10 @@ Status Run(const Flags& f) {
       {"decode_seconds", decode_s},
       {"peak_rss_bytes", PeakRssBytes()},
       {"kv_type", KvTypeName(so.kv_type)},
-      {"attn_weights", so.bf16_attention_weights ? "bf16" : "f32"},
       // The kernels' level (ELLM_ISA caps it): "avx2", "avx512vnni", ...
       {"isa", IsaLevelName(HostCpu().Level())},
   };
-  AddSparseSettings(so.sparse_attention, &out);
+  AddAttentionSettings(so, &out);
   AddKvStats(session->kv_stats(), &out);
   std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());
   return OkStatus();

@@ -5,8 +5,8 @@
 namespace ellm::cli {
 
 std::vector<std::string> KvFlagNames() {
-  return {"kv-type",     "attn-weights", "kv-budget",   "spill-dir",
-          "sparse-attn", "sparse-sink",  "sparse-local"};
+  return {"kv-type",   "attn-weights", "attn-scores", "kv-budget",
+          "spill-dir", "sparse-attn",  "sparse-sink", "sparse-local"};
 }
 
 Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
@@ -19,6 +19,11 @@ Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
       return InvalidArgumentError("--attn-weights '" + w + "': expected f32 or bf16");
     }
     o->bf16_attention_weights = w == "bf16";
+  }
+  if (f.Has("attn-scores")) {
+    auto s = ParseAttnScores(f.Get("attn-scores"));
+    if (!s.ok()) return InvalidArgumentError("--attn-scores: " + s.status().message());
+    o->attn_scores = *s;
   }
   SparseAttentionOptions& sp = o->sparse_attention;
   ELLM_ASSIGN_OR_RETURN(int64_t top_k, f.GetInt("sparse-attn", sp.top_k_blocks));
@@ -52,11 +57,16 @@ void AddKvStats(const KvStats& st, nlohmann::json* out) {
   (*out)["kv_read_back_bytes"] = st.read_back_bytes;
 }
 
-void AddSparseSettings(const SparseAttentionOptions& o, nlohmann::json* out) {
-  (*out)["sparse_attention"] = o.top_k_blocks;
-  if (o.top_k_blocks > 0) {
-    (*out)["sparse_sink_tokens"] = o.sink_tokens;
-    (*out)["sparse_local_tokens"] = o.local_tokens;
+void AddAttentionSettings(const SessionOptions& o, nlohmann::json* out) {
+  (*out)["attn_weights"] = o.bf16_attention_weights ? "bf16" : "f32";
+  const AttnScores scores =
+      o.kv_type == KvType::kBF16 ? ResolveAttnScores(o.attn_scores) : AttnScores::kF32;
+  (*out)["attn_scores"] = AttnScoresName(scores);
+  const SparseAttentionOptions& sp = o.sparse_attention;
+  (*out)["sparse_attention"] = sp.top_k_blocks;
+  if (sp.top_k_blocks > 0) {
+    (*out)["sparse_sink_tokens"] = sp.sink_tokens;
+    (*out)["sparse_local_tokens"] = sp.local_tokens;
   }
 }
 

@@ -2,6 +2,8 @@
 //   --kv-type bf16|f16|f32|q8_0   KV cache storage (default bf16)
 //   --attn-weights f32|bf16       attention weights for the product with V
 //                                 (bf16: opt-in, needs --kv-type bf16)
+//   --attn-scores auto|pairs|f32  how a bf16 cache's scores are computed
+//                                 (auto: the faster on this CPU; AttnScores)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
 //   --sparse-attn K               approximate attention in full-attention layers:
@@ -24,8 +26,10 @@ std::vector<std::string> KvFlagNames();
 Status ApplyKvFlags(const Flags& f, SessionOptions* o);
 // KV statistics as JSON fields (kv_spilled_bytes, kv_compression_ratio, ...).
 void AddKvStats(const KvStats& st, nlohmann::json* out);
-// The sparse attention settings as JSON fields (sparse_attention: top-k
-// blocks, 0 = off; sparse_sink_tokens, sparse_local_tokens when on).
-void AddSparseSettings(const SparseAttentionOptions& o, nlohmann::json* out);
+// The attention settings as JSON fields: attn_weights (f32|bf16),
+// attn_scores (pairs|f32: what the bf16 cache's scores used, auto resolved;
+// f32 for the other KV types), sparse_attention (top-k blocks, 0 = off;
+// sparse_sink_tokens, sparse_local_tokens when on).
+void AddAttentionSettings(const SessionOptions& o, nlohmann::json* out);
 
 }  // namespace ellm::cli

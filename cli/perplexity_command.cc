@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
-    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16] [--kv-budget MIB]\n"
+    "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16]\n"
+    "         [--attn-scores auto|pairs|f32] [--kv-budget MIB]\n"
     "         [--spill-dir DIR] [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 
 Status Run(const Flags& f) {
@@ -45,8 +46,7 @@ Status Run(const Flags& f) {
   nlohmann::json out = {{"tokens", r.tokens}, {"nll", r.nll},
                         {"ppl", r.ppl},       {"ctx", r.ctx},
                         {"chunks", r.chunks}, {"kv_type", KvTypeName(o.session.kv_type)}};
-  out["attn_weights"] = o.session.bf16_attention_weights ? "bf16" : "f32";
-  AddSparseSettings(o.session.sparse_attention, &out);
+  AddAttentionSettings(o.session, &out);
   AddKvStats(r.kv, &out);
   std::printf("%s\n", out.dump().c_str());
   return OkStatus();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ellm/engine/chat.h"
+#include "ellm/engine/engine.h"
 #include "ellm/engine/numa.h"
 
 namespace ellm::daemon {
@@ -58,6 +59,9 @@ Status ModelConfig::Validate() const {
   }
   if (attn_weights == "bf16" && kv_type != "bf16") {
     return InvalidArgumentError("model.attn_weights bf16 needs model.kv_type bf16, not " + kv_type);
+  }
+  if (auto scores = ParseAttnScores(attn_scores); !scores.ok()) {
+    return scores.status().WithContext("model.attn_scores");
   }
   if (sparse_top_k < 0 || sparse_sink < 0 || sparse_local < 0) {
     return InvalidArgumentError("model.sparse_top_k, sparse_sink and sparse_local must be >= 0");
@@ -185,16 +189,18 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     ELLM_RETURN_IF_ERROR(CheckKeys(
         src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
     if (YAML::Node n = root["model"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(
-          src, n, "model",
-          {"path", "threads", "context", "micro_batch", "kv_type", "attn_weights", "sparse_top_k",
-           "sparse_sink", "sparse_local", "numa", "numa_node", "mlock", "chat_template"}));
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "model",
+                    {"path", "threads", "context", "micro_batch", "kv_type", "attn_weights",
+                     "attn_scores", "sparse_top_k", "sparse_sink", "sparse_local", "numa",
+                     "numa_node", "mlock", "chat_template"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "attn_weights", c.model.attn_weights));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "attn_scores", c.model.attn_scores));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_top_k", c.model.sparse_top_k));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_sink", c.model.sparse_sink));
       ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_local", c.model.sparse_local));

@@ -21,6 +21,9 @@ struct ModelConfig {
   // Attention weights in the product with V: f32, or bf16 (opt-in, needs
   // kv_type bf16: faster where the CPU has AVX512_BF16, results change slightly).
   std::string attn_weights = "f32";
+  // How a bf16 cache's scores are computed (AttnScores): auto (the faster
+  // on this CPU), pairs (bf16 pair dot products) or f32 (widened keys).
+  std::string attn_scores = "auto";
   // Approximate attention in full-attention layers (SparseAttentionOptions):
   // the top sparse_top_k blocks of 64 keys; 0 = off (exact, the default).
   int sparse_top_k = 0;

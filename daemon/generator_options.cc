@@ -15,6 +15,8 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   auto type = ParseKvType(config.model.kv_type);
   o.kv_type = type.ok() ? *type : KvType::kBF16;
   o.bf16_attention_weights = config.model.attn_weights == "bf16";
+  auto scores = ParseAttnScores(config.model.attn_scores);
+  o.attn_scores = scores.ok() ? *scores : AttnScores::kAuto;
   o.sparse_attention = {.top_k_blocks = config.model.sparse_top_k,
                         .sink_tokens = config.model.sparse_sink,
                         .local_tokens = config.model.sparse_local};

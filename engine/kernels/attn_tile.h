@@ -25,6 +25,10 @@
 //     (the instruction's DAZ and FTZ). Half the instructions of the widening
 //     path where the CPU has AVX512_BF16, the same products, f32 sums in
 //     another order.
+//   ScoresBf16Wide: Scores with K as bf16 halves widened as read, as
+//     ScoresF16 (equal bit for bit to widening first and calling Scores):
+//     the bf16 cache's scores where pair dot products are not the faster
+//     (CpuFeatures::FastBf16Dot).
 //   InterleaveBf16Pairs(keys, dim, v, vs, vp): V rows as pairs for the
 //     next kernel: vp[m * dim + d] = v[2m][d] | v[2m + 1][d] << 16, the
 //     missing row of an odd count as zeros. Takes a range to prefetch as
@@ -80,6 +84,7 @@ struct AttnTileKernels {
                                 uint32_t* vp, const void* prefetch, int64_t prefetch_bytes);
   void (*accumulate_bf16_pairs)(int rows, int keys, int dim, const float* p, int64_t p_stride,
                                 const uint32_t* vp, float* o, int64_t o_stride);
+  HalfScores scores_bf16_wide;
 };
 
 // The implementation for HostCpu().Level(), chosen once. The AVX-512 level

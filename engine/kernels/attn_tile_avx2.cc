@@ -679,6 +679,7 @@ const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
                                        AccumulatePf<Bf16Rows>,
                                        Q8_0ToF32,
                                        InterleaveBf16Pairs,
-                                       AccumulateBf16Pairs};
+                                       AccumulateBf16Pairs,
+                                       ScoresPf<Bf16Rows>};
 
 }  // namespace ellm::kernels::internal

@@ -697,6 +697,7 @@ void UseAvx512AttnTile(AttnTileKernels* k) {
     k->accumulate_bf16_pairs = AccumulateBf16Pairs;
   }
   k->accumulate_bf16 = AccumulatePf<Bf16Rows>;
+  k->scores_bf16_wide = ScoresPf<Bf16Rows>;
 }
 
 }  // namespace ellm::kernels::internal

@@ -152,6 +152,7 @@ const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
                                       AccumulateHalfRef<uint16_t, WidenBf16>,
                                       Q8_0ToF32Ref,
                                       InterleaveBf16PairsRef,
-                                      AccumulateBf16PairsRef};
+                                      AccumulateBf16PairsRef,
+                                      ScoresHalfRef<uint16_t, WidenBf16>};
 
 }  // namespace ellm::kernels::internal

@@ -1,6 +1,7 @@
-// KvType names, as configs and command lines spell them.
+// KvType and AttnScores names, as configs and command lines spell them.
 #include <string>
 
+#include "ellm/engine/cpu_features.h"
 #include "ellm/engine/engine.h"
 
 namespace ellm {
@@ -25,6 +26,31 @@ StatusOr<KvType> ParseKvType(std::string_view name) {
   }
   return InvalidArgumentError("unknown KV type '" + std::string(name) +
                               "' (expected f16, bf16, f32 or q8_0)");
+}
+
+AttnScores ResolveAttnScores(AttnScores s) {
+  if (s != AttnScores::kAuto) return s;
+  return HostCpu().FastBf16Dot() ? AttnScores::kPairs : AttnScores::kF32;
+}
+
+std::string_view AttnScoresName(AttnScores s) {
+  switch (s) {
+    case AttnScores::kAuto:
+      return "auto";
+    case AttnScores::kPairs:
+      return "pairs";
+    case AttnScores::kF32:
+      return "f32";
+  }
+  return "?";
+}
+
+StatusOr<AttnScores> ParseAttnScores(std::string_view name) {
+  for (AttnScores s : {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32}) {
+    if (AttnScoresName(s) == name) return s;
+  }
+  return InvalidArgumentError("unknown attention scores '" + std::string(name) +
+                              "' (expected auto, pairs or f32)");
 }
 
 }  // namespace ellm

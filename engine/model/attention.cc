@@ -191,16 +191,19 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   // Halves are widened inside the kernels when few rows share each key
   // tile (decode): converting the tile to f32 first would cost more than
   // the products. Same arithmetic either way (widening is exact).
-  // bf16 keys always go to their own Scores (bf16 pair dot products, see
-  // attn_tile.h), for every tile, so batched and one-token scores agree.
+  // bf16 keys with pair scores always go to their own Scores (bf16 pair
+  // dot products, see attn_tile.h), for every tile, so batched and
+  // one-token scores agree; without, they are widened as f16 keys are.
   const bool bf16 = plan.type == KvType::kBF16;
+  const bool pair_scores = bf16 && sh.bf16_pair_scores;
   const bool fused = (bf16 || plan.type == KvType::kF16) && rows <= kFusedMaxRows;
-  const bool fused_k = fused || bf16;
+  const bool fused_k = fused || pair_scores;
   // Opt-in bf16 weights: V as key pairs for AccumulateBf16Pairs, every tile.
   const bool pairs = bf16 && sh.bf16_weights;
   if (pairs) vpairs.resize(static_cast<size_t>(kKeyTile / 2) * dv);
   const kernels::ActivationKernels& ak = kernels::GetActivationKernels();
-  const auto fused_scores = bf16 ? kern.scores_bf16 : kern.scores_f16;
+  const auto fused_scores =
+      pair_scores ? kern.scores_bf16 : (bf16 ? kern.scores_bf16_wide : kern.scores_f16);
   const auto fused_accumulate = bf16 ? kern.accumulate_bf16 : kern.accumulate_f16;
   TaskState st = StateOf(plan, state, task);
   const size_t k_row_bytes = cache.k_row_bytes(), v_row_bytes = cache.v_row_bytes();

@@ -45,6 +45,9 @@ struct AttentionShape {
   // Approximate attention (SessionOptions::sparse_attention), full-attention
   // layers only; top_k_blocks 0 = exact.
   SparseAttentionOptions sparse;
+  // With a bf16 cache: scores by bf16 pair dot products (attn_tile.h
+  // ScoresBf16); false: keys widened to f32, as f16 (AttnScores::kF32).
+  bool bf16_pair_scores = true;
 };
 
 // Per layer, for sparse attention: the bounds of every complete block of

@@ -25,7 +25,10 @@ using model::Layer;
 // Scratch buffers sized for one micro-batch, reused across calls.
 struct Session::State {
   State(const model::Model& m, const SessionOptions& o, std::unique_ptr<kv::KvCache> kv)
-      : cache(std::move(kv)), bf16_weights(o.bf16_attention_weights), sparse(o.sparse_attention) {
+      : cache(std::move(kv)),
+        bf16_weights(o.bf16_attention_weights),
+        pair_scores(ResolveAttnScores(o.attn_scores) == AttnScores::kPairs),
+        sparse(o.sparse_attention) {
     const HParams& hp = m.hparams();
     const int64_t mb = o.micro_batch;
     micro_batch = mb;
@@ -41,6 +44,7 @@ struct Session::State {
   }
   std::unique_ptr<kv::KvCache> cache;
   bool bf16_weights = false;  // SessionOptions::bf16_attention_weights
+  bool pair_scores = true;    // SessionOptions::attn_scores, resolved
   SparseAttentionOptions sparse;
   std::vector<model::SparseSummaries> summaries;  // per layer, with sparse attention
   // The cache's contents were replaced: every block's bounds are recomputed.
@@ -166,7 +170,8 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
                                   hp.head_dim_v,
                                   l.sliding ? hp.sliding_window : 0,
                                   s.bf16_weights,
-                                  s.sparse};
+                                  s.sparse,
+                                  s.pair_scores};
       ELLM_RETURN_IF_ERROR(model::Attention(shape, *s.cache, il, s.q.data(), n, pos0, s.attn.data(),
                                             pool, s.attn_scratch, s.attn_placement[il],
                                             s.summaries.empty() ? nullptr : &s.summaries[il]));

@@ -22,6 +22,7 @@ CpuFeatures Detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.amd = __builtin_cpu_is("amd");
   // AVX-VNNI (VEX-encoded, 256-bit) is CPUID leaf 7 sub-leaf 1, EAX bit 4;
   // read directly because not every compiler's __builtin_cpu_supports knows it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -48,6 +49,10 @@ IsaLevel CpuFeatures::Level() const {
   if (hw == IsaLevel::kAvx512 && avx512vnni) hw = IsaLevel::kAvx512Vnni;
   IsaLevel cap = EnvCap();
   return static_cast<int>(cap) < static_cast<int>(hw) ? cap : hw;
+}
+
+bool CpuFeatures::FastBf16Dot() const {
+  return avx512bf16 && amd && static_cast<int>(Level()) >= static_cast<int>(IsaLevel::kAvx512);
 }
 
 const char* IsaLevelName(IsaLevel level) {
@@ -81,6 +86,7 @@ std::string CpuFeatures::ToString() const {
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(avxvnni, "avxvnni");
+  add(amd, "amd");
   s += " (using ";
   s += IsaLevelName(Level());
   s += ")";

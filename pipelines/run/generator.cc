@@ -63,6 +63,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
                                            .micro_batch = options.micro_batch,
                                            .kv_type = options.kv_type,
                                            .bf16_attention_weights = options.bf16_attention_weights,
+                                           .attn_scores = options.attn_scores,
                                            .kv_memory_budget = options.kv_memory_budget,
                                            .spill_dir = options.spill_dir,
                                            .spill_zstd_level = options.spill_zstd_level,
@@ -82,9 +83,13 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
     for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
   };
   mix(info().fingerprint.data(), info().fingerprint.size());
-  // (and the attention weights' precision and sparse attention, which the
-  // later layers' K/V depend on; exact attention hashes as it always did)
-  const int type = static_cast<int>(options_.kv_type) | (options_.bf16_attention_weights ? 256 : 0);
+  // (and the attention weights' precision, a bf16 cache's f32 scores and
+  // sparse attention, which the later layers' K/V depend on; exact
+  // attention with pair scores hashes as it always did)
+  const bool f32_scores = options_.kv_type == KvType::kBF16 &&
+                          ResolveAttnScores(options_.attn_scores) == AttnScores::kF32;
+  const int type = static_cast<int>(options_.kv_type) |
+                   (options_.bf16_attention_weights ? 256 : 0) | (f32_scores ? 512 : 0);
   mix(&type, sizeof(type));
   const SparseAttentionOptions& sp = options_.sparse_attention;
   if (sp.top_k_blocks > 0) {

@@ -75,6 +75,13 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   auto bf16 = ParseConfig("model: {kv_type: bf16, attn_weights: bf16}\n", "c");
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
   EXPECT_EQ(bf16->model.attn_weights, "bf16");
+  // A bf16 cache's scores: auto by default, or named; anything else refused.
+  EXPECT_EQ(ParseConfig("", "c")->model.attn_scores, "auto");
+  EXPECT_EQ(ParseConfig("model: {attn_scores: pairs}\n", "c")->model.attn_scores, "pairs");
+  EXPECT_EQ(ParseConfig("model: {attn_scores: f32}\n", "c")->model.attn_scores, "f32");
+  auto scores = ParseConfig("model: {attn_scores: fast}\n", "c");
+  ASSERT_FALSE(scores.ok());
+  EXPECT_NE(scores.status().message().find("model.attn_scores"), std::string::npos);
   // Sparse attention: off by default, non-negative settings.
   auto none = ParseConfig("", "c");
   ASSERT_TRUE(none.ok());

@@ -1,5 +1,7 @@
 #include "ellm/engine/cpu_features.h"
 
+#include "ellm/engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -33,6 +35,42 @@ TEST(CpuFeatures, HostHasTheBaseline) {
   // Release binaries are built for x86-64-v3; a host without AVX2 could not run this test.
   EXPECT_TRUE(HostCpu().avx2);
   EXPECT_FALSE(HostCpu().ToString().empty());
+}
+
+// Pair dot products are chosen only where they are the faster: AMD with
+// AVX512_BF16 at an AVX-512 level (not Intel, not capped below AVX-512).
+TEST(CpuFeatures, FastBf16DotOnlyOnAmdWithAvx512Bf16) {
+  unsetenv("ELLM_ISA");
+  CpuFeatures f;
+  f.avx2 = f.fma = f.avx512f = f.avx512bw = f.avx512dq = f.avx512vl = f.avx512vnni = true;
+  f.avx512bf16 = true;
+  EXPECT_FALSE(f.FastBf16Dot());  // Intel (Sapphire/Emerald Rapids)
+  f.amd = true;
+  EXPECT_TRUE(f.FastBf16Dot());  // Zen 4 and 5
+  setenv("ELLM_ISA", "avx2", 1);
+  EXPECT_FALSE(f.FastBf16Dot());  // emulated below AVX-512
+  unsetenv("ELLM_ISA");
+  f.avx512bf16 = false;
+  EXPECT_FALSE(f.FastBf16Dot());
+}
+
+TEST(CpuFeatures, AttnScoresNamesAndTheAutomaticChoice) {
+  for (AttnScores s : {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32}) {
+    auto back = ParseAttnScores(AttnScoresName(s));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, s);
+  }
+  auto bad = ParseAttnScores("bf16");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("auto, pairs or f32"), std::string::npos);
+  EXPECT_EQ(ResolveAttnScores(AttnScores::kPairs), AttnScores::kPairs);
+  EXPECT_EQ(ResolveAttnScores(AttnScores::kF32), AttnScores::kF32);
+  unsetenv("ELLM_ISA");
+  EXPECT_EQ(ResolveAttnScores(AttnScores::kAuto),
+            HostCpu().FastBf16Dot() ? AttnScores::kPairs : AttnScores::kF32);
+  setenv("ELLM_ISA", "avx2", 1);
+  EXPECT_EQ(ResolveAttnScores(AttnScores::kAuto), AttnScores::kF32);
+  unsetenv("ELLM_ISA");
 }
 
 }  // namespace

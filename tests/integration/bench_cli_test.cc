@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ellm/engine/cpu_features.h"
 #include "run_cli.h"
 #include "test_env.h"
 
@@ -55,6 +56,34 @@ TEST(BenchCli, ReportsTheKernelLevelItRan) {
   EXPECT_EQ(j.at("isa"), "scalar");
   EXPECT_EQ(j.at("kv_type"), "q8_0");
   EXPECT_EQ(j.at("attn_weights"), "f32");
+  EXPECT_EQ(j.at("attn_scores"), "f32");  // only a bf16 cache has a choice
+}
+
+// A bf16 cache's scores: auto reports what this CPU resolves it to (f32
+// when capped below AVX-512), a named choice is kept, anything else refused.
+TEST(BenchCli, AttnScoresReportWhatRan) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string base = "bench --model '" + model + "' --depth 70 --gen 2 --threads 2 --json";
+  std::string out;
+  ASSERT_EQ(RunCli(base, &out), 0) << out;
+  EXPECT_EQ(LastLineJson(out).at("attn_scores"), HostCpu().FastBf16Dot() ? "pairs" : "f32");
+  for (const char* s : {"pairs", "f32"}) {
+    out.clear();
+    ASSERT_EQ(RunCli(base + " --attn-scores " + s, &out), 0) << out;
+    const nlohmann::json j = LastLineJson(out);
+    EXPECT_EQ(j.at("attn_scores"), s);
+    EXPECT_EQ(j.at("kv_type"), "bf16");
+    EXPECT_GT(j.at("decode_tokens_per_s").get<double>(), 0.0);
+  }
+  setenv("ELLM_ISA", "avx2", 1);
+  out.clear();
+  const int rc = RunCli(base, &out);
+  unsetenv("ELLM_ISA");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(LastLineJson(out).at("attn_scores"), "f32");
+  out.clear();
+  EXPECT_NE(RunCli(base + " --attn-scores bf16", &out), 0) << out;
+  EXPECT_NE(out.find("auto, pairs or f32"), std::string::npos) << out;
 }
 
 // The opt-in bf16 attention weights run with the bf16 cache and are refused,

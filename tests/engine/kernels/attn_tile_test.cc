@@ -73,7 +73,8 @@ TEST(AttnTile, AccumulateMatchesReferenceOnOddShapes) {
 // Scores and Accumulate reading 16-bit halves equal the f32 versions on the
 // widened rows bit for bit (attention picks either per tile, so batched and
 // one-token results depend on it), and the references agree the same way.
-// (ScoresBf16 computes bf16 pair dot products instead: its own tests below.)
+// For bf16 keys that is ScoresBf16Wide (ScoresBf16 computes bf16 pair dot
+// products instead: its own tests below).
 TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
   std::mt19937 rng(4);
   for (bool bf16 : {false, true}) {
@@ -81,7 +82,7 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
       if (kern == &Simd() && HostCpu().Level() < IsaLevel::kAvx2) continue;
       const auto to_half = bf16 ? quant::Fp32ToBf16 : quant::Fp32ToFp16;
       const auto widen = bf16 ? kern->bf16_to_f32 : kern->f16_to_f32;
-      const auto scores = bf16 ? kern->scores_bf16 : kern->scores_f16;
+      const auto scores = bf16 ? kern->scores_bf16_wide : kern->scores_f16;
       const auto accumulate = bf16 ? kern->accumulate_bf16 : kern->accumulate_f16;
       for (int rows : {1, 3, 4, 5, 7, 12, 48}) {
         for (int keys : {1, 2, 3, 16, 17, 64}) {
@@ -98,10 +99,10 @@ TEST(AttnTile, HalfInputKernelsEqualF32OnWidenedRows) {
             const int64_t kh_bytes = static_cast<int64_t>(kh.size() * sizeof(uint16_t));
             scores(rows, keys, dim, q.data(), dim, kh.data(), ks, got.data(), 64, kh.data(),
                    kh_bytes);
-            for (int r = 0; r < rows && !bf16; ++r) {
+            for (int r = 0; r < rows; ++r) {
               for (int j = 0; j < keys; ++j) {
                 ASSERT_EQ(got[r * 64 + j], want[r * 64 + j])
-                    << "f16 " << rows << "x" << keys << "x" << dim;
+                    << (bf16 ? "bf16 " : "f16 ") << rows << "x" << keys << "x" << dim;
               }
             }
             auto p = Random(rows * 64, rng);

@@ -31,8 +31,8 @@ std::vector<float> Naive(const float* q, const std::vector<std::vector<float>>& 
   return out;
 }
 
-// (window, KV type, bf16 attention weights)
-class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType, bool>> {};
+// (window, KV type, bf16 attention weights, bf16 pair scores)
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType, bool, bool>> {};
 
 // Ring-buffered sliding windows, grouped-query heads and several
 // micro-batches, against the definition computed in double.
@@ -40,6 +40,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   const int window = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
   const bool bf16_weights = std::get<2>(GetParam());
+  const bool pair_scores = std::get<3>(GetParam());
   const int n_head = 4, n_kv = 2, dk = 32, dv = 64;
   // 700 positions wrap the two-block ring of the small windows.
   const int64_t n_ctx = 700, micro = 96;
@@ -73,6 +74,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
     std::vector<float> q(n * n_head * dk), out(n * n_head * dv);
     for (float& x : q) x = nd(rng) * 0.5f;
     AttentionShape shape{n_head, n_kv, dk, dv, window, bf16_weights};
+    shape.bf16_pair_scores = pair_scores;
     ASSERT_TRUE(Attention(shape, cache, 0, q.data(), n, pos0, out.data(), pool, scratch).ok());
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
@@ -100,12 +102,13 @@ INSTANTIATE_TEST_SUITE_P(WindowsAndTypes, AttentionTest,
                          ::testing::Combine(::testing::Values(0, 1, 37, 300),
                                             ::testing::Values(KvType::kF32, KvType::kF16,
                                                               KvType::kBF16, KvType::kQ8_0),
-                                            ::testing::Values(false)));
-// The opt-in bf16 weights (2^-8 relative per weight): within bf16's tolerance.
-INSTANTIATE_TEST_SUITE_P(Bf16Weights, AttentionTest,
+                                            ::testing::Values(false), ::testing::Values(true)));
+// The opt-in bf16 weights (2^-8 relative per weight): within bf16's
+// tolerance; and a bf16 cache's scores by widened keys (AttnScores::kF32).
+INSTANTIATE_TEST_SUITE_P(Bf16WeightsAndScores, AttentionTest,
                          ::testing::Combine(::testing::Values(0, 1, 37, 300),
-                                            ::testing::Values(KvType::kBF16),
-                                            ::testing::Values(true)));
+                                            ::testing::Values(KvType::kBF16), ::testing::Bool(),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace ellm::model
@@ -115,8 +118,9 @@ namespace {
 
 // Decoding one token at a time gives exactly what a batched prefill gives,
 // for f16 K/V (widened, then f32 products), bf16 (bf16 pair dot products
-// for the scores) and bf16 with bf16 weights (pair dot products for both).
-class OneTokenTest : public ::testing::TestWithParam<std::tuple<KvType, bool>> {};
+// for the scores, or widened keys) and bf16 with bf16 weights (pair dot
+// products for both). (KV type, bf16 weights, bf16 pair scores)
+class OneTokenTest : public ::testing::TestWithParam<std::tuple<KvType, bool, bool>> {};
 
 TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
   const int n_head = 4, n_kv = 1, dk = 64, dv = 64;
@@ -149,8 +153,9 @@ TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
         for (int64_t t = pos0; t < pos0 + n; ++t) {
           ASSERT_TRUE((*cache)->Store(il, t, &k[t * dk], &v[t * dv]).ok());
         }
-        ASSERT_TRUE(Attention({n_head, n_kv, dk, dv, il == 0 ? 0 : window, std::get<1>(GetParam())},
-                              **cache, il, &q[pos0 * n_head * dk], n, pos0,
+        AttentionShape shape{n_head, n_kv, dk, dv, il == 0 ? 0 : window, std::get<1>(GetParam())};
+        shape.bf16_pair_scores = std::get<2>(GetParam());
+        ASSERT_TRUE(Attention(shape, **cache, il, &q[pos0 * n_head * dk], n, pos0,
                               &out[(il * n_ctx + pos0) * n_head * dv], pool, scratch)
                         .ok());
       }
@@ -164,9 +169,11 @@ TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HalfTypes, OneTokenTest,
-                         ::testing::Values(std::tuple{KvType::kF16, false},
-                                           std::tuple{KvType::kBF16, false},
-                                           std::tuple{KvType::kBF16, true}));
+                         ::testing::Values(std::tuple{KvType::kF16, false, true},
+                                           std::tuple{KvType::kBF16, false, true},
+                                           std::tuple{KvType::kBF16, false, false},
+                                           std::tuple{KvType::kBF16, true, true},
+                                           std::tuple{KvType::kBF16, true, false}));
 
 }  // namespace
 }  // namespace ellm::model

@@ -63,14 +63,29 @@ enum class KvType {
   kF16 = 0,  // llama.cpp's default (the golden tests compare with it)
   kF32 = 1,  // no rounding at all
   // The default: f32's range (never overflows as f16 can with Gemma's large
-  // activations); perplexity as f16's, same bytes; Q.K by bf16 pair dot
-  // products (exact products, f32 sums; 2x the f32 rate with AVX512_BF16).
+  // activations); perplexity as f16's, same bytes; Q.K as AttnScores says.
   kBF16 = 2,
   kQ8_0 = 3,  // blocks of 32 int8 with an f16 scale: about half of f16's bytes
 };
 // "f16", "f32", "bf16", "q8_0"; and back (error naming the accepted names).
 std::string_view KvTypeName(KvType type);
 StatusOr<KvType> ParseKvType(std::string_view name);
+
+// How a bf16 cache's attention scores (Q.K) are computed. Both multiply
+// the same bf16 values exactly and add in f32; they differ only in the
+// order of the additions (so in last bits):
+//   kPairs: bf16 pair dot products, as VDPBF16PS and llama.cpp's
+//           ggml_vec_dot_bf16 compute them (kernels/attn_tile.h ScoresBf16);
+//   kF32:   keys widened to f32 (exact), then f32 FMAs, as for f16;
+//   kAuto:  whichever is faster on this CPU (CpuFeatures::FastBf16Dot:
+//           pairs on AMD with AVX512_BF16, twice the FMA rate there; f32 on
+//           Intel, where pairs measured 0.6x, and without AVX512_BF16).
+// Prefill and decode always use the same one, so they agree bit for bit.
+enum class AttnScores { kAuto = 0, kPairs = 1, kF32 = 2 };
+AttnScores ResolveAttnScores(AttnScores s);  // kAuto -> this CPU's choice
+// "auto", "pairs", "f32"; and back (error naming the accepted names).
+std::string_view AttnScoresName(AttnScores s);
+StatusOr<AttnScores> ParseAttnScores(std::string_view name);
 
 // Called during Eval after each micro-batch: positions done and to do in
 // this call. Return false to cancel: Eval then stops at the next micro-batch
@@ -102,6 +117,7 @@ struct SessionOptions {
   // (twice the f32 rate where the CPU has AVX512_BF16); the default keeps
   // them f32. Changes results slightly (README: perplexity).
   bool bf16_attention_weights = false;
+  AttnScores attn_scores = AttnScores::kAuto;  // bf16 KV only (see AttnScores)
   // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
   // layers beyond it are spilled, compressed, to spill_dir and read back
   // when attention needs them; results are bit-identical either way.

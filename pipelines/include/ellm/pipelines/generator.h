@@ -25,9 +25,10 @@ struct GeneratorOptions {
   int64_t context = 32768;
   int64_t micro_batch = 256;
   KvType kv_type = KvType::kBF16;
-  bool bf16_attention_weights = false;      // see SessionOptions
-  SparseAttentionOptions sparse_attention;  // see SessionOptions (off)
-  uint64_t kv_memory_budget = 0;            // bytes; see SessionOptions
+  bool bf16_attention_weights = false;         // see SessionOptions
+  AttnScores attn_scores = AttnScores::kAuto;  // see SessionOptions
+  SparseAttentionOptions sparse_attention;     // see SessionOptions (off)
+  uint64_t kv_memory_budget = 0;               // bytes; see SessionOptions
   std::string spill_dir;
   int spill_zstd_level = 1;
   // Prefix reuse: saved KV states of shared prompt prefixes (a contract
