@@ -296,6 +296,11 @@ void ExpectEqualsAvx2BitForBit(const AttnTileKernels& wide) {
         wide.scores_f16(rows, keys, dim, q.data(), dim + 3, kh.data(), ks, got.data(), ss,
                         kb.data(), static_cast<int64_t>(kb.size() * 2));
         ASSERT_EQ(got, want) << "f16 scores " << where;
+        Simd().scores_bf16_wide(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, want.data(), ss,
+                                nullptr, 0);
+        wide.scores_bf16_wide(rows, keys, dim, q.data(), dim + 3, kb.data(), ks, got.data(), ss,
+                              kh.data(), static_cast<int64_t>(kh.size() * 2));
+        ASSERT_EQ(got, want) << "bf16 widened scores " << where;
         {
           std::vector<float> qb;
           std::vector<uint16_t> kd;
