@@ -128,7 +128,8 @@ inline void PrefetchNextPair(const GroupPrefetch& next_pair, const uint8_t* g0, 
 // sign bits flipped, nibbles and high bits joined). Every register tile of
 // the chunk then reads one aligned vector per chunk instead of joining two
 // halves and unpacking them again: the copy's work is shared by up to 8
-// tiles. Only the quants move; scales are read from the stored groups.
+// tiles. Only the quants move, and for Q4_K its scales and mins as ready
+// vectors (ExpandPairQ4_K); other scales are read from the stored groups.
 
 // Chunk k of a pair buffer.
 inline __m512i PairChunk(const uint8_t* qp, int64_t k) {
@@ -181,10 +182,26 @@ void ExpandPair32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, u
 }
 
 // Q4_K: 32-element group g of super-block s is pair g / 2's low (g even) or
-// high nibbles: chunks 64 s + 8 g + c.
+// high nibbles: chunks 64 s + 8 g + c. After the quants of all super-blocks
+// (64 * 64 bytes each), kQ4KPairScaleBytes per super-block: the 8 groups'
+// scales as i32 lanes (row r of the pair in lane r, ready for VPMULLD),
+// then the 8 groups' mins as i16 pairs (each doubled, for VPDPWSSD against
+// a pair of bsums), so no tile of the chunk rebuilds them: each tile built
+// them from the stored bytes with 6 shuffles per vector, ~10% of its
+// micro-ops (ellm_bench_gemm Q4_K, 640 x 2048, 256 tokens, one thread,
+// Emerald Rapids VM, best of 10, alternating builds: 146-161 -> 158-170
+// GMAC/s). A half-dot trick (VPDPWSSD for VPMULLD + VPADDD) measured slower.
+constexpr size_t kQ4KPairQuantBytes = 64 * 64;
+constexpr size_t kQ4KPairScaleBytes = 16 * 64;
+inline size_t Q4_KPairScales(int64_t nsb, int64_t s) {
+  return static_cast<size_t>(nsb) * kQ4KPairQuantBytes +
+         static_cast<size_t>(s) * kQ4KPairScaleBytes;
+}
 void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  const int64_t nsb = w.cols / kQkK;
+  for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
     const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
     for (int p = 0; p < 4; ++p) {
@@ -194,6 +211,12 @@ void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
         StorePairChunk(qp, 64 * s + 16 * p + c, _mm512_and_si512(v, m4));
         StorePairChunk(qp, 64 * s + 16 * p + 8 + c, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       }
+    }
+    uint8_t* sc = qp + Q4_KPairScales(nsb, s);
+    for (int g = 0; g < 8; ++g) {
+      const size_t sc_off = kQ4KPackedSc + 8 * g, m_off = kQ4KPackedM + 8 * g;
+      StorePairChunk(sc, g, _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16));
+      StorePairChunk(sc, 8 + g, Dup8x2(sb0 + m_off, sb1 + m_off));
     }
   }
 }
@@ -384,7 +407,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t)
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
   [[maybe_unused]] const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  [[maybe_unused]] const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
@@ -394,6 +417,25 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
     const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    // The pair buffer's ready scale and min vectors (kStored: built here).
+    [[maybe_unused]] const uint8_t* ready = nullptr;
+    if constexpr (!kStored) ready = qp + Q4_KPairScales(w.cols / kQkK, s);
+    const auto scale = [&](int g) {
+      if constexpr (kStored) {
+        const size_t sc_off = kQ4KPackedSc + 8 * g;
+        return _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16);
+      } else {
+        return PairChunk(ready, g);
+      }
+    };
+    const auto mins = [&](int g) {
+      if constexpr (kStored) {
+        const size_t m_off = kQ4KPackedM + 8 * g;
+        return Dup8x2(sb0 + m_off, sb1 + m_off);
+      } else {
+        return PairChunk(ready, 8 + g);
+      }
+    };
     for (int g = 0; g < 8; ++g) {  // 32-element groups: low nibbles of pair g/2, then high
       const int p = g / 2, shift = 4 * (g % 2);
       __m512i dot[T];
@@ -411,10 +453,8 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
           dot[t] = _mm512_dpbusd_epi32(dot[t], nib, Bcast4(act[t][s].qs + 32 * g + 4 * c));
         }
       }
-      // Each row's scale doubled and zero-extended to an i16 pair: the low
-      // one of each i32 lane is the row's scale.
-      const size_t sc_off = kQ4KPackedSc + 8 * g;
-      const __m512i sc = _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16);
+      // Each row's scale zero-extended to its i32 lane.
+      const __m512i sc = scale(g);
       for (int t = 0; t < T; ++t)
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
     }
@@ -425,9 +465,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
       // pair, so VPDPWSSD against the broadcast bsum pair adds it per row.
       __m512i msum = _mm512_setzero_si512();
       for (int g = 0; g < 8; ++g) {
-        const size_t m_off = kQ4KPackedM + 8 * g;
-        const __m512i m = Dup8x2(sb0 + m_off, sb1 + m_off);
-        msum = _mm512_dpwssd_epi32(msum, m, Bcast4(act[t][s].bsums + 2 * g));
+        msum = _mm512_dpwssd_epi32(msum, mins(g), Bcast4(act[t][s].bsums + 2 * g));
       }
       const __m512 da = _mm512_set1_ps(act[t][s].d);
       const __m512 x =
@@ -670,7 +708,7 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   uint8_t* qp = nullptr;
   if (!stored) {
     thread_local ThreadBuffer pair_buffer;
-    qp = pair_buffer.Get(static_cast<size_t>(kPairRows * w.cols));
+    qp = pair_buffer.Get(Kernel<kTile>::PairBufferBytes(w.cols));
   }
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
@@ -706,11 +744,13 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
 // stored groups, RunOne one token against one stored group (decode) with
 // the activation table (its blocks: kAct*).
 struct ActQ8_0 {
+  static size_t PairBufferBytes(int64_t cols) { return static_cast<size_t>(kPairRows * cols); }
   static constexpr size_t kActBlockBytes = sizeof(BlockQ8_0);
   static constexpr size_t kActQsOffset = offsetof(BlockQ8_0, qs);
   static constexpr int64_t kActBlockElems = 32;
 };
 struct ActQ8_K {
+  static size_t PairBufferBytes(int64_t cols) { return static_cast<size_t>(kPairRows * cols); }
   static constexpr size_t kActBlockBytes = sizeof(BlockQ8_K);
   static constexpr size_t kActQsOffset = offsetof(BlockQ8_K, qs);
   static constexpr int64_t kActBlockElems = kQkK;
@@ -738,6 +778,9 @@ struct Q4_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_KKernel : ActQ8_K {
+  static size_t PairBufferBytes(int64_t cols) {
+    return static_cast<size_t>(cols / kQkK) * (kQ4KPairQuantBytes + kQ4KPairScaleBytes);
+  }
   static constexpr auto ExpandPair = ExpandPairQ4_K;
   static constexpr auto Run = TileQ4_K<T>;
   static constexpr auto RunStored = TileQ4_K<T, true>;
