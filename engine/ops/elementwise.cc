@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "kernels/activations.h"
+#include "kernels/attn_tile.h"
 #include "quant/fp16.h"
 
 namespace ellm::ops {
@@ -118,9 +119,18 @@ void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
 }
 
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    y[i] = g / (1.0f + std::exp(-g)) * up[i];
+  // e^-g by the vector exp attention uses (within 2 ulp of std::exp; libm's
+  // expf, one call per element, was 4% of a Llama 3.2 1B prefill), 256 at a
+  // time in a buffer of ours, so the division loop cannot alias y.
+  static const auto vexp = kernels::GetAttnTile().exp;
+  constexpr int64_t kChunk = 256;
+  alignas(64) float e[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    for (int64_t k = 0; k < m; ++k) e[k] = -gate[i0 + k];
+    vexp(m, e, e);
+    for (int64_t k = 0; k < m; ++k) e[k] = gate[i0 + k] / (1.0f + e[k]) * up[i0 + k];
+    std::copy(e, e + m, y + i0);
   }
 }
 

@@ -50,8 +50,9 @@ float GeluTanh(float x);
 // y[i] = gelu(gate[i]) * up[i]. y may alias gate or up.
 void GeGlu(const float* gate, const float* up, float* y, int64_t n);
 
-// y[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x) as ggml_silu_f32.
-// y may alias gate or up.
+// y[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x) as ggml_silu_f32,
+// with e^-x from the attention kernels' vector exp (as ggml's vector SiLU
+// uses its own, not libm's). y may alias gate or up.
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n);
 
 // y[i] += x[i]
