@@ -59,9 +59,7 @@ void AddKvStats(const KvStats& st, nlohmann::json* out) {
 
 void AddAttentionSettings(const SessionOptions& o, nlohmann::json* out) {
   (*out)["attn_weights"] = o.bf16_attention_weights ? "bf16" : "f32";
-  const AttnScores scores =
-      o.kv_type == KvType::kBF16 ? ResolveAttnScores(o.attn_scores) : AttnScores::kF32;
-  (*out)["attn_scores"] = AttnScoresName(scores);
+  (*out)["attn_scores"] = AttnScoresName(AttnScoresUsed(o.kv_type, o.attn_scores));
   const SparseAttentionOptions& sp = o.sparse_attention;
   (*out)["sparse_attention"] = sp.top_k_blocks;
   if (sp.top_k_blocks > 0) {

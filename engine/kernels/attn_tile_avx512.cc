@@ -242,10 +242,178 @@ inline void ScoreRows(int n, int dim, int dv, const float* const* q, const float
   }
 }
 
+// ---- Scores with the keys in lanes (many rows: prefill) ----
+//
+// With many query rows per key tile, the keys are first transposed so that
+// a register holds one dimension of 16 keys: each FMA then advances 16
+// scores of one row and no score needs a horizontal sum. The arithmetic is
+// ScoreBlock's, score for score: chain c (c < 8) of a score is the FMA
+// chain over d = c, c + 8, ... from zero, and the chains meet in the same
+// Hsum4 tree ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)), now as
+// vertical adds. The trees were ~1.5 shuffles and adds per score beside 4
+// FMAs at head size 64 (Llama 3.2 1B); here 7 adds per 16 scores.
+
+// Keys per transposed block (two registers per dimension), and the widest
+// head transposed (64 keys x 128 floats: 32 KiB of stack). At head size
+// 256 the trees are ~1/10 of the work and the transposed keys (64 KiB)
+// fall out of L1 (in-cache Scores, 256 rows, one thread, alternated: 72-77
+// GMAC/s as before, 66-74 transposed); at 64, 50-55 -> 73-81.
+constexpr int kKeysT = 32;
+constexpr int kMaxDimT = 128;
+// Rows from which the transposition pays (it costs ~1/16 of a row's
+// products per key tile; the trees cost ~1/3 at head size 64).
+constexpr int kMinRowsT = 32;
+
+// 16 x 16 floats: m[i] holds row i; on return m[c] holds column c.
+inline void Transpose16(__m512 (&m)[16]) {
+  __m512 a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm512_unpacklo_ps(m[2 * k], m[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_ps(m[2 * k], m[2 * k + 1]);
+  }
+  const auto lo = [](__m512 x, __m512 y) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+  };
+  const auto hi = [](__m512 x, __m512 y) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+  };
+  // b[4k + c]: in 128-bit lane l, column 4l + c of rows 4k .. 4k + 3.
+  for (int k = 0; k < 4; ++k) {
+    b[4 * k] = lo(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 1] = hi(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 2] = lo(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k + 3] = hi(a[4 * k + 1], a[4 * k + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 u0 = _mm512_shuffle_f32x4(b[c], b[4 + c], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 u1 = _mm512_shuffle_f32x4(b[c], b[4 + c], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 v0 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 v1 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(3, 2, 3, 2));
+    m[c] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(2, 0, 2, 0));
+    m[4 + c] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(3, 1, 3, 1));
+    m[8 + c] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(2, 0, 2, 0));
+    m[12 + c] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Keys [0, nk) (nk <= kKeysT) of k, widened, as kt[d * kKeysT + j]; the
+// lanes of missing keys are zeros. dim is a multiple of 16.
+template <class L, class T = typename L::T>
+inline void TransposeKeys(int nk, int dim, const T* k, int64_t ks, float* kt) {
+  for (int j0 = 0; j0 < kKeysT; j0 += 16) {
+    for (int d0 = 0; d0 < dim; d0 += 16) {
+      __m512 m[16];
+      for (int i = 0; i < 16; ++i) {
+        m[i] = j0 + i < nk ? L::Load16(k + (j0 + i) * ks + d0) : _mm512_setzero_ps();
+      }
+      Transpose16(m);
+      for (int c = 0; c < 16; ++c) _mm512_store_ps(kt + (d0 + c) * kKeysT + j0, m[c]);
+    }
+  }
+}
+
+// Scores of R rows (q[0..R)) against the kKeysT transposed keys: s[r * ss
+// + j] for j < nk.
+template <int R>
+inline void ScoreRowsT(int dim, const float* const* q, const float* kt, float* s, int64_t ss,
+                       int nk) {
+  __m512 sum[R][2], part[R][2], high[R][2];
+  // into = chain a + chain a + 1 (a even), the two chains run side by side:
+  // 4 R independent FMA chains (one chain at a time, 2 R = 6, left the FMA
+  // pipes waiting on its latency a quarter of the time).
+  const auto pair = [&](int a, __m512(&into)[R][2]) {
+    __m512 acc[R][2], bcc[R][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+      bcc[r][0] = bcc[r][1] = _mm512_setzero_ps();
+    }
+    for (int d = a; d < dim; d += 8) {
+      const float* ka = kt + d * kKeysT;
+      __m512 a0 = _mm512_load_ps(ka), a1 = _mm512_load_ps(ka + 16);
+      __m512 b0 = _mm512_load_ps(ka + kKeysT), b1 = _mm512_load_ps(ka + kKeysT + 16);
+      // Kept in registers: GCC otherwise folds each load into every row's
+      // FMA, and a load per FMA made the loop load-bound (57 -> 74-81
+      // GMAC/s in cache at head size 64).
+      KeepInRegister(a0);
+      KeepInRegister(a1);
+      KeepInRegister(b0);
+      KeepInRegister(b1);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512 xa = _mm512_set1_ps(q[r][d]), xb = _mm512_set1_ps(q[r][d + 1]);
+        acc[r][0] = _mm512_fmadd_ps(xa, a0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(xa, a1, acc[r][1]);
+        bcc[r][0] = _mm512_fmadd_ps(xb, b0, bcc[r][0]);
+        bcc[r][1] = _mm512_fmadd_ps(xb, b1, bcc[r][1]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      into[r][0] = _mm512_add_ps(acc[r][0], bcc[r][0]);
+      into[r][1] = _mm512_add_ps(acc[r][1], bcc[r][1]);
+    }
+  };
+  pair(0, sum);
+  pair(2, part);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    sum[r][0] = _mm512_add_ps(sum[r][0], part[r][0]);  // (c0 + c1) + (c2 + c3)
+    sum[r][1] = _mm512_add_ps(sum[r][1], part[r][1]);
+  }
+  pair(4, high);
+  pair(6, part);
+  const __mmask16 m0 = static_cast<__mmask16>(nk >= 16 ? 0xFFFF : (1u << nk) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(nk >= 32   ? 0xFFFF
+                                              : nk <= 16 ? 0
+                                                         : (1u << (nk - 16)) - 1);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const __m512 h0 = _mm512_add_ps(high[r][0], part[r][0]);  // (c4 + c5) + (c6 + c7)
+    const __m512 h1 = _mm512_add_ps(high[r][1], part[r][1]);
+    _mm512_mask_storeu_ps(s + r * ss, m0, _mm512_add_ps(sum[r][0], h0));
+    _mm512_mask_storeu_ps(s + r * ss + 16, m1, _mm512_add_ps(sum[r][1], h1));
+  }
+}
+
+template <class L, class T = typename L::T>
+void ScoresT(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
+             float* s, int64_t ss) {
+  // All kChunkT keys transposed first, then rows outer: a block's query
+  // rows stay in L1 across the key blocks (keys outer streamed every row
+  // from L2 once per block).
+  constexpr int kChunkT = 2 * kKeysT;
+  alignas(64) float kt[kChunkT * kMaxDimT];
+  for (int j0 = 0; j0 < keys; j0 += kChunkT) {
+    const int nk = std::min(kChunkT, keys - j0);
+    const int blocks = (nk + kKeysT - 1) / kKeysT;
+    for (int b = 0; b < blocks; ++b) {
+      TransposeKeys<L>(std::min(kKeysT, nk - b * kKeysT), dim, k + (j0 + b * kKeysT) * ks, ks,
+                       kt + b * kKeysT * dim);
+    }
+    const auto run = [&]<int R>(int r) {
+      const float* qq[R];
+      for (int i = 0; i < R; ++i) qq[i] = q + (r + i) * qs;
+      for (int b = 0; b < blocks; ++b) {
+        ScoreRowsT<R>(dim, qq, kt + b * kKeysT * dim, s + r * ss + j0 + b * kKeysT, ss,
+                      std::min(kKeysT, nk - b * kKeysT));
+      }
+    };
+    int r = 0;
+    for (; r + 3 <= rows; r += 3) run.template operator()<3>(r);
+    if (rows - r == 2) run.template operator()<2>(r);
+    if (rows - r == 1) run.template operator()<1>(r);
+  }
+}
+
 template <class L, class T = typename L::T>
 void ScoresPf(int rows, int keys, int dim, const float* q, int64_t qs, const T* k, int64_t ks,
               float* s, int64_t ss, const void* prefetch, int64_t prefetch_bytes) {
   const int dv = dim & ~7;
+  if (rows >= kMinRowsT && dim % 16 == 0 && dim <= kMaxDimT && prefetch == nullptr) {
+    ScoresT<L>(rows, keys, dim, q, qs, k, ks, s, ss);
+    return;
+  }
   // One step per ScoreBlock iteration over d.
   SpreadPrefetch pf(
       prefetch, prefetch_bytes,

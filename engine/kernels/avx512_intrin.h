@@ -19,6 +19,7 @@
 //   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
 //   ELLM_DOT_BF16_PAIRS      VDPBF16PS (or its emulation), in functions
 //                            marked ELLM_TARGET_AVX512_BF16
+// and ellm::kernels::KeepInRegister(v) (a no-op when emulated).
 #pragma once
 
 #if defined(__x86_64__)
@@ -182,6 +183,9 @@ inline simde__m512 DotBf16Pairs(simde__m512 acc, simde__m512i a, simde__m512i b)
 #define ELLM_DOT_BF16_PAIRS ::ellm::kernels::emulated::DotBf16Pairs
 #define ELLM_TARGET_AVX512_BF16
 #define ELLM_AVX512_BF16_EMULATED 1
+namespace ellm::kernels {
+inline void KeepInRegister(simde__m512&) {}  // a hint for the real build only
+}  // namespace ellm::kernels
 
 #define ELLM_AVX512_KERNELS 1
 #define ELLM_AVX512_VNNI_KERNELS 1
@@ -203,6 +207,11 @@ ELLM_TARGET_AVX512_BF16 inline __m512 DotBf16Pairs(__m512 acc, __m512i a, __m512
 }
 }  // namespace ellm::kernels
 #define ELLM_DOT_BF16_PAIRS ::ellm::kernels::DotBf16Pairs
+// Makes v's value opaque to the compiler, so that a vector loaded once is
+// used from its register instead of the load being repeated as a memory
+// operand of every instruction that reads it (GCC 12 does that to save
+// registers, which can leave a loop bound by its loads). No instruction.
+inline void KeepInRegister(__m512& v) { asm("" : "+v"(v)); }
 #endif
 
 #endif  // ELLM_AVX512_EMULATED

@@ -197,9 +197,19 @@ inline size_t Q4_KPairScales(int64_t nsb, int64_t s) {
   return static_cast<size_t>(nsb) * kQ4KPairQuantBytes +
          static_cast<size_t>(s) * kQ4KPairScaleBytes;
 }
+// Group g's scales of super-block sb0 / sb1 (the pair's rows) as i32 lanes,
+// and its mins as doubled i16 pairs: the pair buffer's ready vectors, and
+// what the in-register path (TileQ4_K kStored) builds in their place.
+inline __m512i Q4_KScaleVector(const uint8_t* sb0, const uint8_t* sb1, int g) {
+  const size_t off = kQ4KPackedSc + 8 * g;
+  return _mm512_and_si512(Dup8x2(sb0 + off, sb1 + off), _mm512_set1_epi32(0xffff));
+}
+inline __m512i Q4_KMinVector(const uint8_t* sb0, const uint8_t* sb1, int g) {
+  const size_t off = kQ4KPackedM + 8 * g;
+  return Dup8x2(sb0 + off, sb1 + off);
+}
 void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i low16 = _mm512_set1_epi32(0xffff);
   const int64_t nsb = w.cols / kQkK;
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
@@ -214,9 +224,8 @@ void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
     }
     uint8_t* sc = qp + Q4_KPairScales(nsb, s);
     for (int g = 0; g < 8; ++g) {
-      const size_t sc_off = kQ4KPackedSc + 8 * g, m_off = kQ4KPackedM + 8 * g;
-      StorePairChunk(sc, g, _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16));
-      StorePairChunk(sc, 8 + g, Dup8x2(sb0 + m_off, sb1 + m_off));
+      StorePairChunk(sc, g, Q4_KScaleVector(sb0, sb1, g));
+      StorePairChunk(sc, 8 + g, Q4_KMinVector(sb0, sb1, g));
     }
   }
 }
@@ -407,7 +416,6 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t)
     act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
   [[maybe_unused]] const __m512i m4 = _mm512_set1_epi8(0x0f);
-  [[maybe_unused]] const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
@@ -421,20 +429,12 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
     [[maybe_unused]] const uint8_t* ready = nullptr;
     if constexpr (!kStored) ready = qp + Q4_KPairScales(w.cols / kQkK, s);
     const auto scale = [&](int g) {
-      if constexpr (kStored) {
-        const size_t sc_off = kQ4KPackedSc + 8 * g;
-        return _mm512_and_si512(Dup8x2(sb0 + sc_off, sb1 + sc_off), low16);
-      } else {
-        return PairChunk(ready, g);
-      }
+      if constexpr (kStored) return Q4_KScaleVector(sb0, sb1, g);
+      return PairChunk(ready, g);
     };
     const auto mins = [&](int g) {
-      if constexpr (kStored) {
-        const size_t m_off = kQ4KPackedM + 8 * g;
-        return Dup8x2(sb0 + m_off, sb1 + m_off);
-      } else {
-        return PairChunk(ready, 8 + g);
-      }
+      if constexpr (kStored) return Q4_KMinVector(sb0, sb1, g);
+      return PairChunk(ready, 8 + g);
     };
     for (int g = 0; g < 8; ++g) {  // 32-element groups: low nibbles of pair g/2, then high
       const int p = g / 2, shift = 4 * (g % 2);

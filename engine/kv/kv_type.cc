@@ -33,6 +33,10 @@ AttnScores ResolveAttnScores(AttnScores s) {
   return HostCpu().FastBf16Dot() ? AttnScores::kPairs : AttnScores::kF32;
 }
 
+AttnScores AttnScoresUsed(KvType kv_type, AttnScores s) {
+  return kv_type == KvType::kBF16 ? ResolveAttnScores(s) : AttnScores::kF32;
+}
+
 std::string_view AttnScoresName(AttnScores s) {
   switch (s) {
     case AttnScores::kAuto:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/activations.h"
@@ -73,17 +74,22 @@ const float* ToF32(KvType type, const uint8_t* src, int rows, int dim, size_t ro
   return buf;
 }
 
-// max(x[0..n)), n >= 1. Eight running maxima (vectorisable); the maximum
-// of finite floats is the same in any order.
+// max(x[0..n)), n >= 1: eight running maxima in one vector (GCC turns the
+// std::max form into scalar vmaxss, ~1% of the 1B's prefill at 4K), then
+// the rest; the maximum of non-NaN floats is the same in any order.
 float MaxOf(const float* x, int n) {
-  float m[8];
-  std::fill(m, m + 8, x[0]);
-  int j = 0;
-  for (; j + 8 <= n; j += 8) {
-    for (int k = 0; k < 8; ++k) m[k] = std::max(m[k], x[j + k]);
+  using V8 = float __attribute__((vector_size(32)));
+  float r = x[0];
+  int j = 1;
+  if (n >= 8) {
+    V8 m, v;
+    std::memcpy(&m, x, sizeof(m));
+    for (j = 8; j + 8 <= n; j += 8) {
+      std::memcpy(&v, x + j, sizeof(v));
+      m = m > v ? m : v;
+    }
+    for (int k = 0; k < 8; ++k) r = std::max(r, m[k]);
   }
-  float r = m[0];
-  for (int k = 1; k < 8; ++k) r = std::max(r, m[k]);
   for (; j < n; ++j) r = std::max(r, x[j]);
   return r;
 }

@@ -86,8 +86,9 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
   // (and the attention weights' precision, a bf16 cache's f32 scores and
   // sparse attention, which the later layers' K/V depend on; exact
   // attention with pair scores hashes as it always did)
-  const bool f32_scores = options_.kv_type == KvType::kBF16 &&
-                          ResolveAttnScores(options_.attn_scores) == AttnScores::kF32;
+  const bool f32_scores =
+      options_.kv_type == KvType::kBF16 &&
+      AttnScoresUsed(options_.kv_type, options_.attn_scores) == AttnScores::kF32;
   const int type = static_cast<int>(options_.kv_type) |
                    (options_.bf16_attention_weights ? 256 : 0) | (f32_scores ? 512 : 0);
   mix(&type, sizeof(type));

@@ -73,5 +73,16 @@ TEST(CpuFeatures, AttnScoresNamesAndTheAutomaticChoice) {
   unsetenv("ELLM_ISA");
 }
 
+TEST(CpuFeatures, OnlyABf16CacheUsesPairScores) {
+  EXPECT_EQ(AttnScoresUsed(KvType::kBF16, AttnScores::kPairs), AttnScores::kPairs);
+  EXPECT_EQ(AttnScoresUsed(KvType::kBF16, AttnScores::kF32), AttnScores::kF32);
+  for (KvType t : {KvType::kF16, KvType::kF32, KvType::kQ8_0}) {
+    EXPECT_EQ(AttnScoresUsed(t, AttnScores::kPairs), AttnScores::kF32) << KvTypeName(t);
+    EXPECT_EQ(AttnScoresUsed(t, AttnScores::kAuto), AttnScores::kF32) << KvTypeName(t);
+  }
+  unsetenv("ELLM_ISA");
+  EXPECT_EQ(AttnScoresUsed(KvType::kBF16, AttnScores::kAuto), ResolveAttnScores(AttnScores::kAuto));
+}
+
 }  // namespace
 }  // namespace ellm

@@ -83,6 +83,9 @@ StatusOr<KvType> ParseKvType(std::string_view name);
 // Prefill and decode always use the same one, so they agree bit for bit.
 enum class AttnScores { kAuto = 0, kPairs = 1, kF32 = 2 };
 AttnScores ResolveAttnScores(AttnScores s);  // kAuto -> this CPU's choice
+// What a cache of kv_type computes its scores with: ResolveAttnScores(s)
+// for bf16, kF32 (keys widened or stored as f32) for every other type.
+AttnScores AttnScoresUsed(KvType kv_type, AttnScores s);
 // "auto", "pairs", "f32"; and back (error naming the accepted names).
 std::string_view AttnScoresName(AttnScores s);
 StatusOr<AttnScores> ParseAttnScores(std::string_view name);
