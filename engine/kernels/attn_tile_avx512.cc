@@ -6,7 +6,9 @@
 //     Hsum4 tree (attn_tile_avx2.cc). Here a ZMM holds two such chains, the
 //     same key against two query rows (rows in the halves, the key's 8
 //     values duplicated), so one FMA advances two scores; the Hsum4 trees
-//     run on whole ZMM registers, four rows' at once.
+//     run on whole ZMM registers, four rows' at once. With 32 or more rows
+//     (prefill) the keys are transposed instead, 16 keys per register, and
+//     the chains and trees become vertical FMAs and adds (ScoresT).
 //   Accumulate: each output element is one FMA chain over keys in order;
 //     here 16 elements per register instead of 8.
 //   ScoresBf16 and AccumulateBf16Pairs (bf16 pair dot products): VDPBF16PS
