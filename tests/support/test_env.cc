@@ -23,6 +23,23 @@ std::string SharedDir() {
   return std::filesystem::is_directory(path) ? path : "";
 }
 
+std::string LlamaSourceDir() {
+  const char* env = std::getenv("ELLM_LLAMA_SRC");
+  std::string path;
+  if (env && *env) {
+    path = env;
+  } else {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* cache = std::getenv("ELLM_CACHE");
+    const char* home = std::getenv("HOME");
+    std::string root = cache && *cache ? cache
+                       : xdg && *xdg   ? std::string(xdg) + "/ellm"
+                                       : std::string(home ? home : "") + "/.cache/ellm";
+    path = root + "/llama.cpp-npm/node-llama-cpp-3.22.1/src";
+  }
+  return std::filesystem::is_directory(path + "/models") ? path : "";
+}
+
 std::string ModelPath() {
   const char* env = std::getenv("ELLM_TEST_MODEL");
   std::string path = env && *env ? env : SourceDir() + "/models/gemma-3-270m-q4_k_m.gguf";

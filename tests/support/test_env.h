@@ -22,6 +22,10 @@ std::string SourceDir();
 // The shared test data (tokenizer vectors, notes): $ELLM_SHARED_DIR, else the
 // `shared/` folder beside the repository; empty if absent.
 std::string SharedDir();
+// llama.cpp v0.5.0's source as node-llama-cpp bundles it (reference data:
+// models/templates/*.jinja, models/ggml-vocab-*): $ELLM_LLAMA_SRC, else the
+// cache folder scripts/reference/llama-source unpacks into; empty if absent.
+std::string LlamaSourceDir();
 
 }  // namespace ellm::testing
 
@@ -47,3 +51,8 @@ std::string SharedDir();
 #define ELLM_REQUIRE_SHARED(var)                  \
   std::string var = ::ellm::testing::SharedDir(); \
   ELLM_REQUIRE_OR_SKIP_(!var.empty(), "the shared test data folder (../shared)")
+
+// Declares `std::string var` with llama.cpp's source folder, or fails/skips.
+#define ELLM_REQUIRE_LLAMA_SRC(var)                    \
+  std::string var = ::ellm::testing::LlamaSourceDir(); \
+  ELLM_REQUIRE_OR_SKIP_(!var.empty(), "llama.cpp's source (run scripts/reference/llama-source)")
