@@ -90,40 +90,76 @@ uint64_t PairKey(int32_t left, int32_t right) {
 
 uint64_t PairSlot(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) >> 20; }
 
+// llama.cpp's unicode_len_utf8: the length of a UTF-8 sequence from its lead byte.
+size_t Utf8Length(char lead) {
+  static constexpr size_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return kLengths[static_cast<uint8_t>(lead) >> 4];
+}
+
+// llama_unescape_whitespace: every U+2581 becomes ' '.
+std::string UnescapeWhitespace(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct BpeTokenizer::Scratch {
   std::vector<uint32_t> cps;
   std::vector<uint16_t> flags;
   std::vector<uint32_t> word_lengths;
-  std::string bytes;  // one word's UTF-8
-  std::string text;   // ... in the byte-level alphabet
+  std::string escaped;  // the fragment with spaces escaped (SPM-style BPE)
+  std::string bytes;    // one word's UTF-8
+  std::string text;     // ... in the byte-level alphabet
   std::vector<Symbol> symbols;
   std::vector<Bigram> heap;
 };
 
-StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::FromGguf(const gguf::GgufFile& file) {
-  if (file.Find(kPreKey) == nullptr) {
-    return NotFoundError(Where(file, kPreKey) +
-                         " is missing; a byte-level BPE ('gpt2') vocabulary needs its "
-                         "pre-tokenizer (supported: " +
-                         SupportedPreTokenizers() + ")");
+StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::FromGguf(const gguf::GgufFile& file,
+                                                            std::string_view model) {
+  // llama.cpp reads tokenizer.ggml.pre for "gpt2" files and sets it to
+  // "gemma4" for "gemma4" files.
+  const bool gemma4 = model == "gemma4";
+  std::string_view pre_name = "gemma4";
+  if (!gemma4) {
+    if (file.Find(kPreKey) == nullptr) {
+      return NotFoundError(Where(file, kPreKey) +
+                           " is missing; a byte-level BPE ('gpt2') vocabulary needs its "
+                           "pre-tokenizer (llama.cpp falls back to 'default' and warns that "
+                           "generation quality will be degraded; supported: " +
+                           SupportedPreTokenizers() + ")");
+    }
+    auto name = file.GetString(kPreKey);
+    if (!name.ok()) return name.status();
+    pre_name = *name;
   }
-  auto pre_name = file.GetString(kPreKey);
-  if (!pre_name.ok()) return pre_name.status();
-  const std::optional<PreTokenizerSpec> pre = FindPreTokenizer(*pre_name);
+  const std::optional<PreTokenizerSpec> pre = FindPreTokenizer(pre_name);
   if (!pre) {
-    return UnimplementedError(
-        Where(file, kPreKey) + " is '" + std::string(*pre_name) +
-        "'; that pre-tokenizer is not supported (supported: " + SupportedPreTokenizers() + ")");
+    return UnimplementedError(Where(file, kPreKey) + " is '" + std::string(pre_name) +
+                              "'; llama.cpp v0.5.0 knows no such pre-tokenizer (supported: " +
+                              SupportedPreTokenizers() + ")");
   }
-  auto merges = file.GetArray(kMergesKey, gguf::ValueType::kString);
-  if (!merges.ok()) return merges.status();
+  auto splitter = PreTokenizer::Create(pre->exprs);
+  if (!splitter.ok()) return InternalError(splitter.status().message());
+  std::vector<std::string_view> merges;
+  if (file.Find(kMergesKey) != nullptr || !pre->merges_optional) {
+    auto array = file.GetArray(kMergesKey, gguf::ValueType::kString);
+    if (!array.ok()) return array.status();
+    merges = (*array)->strings;
+  }
 
   // llama.cpp's defaults for BPE vocabularies; the file's keys override them.
   VocabDefaults defaults;
-  defaults.bos = 11;
-  defaults.eos = 11;
+  defaults.bos = gemma4 || pre->no_default_bos ? -1 : 11;
+  defaults.eos = gemma4 ? -1 : 11;
   defaults.unk = -1;
   defaults.add_bos = pre->add_bos_default;
   defaults.add_eos = false;
@@ -131,13 +167,15 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::FromGguf(const gguf::GgufFile
   auto vocab = LoadVocab(file, defaults);
   if (!vocab.ok()) return vocab.status();
 
-  std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab).value(), *pre));
-  tok->BuildMerges((*merges)->strings);
+  std::unique_ptr<BpeTokenizer> tok(
+      new BpeTokenizer(std::move(vocab).value(), *pre, std::move(splitter).value()));
+  tok->BuildMerges(merges);
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
-BpeTokenizer::BpeTokenizer(std::unique_ptr<const Vocab> vocab, PreTokenizerSpec pre)
-    : VocabTokenizer(std::move(vocab)), pre_(pre), splitter_(*vocab_) {
+BpeTokenizer::BpeTokenizer(std::unique_ptr<const Vocab> vocab, PreTokenizerSpec spec,
+                           PreTokenizer pre)
+    : VocabTokenizer(std::move(vocab)), spec_(spec), pre_(std::move(pre)), splitter_(*vocab_) {
   // llama.cpp's token_to_piece with special = true (its cache_token_to_piece).
   pieces_.resize(static_cast<size_t>(vocab_->size()));
   for (TokenId id = 0; id < vocab_->size(); ++id) {
@@ -145,7 +183,7 @@ BpeTokenizer::BpeTokenizer(std::unique_ptr<const Vocab> vocab, PreTokenizerSpec 
     if (vocab_->Has(id, attr::kUnknown | attr::kControl | attr::kUserDefined)) {
       pieces_[id] = text;
     } else if (vocab_->Has(id, attr::kNormal)) {
-      pieces_[id] = DecodeByteLevel(text);
+      pieces_[id] = spec_.escape_whitespaces ? UnescapeWhitespace(text) : DecodeByteLevel(text);
     } else if (vocab_->Has(id, attr::kByte)) {
       pieces_[id] = std::string(1, ByteOfToken(text));
     }  // UNUSED-only and UNDEFINED tokens render as nothing.
@@ -204,6 +242,9 @@ void BpeTokenizer::BuildMerges(const std::vector<std::string_view>& merges) {
     byte_text_[b].clear();
     AppendUtf8(ByteToCodepoint(static_cast<uint8_t>(b)), byte_text_[b]);
     byte_symbol_[b] = SymbolId(byte_text_[b]);
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    const char name[] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};
+    byte_token_[b] = vocab_->Find(std::string_view(name, sizeof(name)));
   }
 }
 
@@ -237,11 +278,23 @@ std::vector<TokenId> BpeTokenizer::Encode(std::string_view text, bool add_bos,
 
 void BpeTokenizer::EncodeFragment(std::string_view text, Scratch& s,
                                   std::vector<TokenId>& out) const {
+  if (spec_.escape_whitespaces) {
+    // llama_escape_whitespace: every ' ' becomes U+2581.
+    s.escaped.clear();
+    for (char c : text) {
+      if (c == ' ') {
+        s.escaped += "\xE2\x96\x81";
+      } else {
+        s.escaped += c;
+      }
+    }
+    text = s.escaped;
+  }
   DecodeUtf8(text, s.cps);
   s.flags.resize(s.cps.size());
   for (size_t i = 0; i < s.cps.size(); ++i) s.flags[i] = CodepointFlags(s.cps[i]);
   s.word_lengths.clear();
-  SplitWords(pre_.kind, s.cps, s.flags, s.word_lengths);
+  pre_.Split(s.cps, s.flags, s.word_lengths);
   size_t at = 0;
   for (uint32_t n : s.word_lengths) {
     EncodeWord(std::span<const uint32_t>(s.cps).subspan(at, n), s, out);
@@ -256,15 +309,32 @@ void BpeTokenizer::EncodeWord(std::span<const uint32_t> cps, Scratch& s,
   for (uint32_t cp : cps) AppendUtf8(cp, s.bytes);
   s.text.clear();
   s.symbols.clear();
-  const auto n_bytes = static_cast<int32_t>(s.bytes.size());
-  for (int32_t i = 0; i < n_bytes; ++i) {
-    const auto b = static_cast<uint8_t>(s.bytes[i]);
-    const auto offset = static_cast<uint32_t>(s.text.size());
-    s.text += byte_text_[b];
-    s.symbols.push_back({i - 1, i + 1 == n_bytes ? -1 : i + 1, byte_symbol_[b], offset,
-                         static_cast<uint32_t>(byte_text_[b].size())});
+  if (spec_.byte_encode) {
+    // One symbol per byte, in the byte-level alphabet.
+    for (char c : s.bytes) {
+      const auto b = static_cast<uint8_t>(c);
+      s.symbols.push_back({0, 0, byte_symbol_[b], static_cast<uint32_t>(s.text.size()),
+                           static_cast<uint32_t>(byte_text_[b].size())});
+      s.text += byte_text_[b];
+    }
+  } else {
+    // Raw UTF-8, one symbol per code point.
+    s.text = s.bytes;
+    for (size_t at = 0; at < s.text.size();) {
+      const size_t len = std::min(s.text.size() - at, Utf8Length(s.text[at]));
+      s.symbols.push_back({0, 0, SymbolId(std::string_view(s.text).substr(at, len)),
+                           static_cast<uint32_t>(at), static_cast<uint32_t>(len)});
+      at += len;
+    }
   }
-  if (pre_.ignore_merges) {
+  const auto n_symbols = static_cast<int32_t>(s.symbols.size());
+  for (int32_t i = 0; i < n_symbols; ++i) {
+    s.symbols[i].prev = i - 1;
+    s.symbols[i].next = i + 1 == n_symbols ? -1 : i + 1;
+  }
+  const bool whole = spec_.ignore_merges || (spec_.whole_newline_words &&
+                                             s.text.find_first_not_of('\n') == std::string::npos);
+  if (whole) {
     if (TokenId id = v.Find(s.text); id != -1) {
       out.push_back(id);
       return;
@@ -282,7 +352,7 @@ void BpeTokenizer::EncodeWord(std::span<const uint32_t> cps, Scratch& s,
     heap.push_back({left, right, m->rank, sym[left].id, sym[right].id, m->result});
     std::push_heap(heap.begin(), heap.end(), BigramLess());
   };
-  for (int32_t i = 1; i < n_bytes; ++i) try_add(i - 1, i);
+  for (int32_t i = 1; i < n_symbols; ++i) try_add(i - 1, i);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), BigramLess());
     const Bigram b = heap.back();
@@ -301,16 +371,19 @@ void BpeTokenizer::EncodeWord(std::span<const uint32_t> cps, Scratch& s,
     try_add(b.left, left.next);
   }
 
-  for (int32_t i = n_bytes == 0 ? -1 : 0; i != -1; i = sym[i].next) {
+  for (int32_t i = n_symbols == 0 ? -1 : 0; i != -1; i = sym[i].next) {
     const Symbol& x = sym[i];
     if (x.id >= 0 && x.id < v.size()) {
       out.push_back(x.id);
       continue;
     }
-    // Not a token: llama.cpp emits each byte of the byte-level text that is
-    // a one-byte token and drops the rest.
+    // Not a token: llama.cpp emits, for each byte of the symbol's text, the
+    // one-byte token of that byte-level character (or, without byte
+    // encoding, the <0xNN> token of the byte), and drops the bytes that have none.
     for (char c : std::string_view(s.text).substr(x.offset, x.n)) {
-      if (TokenId id = v.Find(std::string_view(&c, 1)); id != -1) out.push_back(id);
+      const TokenId id = spec_.byte_encode ? v.Find(std::string_view(&c, 1))
+                                           : byte_token_[static_cast<uint8_t>(c)];
+      if (id != -1) out.push_back(id);
     }
   }
 }

@@ -28,12 +28,13 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& f
     return std::unique_ptr<Tokenizer>(
         std::make_unique<tokenizer::SpmTokenizer>(std::move(vocab).value()));
   }
-  if (*model == "gpt2") return tokenizer::BpeTokenizer::FromGguf(file);
+  if (*model == "gpt2" || *model == "gemma4")
+    return tokenizer::BpeTokenizer::FromGguf(file, *model);
   return UnimplementedError("GGUF file '" + file.path() + "': key '" + std::string(kModelKey) +
                             "' is '" + std::string(*model) + "'; tokenizer model '" +
                             std::string(*model) +
                             "' is not supported yet (supported: 'llama', SentencePiece-style; "
-                            "'gpt2', byte-level BPE)");
+                            "'gpt2', byte-level BPE; 'gemma4', SPM-style BPE)");
 }
 
 std::string Tokenizer::Decode(const std::vector<TokenId>& ids, bool render_special) const {

@@ -18,85 +18,19 @@
 #include "ellm/engine/tokenizer.h"
 #include "gguf_builder.h"
 #include "test_env.h"
+#include "tokenizer_golden.h"
 
 namespace ellm {
 namespace {
 
 using ::ellm::testing::GgufBuilder;
+using ::ellm::testing::Ids;
+using ::ellm::testing::Quoted;
+using ::ellm::testing::ReadInputs;
+using ::ellm::testing::ReadOutputs;
 
 std::string VocabPath(const std::string& shared, const std::string& name) {
   return shared + "/testdata/tokenizers/ggml-vocab-" + name + ".gguf";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// *.inp: strings separated by lines reading "__ggml_vocab_test__"; the newline
-// before each separator ends the string and is not part of it.
-std::vector<std::string> ReadInputs(const std::string& path) {
-  const std::string content = ReadAll(path);
-  std::vector<std::string> out;
-  std::string current;
-  bool first_line = true;
-  for (size_t pos = 0; pos < content.size();) {
-    size_t eol = content.find('\n', pos);
-    if (eol == std::string::npos) eol = content.size();
-    const std::string line = content.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line == "__ggml_vocab_test__") {
-      out.push_back(current);
-      current.clear();
-      first_line = true;
-      continue;
-    }
-    if (!first_line) current += '\n';
-    current += line;
-    first_line = false;
-  }
-  return out;
-}
-
-// *.out: one line of space-separated ids per string.
-std::vector<std::vector<TokenId>> ReadOutputs(const std::string& path) {
-  std::istringstream in(ReadAll(path));
-  std::vector<std::vector<TokenId>> out;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::vector<TokenId> ids;
-    for (TokenId id; words >> id;) ids.push_back(id);
-    out.push_back(std::move(ids));
-  }
-  return out;
-}
-
-std::string Ids(const std::vector<TokenId>& ids) {
-  std::string s;
-  for (TokenId id : ids) s += " " + std::to_string(id);
-  return s;
-}
-
-// The input with control characters escaped, for failure messages.
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // One tokenizer per vocabulary per process (the llama-bpe file has 280,000
