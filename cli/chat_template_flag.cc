@@ -7,7 +7,7 @@ namespace ellm::cli {
 StatusOr<std::string> ChatTemplateFromFlags(const Flags& f, const std::string& fallback) {
   if (!f.Has(kChatTemplateFlag)) return fallback;
   std::string name = f.Get(kChatTemplateFlag);
-  if (Status s = ParseChatFormat(name).status(); !s.ok()) return s.WithContext("--chat-template");
+  if (Status s = ValidateChatTemplateSpec(name); !s.ok()) return s.WithContext("--chat-template");
   return name;
 }
 

@@ -55,11 +55,11 @@ Status Run(const Flags& f) {
   std::string prompt = f.Get("prompt");
   bool chat = f.Has("chat") || !chat_template.empty();
   if (chat) {
-    ELLM_ASSIGN_OR_RETURN(ChatFormat format, engine->chat_format());
+    ELLM_RETURN_IF_ERROR(engine->chat_template().status());
     std::vector<ChatMessage> messages;
     if (f.Has("system")) messages.push_back({"system", f.Get("system")});
     messages.push_back({"user", prompt});
-    prompt = RenderChat(format, messages, true);
+    ELLM_ASSIGN_OR_RETURN(prompt, engine->chat_template()->Apply(messages, true));
   }
   std::vector<TokenId> ids = tok.Encode(prompt, true, chat);
   ELLM_ASSIGN_OR_RETURN(auto session, engine->NewSession({.n_ctx = ctx}));

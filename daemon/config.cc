@@ -68,9 +68,8 @@ Status ModelConfig::Validate() const {
   }
   auto mode = ParseNumaMode(numa);
   if (!mode.ok()) return mode.status().WithContext("model.numa");
-  if (!chat_template.empty()) {
-    auto format = ParseChatFormat(chat_template);
-    if (!format.ok()) return format.status().WithContext("model.chat_template");
+  if (Status s = ValidateChatTemplateSpec(chat_template); !s.ok()) {
+    return s.WithContext("model.chat_template");
   }
   return OkStatus();
 }

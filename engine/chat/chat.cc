@@ -40,7 +40,8 @@ StatusOr<ChatFormat> ParseChatFormat(const std::string& name) {
     if (name == k.name) return k.format;
     names += (names.empty() ? "" : ", ") + std::string(k.name);
   }
-  return InvalidArgumentError("unknown chat template '" + name + "'; known: " + names);
+  return InvalidArgumentError("unknown chat template '" + name + "'; known: " + names +
+                              " (or a path to a .jinja file)");
 }
 
 std::string_view ChatFormatName(ChatFormat format) {

@@ -278,11 +278,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
   ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
   std::unique_ptr<Engine> e(new Engine());
   ELLM_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(file));
-  if (options.chat_template.empty()) {
-    e->chat_format_ = DetectChatFormat(file);
-  } else {
-    e->chat_format_ = ParseChatFormat(options.chat_template);
-    if (!e->chat_format_.ok()) return e->chat_format_.status().WithContext("chat_template");
+  // A template named in the options must work; the file's own may fail (its
+  // error is kept for whoever asks for chat: perplexity or raw generation do
+  // not need it).
+  e->chat_template_ = ChatTemplate::FromGguf(file, *e->tokenizer_, options.chat_template);
+  if (!options.chat_template.empty() && !e->chat_template_.ok()) {
+    return e->chat_template_.status().WithContext("chat_template");
   }
   ELLM_ASSIGN_OR_RETURN(e->model_, model::Model::Load(std::move(file)));
   const HParams& hp = e->model_->hparams();

@@ -172,11 +172,11 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
   std::string text = prompt;
   bool chat = format == PromptFormat::kChat;
   if (chat) {
-    ELLM_ASSIGN_OR_RETURN(ChatFormat cf, engine_->chat_format());
+    ELLM_RETURN_IF_ERROR(engine_->chat_template().status());
     std::vector<ChatMessage> messages;
     if (!system.empty()) messages.push_back({"system", system});
     messages.push_back({"user", prompt});
-    text = RenderChat(cf, messages, true);
+    ELLM_ASSIGN_OR_RETURN(text, engine_->chat_template()->Apply(messages, true));
   } else if (!system.empty()) {
     text = system + "\n\n" + prompt;
   }

@@ -106,6 +106,44 @@ TEST(ChatTemplateCli, GenerateWithAnotherTemplateChangesThePrompt) {
   EXPECT_GT(gemma.prompt_tokens, plain.prompt_tokens);  // the template was applied at all
 }
 
+// A .jinja file given to --chat-template is rendered by the interpreter: a
+// Jinja template that writes Gemma's format gives the same prompt and the
+// same greedy reply as the built-in gemma format; one that does not parse
+// is refused before the model is loaded, naming the file and the line.
+TEST(ChatTemplateCli, GenerateWithAJinjaFileRendersIt) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string dir = MakeTempDir("ellm-chat-jinja");
+  std::ofstream(dir + "/gemma.jinja") << R"({{ bos_token }}
+{%- for message in messages -%}
+{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}
+{{ '<start_of_turn>' + role + '\n' + message['content'] + '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}
+)";
+  std::ofstream(dir + "/broken.jinja") << "{% for m in messages %}\n{% if %}\n{% endfor %}\n";
+  const Generated builtin = Generate(model, "--chat-template gemma");
+  const Generated file = Generate(model, "--chat-template '" + dir + "/gemma.jinja'");
+  ASSERT_EQ(builtin.exit_code, 0) << builtin.output;
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  EXPECT_EQ(file.prompt_tokens, builtin.prompt_tokens) << file.output;
+  EXPECT_EQ(file.text, builtin.text);
+  std::string out;
+  EXPECT_EQ(RunCli("generate --model '" + model + "' --prompt hi --chat-template '" + dir +
+                       "/broken.jinja'",
+                   &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("broken.jinja"), std::string::npos) << out;
+  EXPECT_NE(out.find("line 2"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("generate --model '" + model + "' --prompt hi --chat-template '" + dir +
+                       "/missing.jinja'",
+                   &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("cannot be read"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 // summarize (and compare and batch, through the same LocalRuntime): the
 // flag reaches the pipelines' generator. A chat-format pipeline of one
 // short document and two generated tokens keeps it fast.

@@ -1,19 +1,22 @@
 // Chat templates: turning a conversation into the exact text a model was
-// trained on. Recognised from the file's tokenizer.chat_template (by the
-// markers it uses) or, failing that, from the architecture.
+// trained on. A file's own tokenizer.chat_template (Jinja) is rendered by our
+// interpreter as Python's jinja2 renders it (engine/chat/README.md); files
+// without one use a built-in format recognised from the architecture.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/engine/gguf.h"
+#include "ellm/engine/tokenizer.h"
 
 namespace ellm {
 
-// Serialized in configs by name (model.chat_template: gemma, llama3,
-// chatml); append-only.
+// The built-in formats, for files without a template. Serialized in configs
+// by name (model.chat_template: gemma, llama3, chatml); append-only.
 enum class ChatFormat {
   kGemma,   // <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n
   kLlama3,  // <|start_header_id|>user<|end_header_id|>\n\n...<|eot_id|>
@@ -38,5 +41,53 @@ std::string_view ChatFormatName(ChatFormat format);
 // The text contains control tokens: tokenize it with parse_special = true.
 std::string RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
                        bool add_generation_prompt);
+
+namespace jinja {
+class Template;
+}
+
+// The template a model's conversations are rendered with: a Jinja template
+// (the file's own, or a .jinja file a user names) or a built-in format.
+// Copyable; thread-safe to render from several threads.
+class ChatTemplate {
+ public:
+  // `spec` chooses: "" = the file's tokenizer.chat_template when it has one,
+  // else the built-in format DetectChatFormat recognises; a built-in name
+  // (gemma, llama3, chatml); or a path ending in ".jinja". A template that
+  // does not parse is an error naming its line, never a fallback.
+  // bos_token/eos_token are the tokenizer's texts for them.
+  static StatusOr<ChatTemplate> FromGguf(const gguf::GgufFile& file, const Tokenizer& tokenizer,
+                                         const std::string& spec);
+  // `origin` names the source in errors and in name().
+  static StatusOr<ChatTemplate> FromJinja(std::string_view source, std::string origin,
+                                          const Tokenizer& tokenizer);
+  static ChatTemplate FromFormat(ChatFormat format);
+
+  // The prompt text, without the BOS that the tokenizer adds (as llama.cpp,
+  // a template's leading bos_token is dropped when the vocabulary adds BOS).
+  // It contains control tokens: tokenize with parse_special = true. Errors:
+  // the template's own raise_exception (e.g. roles that do not alternate),
+  // or a construct it uses that we do not support, with its line.
+  StatusOr<std::string> Apply(const std::vector<ChatMessage>& messages,
+                              bool add_generation_prompt) const;
+
+  // "gemma (built-in)", "tokenizer.chat_template", or the .jinja path.
+  const std::string& name() const { return name_; }
+  bool is_jinja() const { return jinja_ != nullptr; }
+
+ private:
+  ChatTemplate() = default;
+  std::string name_;
+  ChatFormat format_ = ChatFormat::kGemma;
+  std::shared_ptr<const jinja::Template> jinja_;  // null: the built-in format_
+  std::string bos_token_, eos_token_;
+  bool strip_bos_ = false;
+};
+
+// True when `spec` names a Jinja file rather than a built-in format.
+bool IsChatTemplateFile(const std::string& spec);
+// Checks a spec as config and flags do before a model is loaded: a known
+// built-in name, or a readable .jinja file that parses.
+Status ValidateChatTemplateSpec(const std::string& spec);
 
 }  // namespace ellm

@@ -47,9 +47,10 @@ struct EngineOptions {
   // Lock the weights and the KV cache in RAM (mlock); the error names
   // RLIMIT_MEMLOCK when the limit is too low.
   bool mlock = false;
-  // The chat template by name (ParseChatFormat: gemma, llama3, chatml);
-  // empty = recognised from the file (DetectChatFormat). An unknown name
-  // fails Load.
+  // The chat template: a built-in name (gemma, llama3, chatml) or a path
+  // ending in .jinja; empty = the file's own tokenizer.chat_template, else a
+  // built-in recognised from the file (ChatTemplate::FromGguf). An unknown
+  // name or a template that does not parse fails Load.
   std::string chat_template;
   // Tests replace the machine's topology and node memory; null = the real ones.
   const Topology* topology = nullptr;
@@ -163,9 +164,9 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelInfo& info() const { return info_; }
-  // The chat template named in the options or recognised from the file at
-  // load, or why there is none.
-  StatusOr<ChatFormat> chat_format() const { return chat_format_; }
+  // The chat template named in the options or the file's own, or why there
+  // is none (the file's template did not parse, or none can be recognised).
+  const StatusOr<ChatTemplate>& chat_template() const { return chat_template_; }
   int threads() const;
   // The NUMA layout in use (mode off: nothing pinned or bound).
   const NumaPlan& numa_plan() const { return *numa_plan_; }
@@ -187,7 +188,7 @@ class Engine {
   NodeMemory* replica_memory_ = nullptr;
   std::vector<std::pair<void*, size_t>> replica_buffers_;  // numa replicate
   ModelInfo info_;
-  StatusOr<ChatFormat> chat_format_ = UnimplementedError("no model loaded");
+  StatusOr<ChatTemplate> chat_template_ = UnimplementedError("no model loaded");
 };
 
 enum class LogitsFor { kNone, kLast, kAll };
