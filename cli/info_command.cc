@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "ellm/engine/engine.h"
 #include "ellm/engine/gguf.h"
 
 namespace ellm::cli {
@@ -79,6 +80,9 @@ int Info(const Args& args) {
                                   {"bytes", t.n_bytes}});
       }
     }
+    const Status runs = Engine::CheckRuns(path);
+    out["runs"] = runs.ok();
+    if (!runs.ok()) out["runs_error"] = runs.message();
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -94,6 +98,14 @@ int Info(const Args& args) {
       std::printf("  %-40.*s %-6s %s\n", static_cast<int>(t.name.size()), t.name.data(),
                   std::string(ellm::quant::TypeName(t.type)).c_str(), t.ShapeString().c_str());
     }
+  }
+  // The verdict, last: whether this build runs the file, or the first reason
+  // it does not (the key or tensor, and why).
+  const Status runs = Engine::CheckRuns(path);
+  if (runs.ok()) {
+    std::printf("runs: yes\n");
+  } else {
+    std::printf("runs: no \u2014 %s\n", runs.message().c_str());
   }
   return 0;
 }

@@ -273,6 +273,22 @@ Engine::~Engine() {
 }
 int Engine::threads() const { return pool_->size(); }
 
+Status Engine::CheckRuns(const std::string& path) {
+  ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
+  ELLM_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::FromGguf(file));
+  if (file.GetString("tokenizer.chat_template").ok()) {
+    ELLM_RETURN_IF_ERROR(ChatTemplate::FromGguf(file, *tokenizer, "").status());
+  }
+  const int32_t vocab = tokenizer->vocab_size();
+  ELLM_ASSIGN_OR_RETURN(auto model, model::Model::Load(std::move(file), /*pack_weights=*/false));
+  if (vocab > model->hparams().n_vocab) {
+    return InvalidArgumentError("model '" + path + "': the tokenizer has " + std::to_string(vocab) +
+                                " tokens but token_embd.weight only " +
+                                std::to_string(model->hparams().n_vocab) + " rows");
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
                                                const EngineOptions& options) {
   ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));

@@ -55,7 +55,7 @@ int64_t Resolve(Dim d, const HParams& hp) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file) {
+StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file, bool pack_weights) {
   std::unique_ptr<Model> m(new Model(std::move(file)));
   ELLM_ASSIGN_OR_RETURN(std::string_view arch, m->file_.GetString("general.architecture"));
   m->spec_ = FindArch(arch);
@@ -67,7 +67,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file) {
   }
   ELLM_RETURN_IF_ERROR(m->ReadHParams());
   ELLM_RETURN_IF_ERROR(m->BindTensors());
-  m->PackWeights();
+  if (pack_weights) m->PackWeights();
   return m;
 }
 

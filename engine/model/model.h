@@ -75,7 +75,9 @@ struct Layer {
 class Model {
  public:
   // Takes ownership of the file. Errors name the file and the key or tensor.
-  static StatusOr<std::unique_ptr<Model>> Load(gguf::GgufFile file);
+  // pack_weights = false checks everything but leaves the weights unpacked
+  // (Engine::CheckRuns: a verdict without the cost of repacking).
+  static StatusOr<std::unique_ptr<Model>> Load(gguf::GgufFile file, bool pack_weights = true);
 
   const ArchSpec& spec() const { return *spec_; }
   const HParams& hparams() const { return hp_; }

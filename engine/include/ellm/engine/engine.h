@@ -160,6 +160,12 @@ class Engine {
  public:
   static StatusOr<std::unique_ptr<Engine>> Load(const std::string& path,
                                                 const EngineOptions& options = {});
+  // Whether the file at `path` would run, without loading its weights: the
+  // architecture, its hyperparameter keys, every tensor's name, shape and
+  // type, the tokenizer (model, pre-tokenizer, special tokens) and the
+  // file's own chat template when it has one. The error names the key or
+  // tensor and the reason.
+  static Status CheckRuns(const std::string& path);
   ~Engine();
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
