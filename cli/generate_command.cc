@@ -1,9 +1,13 @@
 // ellm generate: run the model on a prompt and print only the generated
 // text on stdout (streamed); progress and speed go to stderr. With --chat
 // the prompt goes through the model's chat template (--chat-template NAME
-// picks one and implies --chat).
+// picks one and implies --chat); --messages gives a whole conversation.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "chat_template_flag.h"
 #include "commands.h"
@@ -16,11 +20,47 @@ namespace ellm::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ellm generate --model M --prompt TEXT [--chat] [--chat-template NAME]\n"
-    "                     [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K]\n"
-    "                     [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
-    "                     [--threads N] [--ctx N]\n"
-    "  --chat-template   gemma, llama3 or chatml instead of the model's own (implies --chat)\n";
+    "usage: ellm generate --model M (--prompt TEXT | --file F | --messages F.json)\n"
+    "                     [--chat] [--chat-template NAME|FILE.jinja] [--system TEXT]\n"
+    "                     [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "                     [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N]\n"
+    "  --file F          the prompt is the contents of F ('-': standard input)\n"
+    "  --messages F      a conversation, as a JSON array of {\"role\", \"content\"} objects\n"
+    "                    ('-': standard input); implies --chat; a --prompt is a last user turn\n"
+    "  --chat-template   gemma, llama3, chatml or a .jinja file instead of the model's own\n"
+    "                    (implies --chat)\n";
+
+StatusOr<std::string> ReadInput(const std::string& path, const char* flag) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgumentError(std::string(flag) + ": cannot read '" + path + "'");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// An OpenAI-style messages array: [{"role": "user", "content": "..."}, ...].
+StatusOr<std::vector<ChatMessage>> ParseMessages(const std::string& text, const std::string& path) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::string where = "--messages '" + path + "'";
+  if (j.is_discarded()) return InvalidArgumentError(where + ": not valid JSON");
+  if (!j.is_array()) return InvalidArgumentError(where + ": expected a JSON array of messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    const std::string at = where + ": message " + std::to_string(i);
+    if (!m.is_object()) return InvalidArgumentError(at + " is not an object");
+    if (!m.contains("role") || !m["role"].is_string()) {
+      return InvalidArgumentError(at + " has no string \"role\"");
+    }
+    if (!m.contains("content") || !m["content"].is_string()) {
+      return InvalidArgumentError(at + " has no string \"content\"");
+    }
+    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  if (out.empty()) return InvalidArgumentError(where + ": the conversation is empty");
+  return out;
+}
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -28,8 +68,20 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 
 Status Run(const Flags& f) {
   const std::string model_path = f.Get("model");
-  if (model_path.empty() || !f.Has("prompt"))
-    return InvalidArgumentError("--model and --prompt are required");
+  const int sources = f.Has("prompt") + f.Has("file");
+  if (model_path.empty() || (sources == 0 && !f.Has("messages"))) {
+    return InvalidArgumentError("--model and one of --prompt, --file or --messages are required");
+  }
+  if (sources > 1) return InvalidArgumentError("--prompt and --file are alternatives");
+  std::vector<ChatMessage> messages;
+  if (f.Has("messages")) {
+    ELLM_ASSIGN_OR_RETURN(std::string json, ReadInput(f.Get("messages"), "--messages"));
+    ELLM_ASSIGN_OR_RETURN(messages, ParseMessages(json, f.Get("messages")));
+  }
+  std::string prompt = f.Get("prompt");
+  if (f.Has("file")) {
+    ELLM_ASSIGN_OR_RETURN(prompt, ReadInput(f.Get("file"), "--file"));
+  }
   ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", 4096));
   ELLM_ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 256));
@@ -52,13 +104,11 @@ Status Run(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(auto engine, Engine::Load(model_path, {.threads = static_cast<int>(threads),
                                                                .chat_template = chat_template}));
   const Tokenizer& tok = engine->tokenizer();
-  std::string prompt = f.Get("prompt");
-  bool chat = f.Has("chat") || !chat_template.empty();
+  bool chat = f.Has("chat") || !chat_template.empty() || !messages.empty();
   if (chat) {
     ELLM_RETURN_IF_ERROR(engine->chat_template().status());
-    std::vector<ChatMessage> messages;
-    if (f.Has("system")) messages.push_back({"system", f.Get("system")});
-    messages.push_back({"user", prompt});
+    if (f.Has("system")) messages.insert(messages.begin(), ChatMessage{"system", f.Get("system")});
+    if (sources > 0) messages.push_back(ChatMessage{"user", prompt});
     ELLM_ASSIGN_OR_RETURN(prompt, engine->chat_template()->Apply(messages, true));
   }
   std::vector<TokenId> ids = tok.Encode(prompt, true, chat);
@@ -100,11 +150,11 @@ Status Run(const Flags& f) {
 }  // namespace
 
 int Generate(const Args& args) {
-  auto flags =
-      Flags::Parse(args,
-                   {"model", "prompt", "system", "max-tokens", "temperature", "top-k", "top-p",
-                    "min-p", "repeat-penalty", "seed", "threads", "ctx", kChatTemplateFlag},
-                   {"chat"});
+  auto flags = Flags::Parse(
+      args,
+      {"model", "prompt", "file", "messages", "system", "max-tokens", "temperature", "top-k",
+       "top-p", "min-p", "repeat-penalty", "seed", "threads", "ctx", kChatTemplateFlag},
+      {"chat"});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm generate: %s\n%s", flags.status().message().c_str(), kUsage);
     return 2;

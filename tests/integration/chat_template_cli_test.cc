@@ -144,6 +144,53 @@ TEST(ChatTemplateCli, GenerateWithAJinjaFileRendersIt) {
   fs::remove_all(dir);
 }
 
+// --messages gives a whole conversation (implies --chat); a --prompt is
+// its last user turn; --file reads the prompt from a file. Each gives
+// exactly what the equivalent --prompt gives.
+TEST(ChatTemplateCli, GenerateTakesAConversationOrAPromptFile) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string dir = MakeTempDir("ellm-chat-messages");
+  std::ofstream(dir + "/one.json") << R"([{"role": "user", "content": "Name one colour."}])";
+  std::ofstream(dir + "/two.json") << R"([{"role": "user", "content": "Name one colour."},
+    {"role": "assistant", "content": "Red."}, {"role": "user", "content": "Name one colour."}])";
+  std::ofstream(dir + "/first.json") << R"([{"role": "user", "content": "Name one colour."},
+    {"role": "assistant", "content": "Red."}])";
+  std::ofstream(dir + "/prompt.txt") << "Name one colour.";
+  std::ofstream(dir + "/bad.json") << R"([{"role": "user", "content": "a"}, {"role": 3}])";
+  const Generated chat = Generate(model, "--chat");
+  const auto run = [&](const std::string& flags) {
+    Generated g;
+    g.exit_code =
+        RunCli("generate --model '" + model + "' --max-tokens 4 --threads 2 " + flags, &g.output);
+    std::smatch m;
+    if (std::regex_search(g.output, m, std::regex("prefill: (\\d+) tokens"))) {
+      g.prompt_tokens = std::stoi(m[1]);
+      g.text = m.prefix();
+    }
+    return g;
+  };
+  const Generated one = run("--messages '" + dir + "/one.json'");
+  const Generated two = run("--messages '" + dir + "/two.json'");
+  const Generated first_plus_prompt =
+      run("--messages '" + dir + "/first.json' --prompt 'Name one colour.'");
+  const Generated file = run("--chat --file '" + dir + "/prompt.txt'");
+  for (const Generated* g : {&chat, &one, &two, &first_plus_prompt, &file}) {
+    ASSERT_EQ(g->exit_code, 0) << g->output;
+    ASSERT_GT(g->prompt_tokens, 0) << g->output;
+  }
+  EXPECT_EQ(one.prompt_tokens, chat.prompt_tokens);
+  EXPECT_EQ(one.text, chat.text);
+  EXPECT_EQ(file.prompt_tokens, chat.prompt_tokens);
+  EXPECT_EQ(file.text, chat.text);
+  EXPECT_GT(two.prompt_tokens, one.prompt_tokens + 5);
+  EXPECT_EQ(first_plus_prompt.prompt_tokens, two.prompt_tokens);
+  EXPECT_EQ(first_plus_prompt.text, two.text);
+  std::string out;
+  EXPECT_EQ(RunCli("generate --model '" + model + "' --messages '" + dir + "/bad.json'", &out), 2);
+  EXPECT_NE(out.find("message 1 has no string \"role\""), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 // summarize (and compare and batch, through the same LocalRuntime): the
 // flag reaches the pipelines' generator. A chat-format pipeline of one
 // short document and two generated tokens keeps it fast.
