@@ -1,0 +1,72 @@
+// A pushdown automaton over bytes that accepts exactly the JSON texts a
+// compiled Schema allows: what the constrained decoder (token_constraint.h)
+// runs every candidate token's bytes through. Nondeterministic where the
+// schema is (anyOf, a literal that is a prefix of another, where a number
+// ends): a state is a set of stacks, and a byte maps a set to a set; an
+// empty set means the text can no longer become valid.
+//
+// Whitespace: up to kMaxWhitespace consecutive spaces, tabs, newlines or
+// carriage returns between structural characters (never before the value
+// or after it), so a model cannot stall in whitespace. Numbers have at most
+// kMaxNumberChars characters.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "grammar/json_schema.h"
+
+namespace ellm::grammar {
+
+struct Frame {
+  int32_t node = -1;  // -1: the document around the root value
+  uint8_t phase = 0;
+  int32_t count = 0;  // next property / items so far / code points / number chars
+  int32_t pos = 0;    // bytes of a key or literal matched so far
+  uint64_t mask = 0;  // candidate properties or literals
+  bool operator==(const Frame&) const = default;
+};
+
+struct Stack {
+  std::vector<Frame> frames;
+  int32_t ws = 0;  // consecutive structural whitespace
+  bool operator==(const Stack&) const = default;
+};
+
+using StateSet = std::vector<Stack>;
+
+class JsonMatcher {
+ public:
+  static constexpr int kMaxWhitespace = 32;
+  static constexpr int kMaxNumberChars = 24;
+  static constexpr size_t kMaxStacks = 64;
+
+  explicit JsonMatcher(const Schema& schema);
+
+  StateSet Start() const;
+  // Every state reachable from `in` by the byte c (deduplicated) into `out`.
+  void Step(const StateSet& in, unsigned char c, StateSet& out) const;
+  // Whether the bytes so far form a complete document.
+  bool CanEnd(const StateSet& s) const;
+  // When every stack is inside a free string (no shape): the fewest code
+  // points any of them may still add (-1: no bound); else -2.
+  int64_t FreeStringRoom(const StateSet& s) const;
+
+ private:
+  void StepOne(Stack s, unsigned char c, StateSet& out) const;
+  void Push(Stack s, int node, unsigned char c, StateSet& out) const;
+  void Pop(Stack s, StateSet& out) const { s.frames.pop_back(), out.push_back(std::move(s)); }
+  void StepObject(Stack& s, unsigned char c, StateSet& out) const;
+  void StepArray(Stack& s, unsigned char c, StateSet& out) const;
+  void StepString(Stack& s, unsigned char c, StateSet& out) const;
+  void StepNumber(Stack& s, unsigned char c, StateSet& out) const;
+  void StepLiterals(Stack& s, unsigned char c, StateSet& out) const;
+  uint64_t KeyCandidates(const SchemaNode& n, int from) const;
+  static bool RequiredLeft(const SchemaNode& n, int from);
+
+  std::vector<SchemaNode> nodes_;  // the schema's, plus a free string for keys
+  int root_;
+  int key_node_;
+};
+
+}  // namespace ellm::grammar

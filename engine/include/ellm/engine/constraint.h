@@ -1,0 +1,52 @@
+// Grammar-constrained decoding: the model may only write text that a JSON
+// Schema allows. Before each token is sampled, every vocabulary entry that
+// would make the text so far impossible to complete as a valid document gets
+// -infinity; end of generation is allowed only when the document is
+// complete, and then it is the only choice. So an output that must be JSON
+// always parses and validates against the schema (the subset in
+// engine/grammar/json_schema.h), with any tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ellm/base/status.h"
+#include "ellm/engine/tokenizer.h"
+
+namespace ellm {
+
+namespace grammar {
+class Schema;
+class ConstraintImpl;
+}  // namespace grammar
+
+class JsonConstraint {
+ public:
+  // INVALID_ARGUMENT / UNIMPLEMENTED for a schema we cannot enforce, naming
+  // the keyword and where it is. The tokenizer must outlive the constraint.
+  static StatusOr<std::unique_ptr<JsonConstraint>> FromSchema(std::string_view schema_json,
+                                                              const Tokenizer& tokenizer);
+  // Any JSON object (OpenAI's response_format {"type": "json_object"}).
+  static std::unique_ptr<JsonConstraint> AnyObject(const Tokenizer& tokenizer);
+  ~JsonConstraint();
+
+  // Sets the logits of every token not allowed next to -infinity and
+  // returns how many remain allowed (0: the vocabulary cannot continue the
+  // document; the caller must stop). logits: [vocab_size].
+  size_t Mask(std::span<float> logits) const;
+  // Advances past `id`. FAILED_PRECONDITION when `id` was not allowed.
+  Status Accept(TokenId id);
+  // The text accepted so far is a complete document.
+  bool Complete() const;
+  // Starts over (a new document).
+  void Reset();
+
+ private:
+  explicit JsonConstraint(std::unique_ptr<grammar::ConstraintImpl> impl);
+  std::unique_ptr<grammar::ConstraintImpl> impl_;
+};
+
+}  // namespace ellm
