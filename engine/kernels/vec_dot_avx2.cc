@@ -18,6 +18,8 @@
 
 #include <cstring>
 
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -196,6 +198,12 @@ inline __m256i WeightBytes(const BlockQ8_0& x) { return Load256(x.qs); }
 inline __m256i WeightBytes(const BlockQ4_0& x) {
   return _mm256_sub_epi8(Nibbles32(x.qs), _mm256_set1_epi8(8));
 }
+// The table's values of 32 nibbles (Nibbles32's order), by VPSHUFB.
+inline __m256i Iq4Values32(const uint8_t* p) {
+  const __m256i table = _mm256_broadcastsi128_si256(Load128(kIq4NlValues));
+  return _mm256_shuffle_epi8(table, Nibbles32(p));
+}
+inline __m256i WeightBytes(const BlockIq4Nl& x) { return Iq4Values32(x.qs); }
 inline __m256i WeightBytes(const BlockQ5_0& x) {
   // q - 16 is q itself when the fifth bit is set and q | 0xf0 (q - 16 in
   // two's complement) when it is clear.
@@ -203,7 +211,7 @@ inline __m256i WeightBytes(const BlockQ5_0& x) {
   return _mm256_or_si256(Nibbles32(x.qs), high_clear);
 }
 
-// Q8_0, Q4_0, Q5_0 against Q8_0 activations.
+// Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations.
 template <typename W>
 struct SignedWeightKernel {
   static constexpr bool kHasOffset = false;
@@ -431,6 +439,28 @@ float DotQ6_K(int64_t n, const void* w, const void* a) {
   return HsumF32(acc);
 }
 
+// IQ4_XS: two sub-blocks per step, each pair of products scaled by its
+// (ls - 32) in VPMADDWD (|sum| <= 2 * 32 * 32258), i32 sums over the
+// super-block, one multiply by d * y.d (the reference's order of operations
+// inside a super-block; only the sum over super-blocks is in 8 lanes).
+float DotIq4Xs(int64_t n, const void* w, const void* a) {
+  const BlockIq4Xs* x = static_cast<const BlockIq4Xs*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    __m256i isum = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ++ib) {
+      const __m256i q = Iq4Values32(x[b].qs + 16 * ib);
+      const __m256i a8 = Load256(y[b].qs + 32 * ib);
+      const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a8, q));
+      const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(Iq4XsScale(x[b], ib)));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, sc));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(Half(x[b].d) * y[b].d), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return HsumF32(acc);
+}
+
 }  // namespace
 
 VecDotFn Avx2VecDot(quant::TensorType weight) {
@@ -462,6 +492,10 @@ VecDotFn Avx2VecDot(quant::TensorType weight) {
       return DotK4<BlockQ5_K, true>;
     case T::kQ6_K:
       return DotQ6_K;
+    case T::kIQ4_NL:
+      return Dot32<SignedWeightKernel<BlockIq4Nl>, BlockIq4Nl, BlockQ8_0>;
+    case T::kIQ4_XS:
+      return DotIq4Xs;
     default:
       return nullptr;
   }
@@ -476,6 +510,8 @@ VecDot4Fn Avx2VecDot4(quant::TensorType weight) {
       return Dot32x4<BlockQ4_0>;
     case T::kQ5_0:
       return Dot32x4<BlockQ5_0>;
+    case T::kIQ4_NL:
+      return Dot32x4<BlockIq4Nl>;
     default:
       return nullptr;
   }

@@ -25,6 +25,8 @@
 
 #include <cstring>
 
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -195,6 +197,17 @@ __m512i SignedWeights(const BlockQ5_0* x, int64_t b, bool two) {
   return two ? q : _mm512_zextsi256_si512(_mm512_castsi512_si256(q));
 }
 
+// IQ4_NL: the table's values of the nibbles, by VPSHUFB.
+inline __m512i Iq4Values2x32(const uint8_t* p0, const uint8_t* p1) {
+  const __m512i table = _mm512_broadcast_i32x4(Load128(kIq4NlValues));
+  return _mm512_shuffle_epi8(table, Nibbles2x32(p0, p1));
+}
+template <>
+__m512i SignedWeights(const BlockIq4Nl* x, int64_t b, bool two) {
+  const __m512i q = Iq4Values2x32(x[b].qs, x[two ? b + 1 : b].qs);
+  return two ? q : _mm512_zextsi256_si512(_mm512_castsi512_si256(q));
+}
+
 inline __m512i ActBytes(const BlockQ8_0* y, int64_t b, bool two) {
   return Join(Load256(y[b].qs), two ? Load256(y[b + 1].qs) : _mm256_setzero_si256());
 }
@@ -228,7 +241,7 @@ inline void ForEachBlockPair(int64_t nb, Step&& step) {
   }
 }
 
-// Q8_0, Q4_0, Q5_0 against Q8_0: pairs alternate between two accumulators.
+// Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0: pairs alternate between two accumulators.
 template <typename W>
 float DotSigned32(int64_t n, const void* wp, const void* ap) {
   const W* x = static_cast<const W*>(wp);
@@ -492,6 +505,26 @@ float DotQ6_K(int64_t n, const void* w, const void* a) {
   return HsumF32(acc);
 }
 
+// IQ4_XS: sub-blocks 2c and 2c + 1 per ZMM, each lane's dot times its
+// sub-block's ls - 32 (VPMULLD), i32 sums over the super-block.
+float DotIq4Xs(int64_t n, const void* w, const void* a) {
+  const BlockIq4Xs* x = static_cast<const BlockIq4Xs*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    __m512i isum = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m512i q = Iq4Values2x32(x[b].qs + 32 * c, x[b].qs + 32 * c + 16);
+      const __m512i dot = DotI8I8(q, Load512(y[b].qs + 64 * c));
+      const __m512i sc = Join(_mm256_set1_epi32(Iq4XsScale(x[b], 2 * c)),
+                              _mm256_set1_epi32(Iq4XsScale(x[b], 2 * c + 1)));
+      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, sc));
+    }
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(Half(x[b].d) * y[b].d), _mm512_cvtepi32_ps(isum), acc);
+  }
+  return HsumF32(acc);
+}
+
 }  // namespace
 
 VecDotFn Avx512VecDot(quant::TensorType weight) {
@@ -523,6 +556,10 @@ VecDotFn Avx512VecDot(quant::TensorType weight) {
       return DotK4<BlockQ5_K, true>;
     case T::kQ6_K:
       return DotQ6_K;
+    case T::kIQ4_NL:
+      return DotSigned32<BlockIq4Nl>;
+    case T::kIQ4_XS:
+      return DotIq4Xs;
     default:
       return nullptr;
   }
@@ -537,6 +574,8 @@ VecDot4Fn Avx512VecDot4(quant::TensorType weight) {
       return DotSigned32x4<BlockQ4_0>;
     case T::kQ5_0:
       return DotSigned32x4<BlockQ5_0>;
+    case T::kIQ4_NL:
+      return DotSigned32x4<BlockIq4Nl>;
     default:
       return nullptr;
   }

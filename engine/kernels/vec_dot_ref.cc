@@ -9,6 +9,8 @@
 
 #include "kernels/vec_dot_isa.h"
 #include "quant/fp16.h"
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -229,6 +231,48 @@ float DotQ6_K(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+// IQ4_NL against Q8_0: Q4_0 with the table's values for q - 8, scaled as
+// ggml's (y.d * x.d) * sumi.
+float DotIq4Nl(int64_t n, const void* w, const void* a) {
+  const BlockIq4Nl* x = static_cast<const BlockIq4Nl*>(w);
+  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      sumi += kIq4NlValues[x[b].qs[j] & 0x0f] * y[b].qs[j];
+      sumi += kIq4NlValues[x[b].qs[j] >> 4] * y[b].qs[j + 16];
+    }
+    sum += (Fp16ToFp32(y[b].d) * Fp16ToFp32(x[b].d)) * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
+// IQ4_XS against Q8_K. ggml's generic code scales each 32-element sub-block
+// in float; its AVX2 kernel, like this one, sums (ls - 32) * sumi over the
+// super-block in integers (|isum| < 8 * 32 * 32 * 127 * 127 < 2^31) and
+// multiplies once by d * y.d.
+float DotIq4Xs(int64_t n, const void* w, const void* a) {
+  const BlockIq4Xs* x = static_cast<const BlockIq4Xs*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    int isum = 0;
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = x[b].qs + 16 * ib;
+      const int8_t* q8 = y[b].qs + 32 * ib;
+      int sumi = 0;
+      for (int j = 0; j < 16; ++j) {
+        sumi += kIq4NlValues[qs[j] & 0x0f] * q8[j];
+        sumi += kIq4NlValues[qs[j] >> 4] * q8[j + 16];
+      }
+      isum += Iq4XsScale(x[b], ib) * sumi;
+    }
+    sum += (Fp16ToFp32(x[b].d) * y[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 }  // namespace
 
 VecDotFn RefVecDot(quant::TensorType weight) {
@@ -260,6 +304,10 @@ VecDotFn RefVecDot(quant::TensorType weight) {
       return DotK4<BlockQ5_K, true>;
     case T::kQ6_K:
       return DotQ6_K;
+    case T::kIQ4_NL:
+      return DotIq4Nl;
+    case T::kIQ4_XS:
+      return DotIq4Xs;
     default:
       return nullptr;
   }

@@ -8,6 +8,8 @@
 #include "quant/bf16.h"
 #include "quant/f16.h"
 #include "quant/f32.h"
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -69,6 +71,8 @@ std::array<FormatOps, kMaxTypeId> BuildTable() {
   set(T::kQ4_K, Dequantize<BlockQ4_K, DequantizeQ4_K>, nullptr, T::kQ8_K, true);
   set(T::kQ5_K, Dequantize<BlockQ5_K, DequantizeQ5_K>, nullptr, T::kQ8_K, true);
   set(T::kQ6_K, Dequantize<BlockQ6_K, DequantizeQ6_K>, nullptr, T::kQ8_K, true);
+  set(T::kIQ4_NL, Dequantize<BlockIq4Nl, DequantizeIq4Nl>, nullptr, T::kQ8_0, true);
+  set(T::kIQ4_XS, Dequantize<BlockIq4Xs, DequantizeIq4Xs>, nullptr, T::kQ8_K, true);
   set(T::kQ8_K, Dequantize<BlockQ8_K, DequantizeQ8_K>, Quantize<BlockQ8_K, QuantizeQ8_K>, T::kQ8_K,
       false);
   return t;

@@ -21,9 +21,10 @@ bool CanDequantize(TensorType t);
 void DequantizeRow(TensorType t, const void* src, float* dst, int64_t n);
 
 // The activation format a weight type's integer dot product consumes, as
-// ggml's vec_dot_type: Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for
-// the K-quants, F16 for F16, BF16 for BF16, F32 for F32. Types with no dot
-// product (the IQ formats, Q8_1, Q8_K, ...) get F32: decode, then use F32's.
+// ggml's vec_dot_type: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1,
+// Q8_K for the K-quants and IQ4_XS, F16 for F16, BF16 for BF16, F32 for F32.
+// Types with no dot product (the other IQ formats, Q8_1, Q8_K, ...) get F32:
+// decode, then use F32's.
 TensorType ActivationTypeFor(TensorType weight);
 
 // Encodes `n` floats into activation format `t` (Q8_0, Q8_1, Q8_K, F16,

@@ -53,7 +53,8 @@ void ExpectFourSingleRowDots(TensorType type, VecDot4Fn dot4, VecDotFn dot, std:
   }
 }
 
-constexpr TensorType kFourRowTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0};
+constexpr TensorType kFourRowTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
+                                        TensorType::kIQ4_NL};
 
 TEST(VecDot4, EqualsFourSingleRowDotsBitForBit) {
   if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";

@@ -52,6 +52,8 @@ const std::vector<WeightLayout>& Layouts() {
       {TensorType::kQ4_K, {0, 2}, 16, 144},
       {TensorType::kQ5_K, {0, 2}, 16, 176},
       {TensorType::kQ6_K, {208}},
+      {TensorType::kIQ4_NL, {0}},
+      {TensorType::kIQ4_XS, {0}},
       {TensorType::kF32, {}},
       {TensorType::kF16, {}},
       {TensorType::kBF16, {}},
@@ -291,14 +293,16 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDot,
                                            TensorType::kQ6_K, TensorType::kF32, TensorType::kF16,
                                            TensorType::kBF16, TensorType::kQ4_0, TensorType::kQ4_1,
                                            TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ3_K,
-                                           TensorType::kQ5_K),
+                                           TensorType::kQ5_K, TensorType::kIQ4_NL,
+                                           TensorType::kIQ4_XS),
                          [](const auto& param_info) { return Name(param_info.param); });
 
 INSTANTIATE_TEST_SUITE_P(QuantizedWeightTypes, VecDotQuantized,
                          ::testing::Values(TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_K,
                                            TensorType::kQ6_K, TensorType::kQ4_0, TensorType::kQ4_1,
                                            TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ3_K,
-                                           TensorType::kQ5_K),
+                                           TensorType::kQ5_K, TensorType::kIQ4_NL,
+                                           TensorType::kIQ4_XS),
                          [](const auto& param_info) { return Name(param_info.param); });
 
 TEST(VecDotDispatch, HigherLevelsFallBackAndUnknownTypesHaveNone) {

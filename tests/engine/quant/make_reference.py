@@ -65,6 +65,8 @@ F16_SCALE_OFFSETS = {
     Q.Q4_K: [0, 2],
     Q.Q5_K: [0, 2],
     Q.Q6_K: [208],
+    Q.IQ4_NL: [0],
+    Q.IQ4_XS: [0],
 }
 
 
@@ -226,6 +228,10 @@ def main() -> None:
         make_decode(qtype)
     for qtype in (Q.Q8_0, Q.Q8_1, Q.Q8_K, Q.F16, Q.BF16):
         make_quantize(qtype)
+    # Added later, after the others so that their files keep their bytes
+    # (one random stream for all).
+    for qtype in (Q.IQ4_NL, Q.IQ4_XS):
+        make_decode(qtype)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -115,7 +117,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, DecodeGolden,
                                            TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
                                            TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ2_K,
                                            TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
-                                           TensorType::kQ6_K, TensorType::kQ8_K),
+                                           TensorType::kQ6_K, TensorType::kQ8_K,
+                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS),
                          [](const auto& param_info) {
                            return std::string(TypeName(param_info.param));
                          });
@@ -158,6 +161,8 @@ TEST(QuantFormats, BlockStructsMatchTraitsTable) {
   EXPECT_EQ(sizeof(BlockQ5_K), Traits(TensorType::kQ5_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ6_K), Traits(TensorType::kQ6_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ8_K), Traits(TensorType::kQ8_K).block_bytes);
+  EXPECT_EQ(sizeof(BlockIq4Nl), Traits(TensorType::kIQ4_NL).block_bytes);
+  EXPECT_EQ(sizeof(BlockIq4Xs), Traits(TensorType::kIQ4_XS).block_bytes);
   EXPECT_EQ(kQkK, static_cast<int>(Traits(TensorType::kQ4_K).block_elems));
 }
 
@@ -180,7 +185,9 @@ TEST(QuantFormats, ActivationTypesFollowGgml) {
 TEST(QuantFormats, CanDequantizeOnlyImplementedFormats) {
   EXPECT_TRUE(CanDequantize(TensorType::kQ6_K));
   EXPECT_TRUE(CanDequantize(TensorType::kQ8_1));
-  EXPECT_FALSE(CanDequantize(TensorType::kIQ4_NL));
+  EXPECT_TRUE(CanDequantize(TensorType::kIQ4_NL));
+  EXPECT_TRUE(CanDequantize(TensorType::kIQ4_XS));
+  EXPECT_FALSE(CanDequantize(TensorType::kIQ2_XXS));
   EXPECT_FALSE(CanDequantize(TensorType::kI32));
   EXPECT_FALSE(CanDequantize(TensorType::kMXFP4));
 }
