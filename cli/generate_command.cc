@@ -12,6 +12,7 @@
 #include "chat_template_flag.h"
 #include "commands.h"
 #include "ellm/engine/chat.h"
+#include "ellm/engine/constraint.h"
 #include "ellm/engine/engine.h"
 #include "ellm/engine/sampler.h"
 #include "flags.h"
@@ -28,7 +29,10 @@ constexpr const char* kUsage =
     "  --messages F      a conversation, as a JSON array of {\"role\", \"content\"} objects\n"
     "                    ('-': standard input); implies --chat; a --prompt is a last user turn\n"
     "  --chat-template   gemma, llama3, chatml or a .jinja file instead of the model's own\n"
-    "                    (implies --chat)\n";
+    "                    (implies --chat)\n"
+    "  --json-schema F   the output is JSON that validates against the JSON Schema in F\n"
+    "                    (grammar-constrained decoding; '-': standard input)\n"
+    "  --json            the output is a JSON object (any keys)\n";
 
 StatusOr<std::string> ReadInput(const std::string& path, const char* flag) {
   if (path == "-") {
@@ -117,15 +121,48 @@ Status Run(const Flags& f) {
     return OutOfRangeError("the prompt has " + std::to_string(ids.size()) + " tokens; --ctx " +
                            std::to_string(ctx) + " leaves no room to generate");
   }
+  // Grammar-constrained decoding: every token the schema cannot continue
+  // with is masked before sampling; its cost is timed and reported.
+  std::unique_ptr<JsonConstraint> constraint;
+  const auto setup0 = std::chrono::steady_clock::now();
+  if (f.Has("json-schema")) {
+    ELLM_ASSIGN_OR_RETURN(std::string schema, ReadInput(f.Get("json-schema"), "--json-schema"));
+    auto c = JsonConstraint::FromSchema(schema, tok);
+    if (!c.ok()) return c.status().WithContext("--json-schema '" + f.Get("json-schema") + "'");
+    constraint = std::move(*c);
+  } else if (f.Has("json")) {
+    constraint = JsonConstraint::AnyObject(tok);
+  }
+  const double setup_seconds = Seconds(setup0, std::chrono::steady_clock::now());
+  std::vector<float> masked;
+  double constraint_seconds = 0;
+  Status constraint_status;
   Sampler sampler(so);
   for (TokenId id : ids) sampler.Accept(id);
   TokenId next = -1;
-  auto pick = [&](int64_t, std::span<const float> logits) { next = sampler.Sample(logits); };
+  auto pick = [&](int64_t, std::span<const float> logits) {
+    if (!constraint) {
+      next = sampler.Sample(logits);
+      return;
+    }
+    const auto c0 = std::chrono::steady_clock::now();
+    masked.assign(logits.begin(), logits.end());
+    if (constraint->Mask(masked) == 0) {
+      constraint_status = InternalError("constrained decoding: no token can continue the JSON");
+      next = tok.eos();
+      return;
+    }
+    const auto c1 = std::chrono::steady_clock::now();
+    next = sampler.Sample(masked);  // not the constraint's cost: sampling runs anyway
+    const auto c2 = std::chrono::steady_clock::now();
+    if (Status s = constraint->Accept(next); !s.ok()) constraint_status = s;
+    constraint_seconds += Seconds(c0, c1) + Seconds(c2, std::chrono::steady_clock::now());
+  };
   auto t0 = std::chrono::steady_clock::now();
   ELLM_RETURN_IF_ERROR(session->Eval(ids, LogitsFor::kLast, pick));
   auto t1 = std::chrono::steady_clock::now();
   int64_t generated = 0;
-  while (generated < max_tokens && !tok.IsEndOfGeneration(next)) {
+  while (generated < max_tokens && !tok.IsEndOfGeneration(next) && constraint_status.ok()) {
     std::string piece = tok.TokenToPiece(next);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -138,6 +175,22 @@ Status Run(const Flags& f) {
   auto t2 = std::chrono::steady_clock::now();
   std::fputs("\n", stdout);
   std::fflush(stdout);
+  ELLM_RETURN_IF_ERROR(constraint_status);
+  if (constraint) {
+    if (!constraint->Complete()) {
+      return ResourceExhaustedError("the JSON was not complete after " + std::to_string(generated) +
+                                    " tokens; raise --max-tokens");
+    }
+    // Per token against decode's own time per token (the constraint's share
+    // of each decode step); setup (the vocabulary sorted once) apart.
+    const double per_token = constraint_seconds / static_cast<double>(generated + 1);
+    const double decode_per_token =
+        generated > 0 ? Seconds(t1, t2) / static_cast<double>(generated) : 0;
+    std::fprintf(stderr, "constraint: %.2f ms/token (%.1f%% of a decode step), setup %.0f ms\n",
+                 1000.0 * per_token,
+                 decode_per_token > 0 ? 100.0 * per_token / decode_per_token : 0.0,
+                 1000.0 * setup_seconds);
+  }
   std::fprintf(
       stderr,
       "prefill: %zu tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s (%d threads)\n",
@@ -150,11 +203,11 @@ Status Run(const Flags& f) {
 }  // namespace
 
 int Generate(const Args& args) {
-  auto flags = Flags::Parse(
-      args,
-      {"model", "prompt", "file", "messages", "system", "max-tokens", "temperature", "top-k",
-       "top-p", "min-p", "repeat-penalty", "seed", "threads", "ctx", kChatTemplateFlag},
-      {"chat"});
+  auto flags = Flags::Parse(args,
+                            {"model", "prompt", "file", "messages", "system", "max-tokens",
+                             "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed",
+                             "threads", "ctx", "json-schema", kChatTemplateFlag},
+                            {"chat", "json"});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm generate: %s\n%s", flags.status().message().c_str(), kUsage);
     return 2;

@@ -6,6 +6,20 @@ namespace ellm::grammar {
 namespace {
 
 bool IsWs(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Advances Stack::ws by the whitespace byte c; false when the rule forbids it.
+bool NextWs(int32_t& ws, unsigned char c) {
+  if (ws == 0) {
+    if (c == ' ') return ws = 1, true;
+    if (c == '\n') return ws = 2, true;
+    return false;
+  }
+  if (ws == 1) return false;
+  if (ws == 2 && c == '\n') return ws = 3, true;
+  if (ws == 2) ws = 3;  // the indent after one newline
+  if ((c == ' ' || c == '\t') && ws < 3 + JsonMatcher::kMaxIndent) return ++ws, true;
+  return false;
+}
 bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool IsHex(unsigned char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -181,7 +195,7 @@ void JsonMatcher::StepObject(Stack& s, unsigned char c, StateSet& out) const {
   const bool free_keys = n.additional >= 0;
   const bool structural_ws = f.phase != kObjOpen && f.phase != kObjKey;
   if (structural_ws && IsWs(c)) {
-    if (++s.ws > kMaxWhitespace) return;
+    if (!NextWs(s.ws, c)) return;
     out.push_back(std::move(s));
     return;
   }
@@ -262,7 +276,7 @@ void JsonMatcher::StepArray(Stack& s, unsigned char c, StateSet& out) const {
   Frame& f = s.frames.back();
   const SchemaNode& n = nodes_[static_cast<size_t>(f.node)];
   if (f.phase != kArrOpen && IsWs(c)) {
-    if (++s.ws > kMaxWhitespace) return;
+    if (!NextWs(s.ws, c)) return;
     out.push_back(std::move(s));
     return;
   }
@@ -393,6 +407,12 @@ void JsonMatcher::StepNumber(Stack& s, unsigned char c, StateSet& out) const {
       break;
   }
   if (next != 255) {
+    // Digits per part as llama.cpp's JSON-schema grammars allow (an integral
+    // part of at most 16, common/json-schema-to-grammar.cpp), fractions too;
+    // at most two exponent digits, so every number fits a double.
+    f.pos = next == f.phase ? f.pos + 1 : 1;
+    const int32_t limit = next == kNumExp ? 2 : 16;
+    if ((next == kNumInt || next == kNumFrac || next == kNumExp) && f.pos > limit) return;
     if (++f.count > kMaxNumberChars) return;
     f.phase = next;
     out.push_back(std::move(s));

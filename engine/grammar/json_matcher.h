@@ -5,10 +5,11 @@
 // ends): a state is a set of stacks, and a byte maps a set to a set; an
 // empty set means the text can no longer become valid.
 //
-// Whitespace: up to kMaxWhitespace consecutive spaces, tabs, newlines or
-// carriage returns between structural characters (never before the value
-// or after it), so a model cannot stall in whitespace. Numbers have at most
-// kMaxNumberChars characters.
+// Whitespace between structural characters follows llama.cpp's rule for
+// JSON-schema grammars (common/json-schema-to-grammar.cpp, SPACE_RULE):
+// nothing, one space, or one or two newlines then up to 20 spaces or tabs;
+// never before the value or after it. So a model cannot stall in
+// whitespace. Numbers have at most kMaxNumberChars characters.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,9 @@ struct Frame {
 
 struct Stack {
   std::vector<Frame> frames;
-  int32_t ws = 0;  // consecutive structural whitespace
+  // Structural whitespace since the last other byte: 0 none, 1 one space,
+  // 2 / 3 one / two newlines, 3 + k: k spaces or tabs after them.
+  int32_t ws = 0;
   bool operator==(const Stack&) const = default;
 };
 
@@ -37,8 +40,8 @@ using StateSet = std::vector<Stack>;
 
 class JsonMatcher {
  public:
-  static constexpr int kMaxWhitespace = 32;
-  static constexpr int kMaxNumberChars = 24;
+  static constexpr int kMaxIndent = 20;
+  static constexpr int kMaxNumberChars = 40;
   static constexpr size_t kMaxStacks = 64;
 
   explicit JsonMatcher(const Schema& schema);

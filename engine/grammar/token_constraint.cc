@@ -53,7 +53,7 @@ class ConstraintImpl {
       : schema_(std::move(schema)), matcher_(schema_), tok_(tok) {
     const int32_t n = tok.vocab_size();
     pieces_.resize(static_cast<size_t>(n));
-    string_safe_.assign(static_cast<size_t>(n), false);
+    string_safe_.assign(static_cast<size_t>(n), 0);
     code_points_.assign(static_cast<size_t>(n), 0);
     std::vector<TokenId> all, unsafe;
     for (TokenId id = 0; id < n; ++id) {
@@ -86,11 +86,11 @@ class ConstraintImpl {
   bool Complete() const { return matcher_.CanEnd(state_); }
 
   size_t Mask(std::span<float> logits) const {
-    std::vector<bool> allowed(logits.size(), false);
+    std::vector<uint8_t> allowed(logits.size(), 0);
     const int64_t room = matcher_.FreeStringRoom(state_);
     if (room >= -1) {
       for (size_t id = 0; id < pieces_.size() && id < logits.size(); ++id) {
-        if (string_safe_[id] && (room < 0 || code_points_[id] <= room)) allowed[id] = true;
+        if (string_safe_[id] && (room < 0 || code_points_[id] <= room)) allowed[id] = 1;
       }
       Walk(unsafe_, allowed);
     } else {
@@ -98,7 +98,7 @@ class ConstraintImpl {
     }
     if (Complete()) {
       for (TokenId id : eog_) {
-        if (static_cast<size_t>(id) < allowed.size()) allowed[static_cast<size_t>(id)] = true;
+        if (static_cast<size_t>(id) < allowed.size()) allowed[static_cast<size_t>(id)] = 1;
       }
     }
     size_t n = 0;
@@ -159,7 +159,7 @@ class ConstraintImpl {
   }
 
   // Marks the tokens of `sorted` whose bytes the current state accepts.
-  void Walk(const SortedTokens& sorted, std::vector<bool>& allowed) const {
+  void Walk(const SortedTokens& sorted, std::vector<uint8_t>& allowed) const {
     // levels[d]: the state set after the first d bytes of the current prefix.
     std::vector<StateSet>& levels = levels_;
     if (levels.empty()) levels.resize(1);
@@ -181,7 +181,7 @@ class ConstraintImpl {
           break;
         }
       }
-      if (ok && static_cast<size_t>(id) < allowed.size()) allowed[static_cast<size_t>(id)] = true;
+      if (ok && static_cast<size_t>(id) < allowed.size()) allowed[static_cast<size_t>(id)] = 1;
     }
   }
 
@@ -189,7 +189,7 @@ class ConstraintImpl {
   JsonMatcher matcher_;
   const Tokenizer& tok_;
   std::vector<std::string> pieces_;
-  std::vector<bool> string_safe_;
+  std::vector<uint8_t> string_safe_;
   std::vector<int32_t> code_points_;
   std::vector<TokenId> eog_;
   SortedTokens all_, unsafe_;
