@@ -128,7 +128,11 @@ Status Run(const Flags& f) {
   if (f.Has("json-schema")) {
     ELLM_ASSIGN_OR_RETURN(std::string schema, ReadInput(f.Get("json-schema"), "--json-schema"));
     auto c = JsonConstraint::FromSchema(schema, tok);
-    if (!c.ok()) return c.status().WithContext("--json-schema '" + f.Get("json-schema") + "'");
+    // A schema we cannot enforce is a bad argument, whatever its code.
+    if (!c.ok()) {
+      return InvalidArgumentError("--json-schema '" + f.Get("json-schema") +
+                                  "': " + c.status().message());
+    }
     constraint = std::move(*c);
   } else if (f.Has("json")) {
     constraint = JsonConstraint::AnyObject(tok);

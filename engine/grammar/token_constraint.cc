@@ -203,6 +203,10 @@ JsonConstraint::JsonConstraint(std::unique_ptr<grammar::ConstraintImpl> impl)
     : impl_(std::move(impl)) {}
 JsonConstraint::~JsonConstraint() = default;
 
+Status ValidateJsonSchema(std::string_view schema_json) {
+  return grammar::Schema::Parse(schema_json).status();
+}
+
 StatusOr<std::unique_ptr<JsonConstraint>> JsonConstraint::FromSchema(std::string_view schema_json,
                                                                      const Tokenizer& tokenizer) {
   ELLM_ASSIGN_OR_RETURN(grammar::Schema schema, grammar::Schema::Parse(schema_json));

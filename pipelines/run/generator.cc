@@ -208,8 +208,45 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
   so.top_p = static_cast<float>(settings.top_p);
   so.repeat_penalty = static_cast<float>(settings.repeat_penalty);
   Sampler sampler(so);
+  // Grammar-constrained decoding (settings.json_schema): each pick masks
+  // the tokens that would break the document, and accepts the one sampled.
+  JsonConstraint* constraint = nullptr;
+  if (!settings.json_schema.empty()) {
+    for (const Section& s : sections) {
+      if (!s.lead.empty()) {
+        return InvalidArgumentError("a json_schema generation writes the whole answer: no leads");
+      }
+    }
+    if (!constraint_ || constraint_schema_ != settings.json_schema) {
+      ELLM_ASSIGN_OR_RETURN(constraint_, JsonConstraint::FromSchema(settings.json_schema, tok));
+      constraint_schema_ = settings.json_schema;
+    }
+    constraint = constraint_.get();
+    constraint->Reset();
+  }
+  Status constraint_status;
+  double constraint_seconds = 0;
+  std::vector<float> masked;
   TokenId next = -1;
-  auto pick = [&](int64_t, std::span<const float> logits) { next = sampler.Sample(logits); };
+  auto pick = [&](int64_t, std::span<const float> logits) {
+    if (constraint == nullptr) {
+      next = sampler.Sample(logits);
+      return;
+    }
+    const auto c0 = Clock::now();
+    masked.assign(logits.begin(), logits.end());
+    if (constraint->Mask(masked) == 0) {
+      constraint_status = InternalError("constrained decoding: no token can continue the JSON");
+      next = tok.eos();
+      return;
+    }
+    const auto c1 = Clock::now();
+    next = sampler.Sample(masked);
+    const auto c2 = Clock::now();
+    if (Status s = constraint->Accept(next); !s.ok()) constraint_status = s;
+    constraint_seconds += std::chrono::duration<double>(c1 - c0).count() +
+                          std::chrono::duration<double>(Clock::now() - c2).count();
+  };
   // Feeds `tokens` in slices (progress, cancellation); false when cancelled.
   auto feed = [&](const std::vector<TokenId>& tokens, bool report) -> StatusOr<bool> {
     for (TokenId id : tokens) sampler.Accept(id);
@@ -254,7 +291,7 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
     std::string generated;
     size_t stop_at = std::string::npos;
     int64_t produced = 0;
-    while (produced < sec.max_tokens && !tok.IsEndOfGeneration(next)) {
+    while (produced < sec.max_tokens && !tok.IsEndOfGeneration(next) && constraint_status.ok()) {
       if (cancel.load()) {
         out.cancelled = true;
         return out;
@@ -266,11 +303,12 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
       if (progress && out.generated_tokens % 8 == 0) {
         progress({"generate", out.generated_tokens, total_max});
       }
+      // Under a schema the document decides where the answer ends.
       for (const std::string& s : sec.stop.empty() ? settings.stop : sec.stop) {
-        size_t f = generated.find(s);
+        size_t f = constraint ? std::string::npos : generated.find(s);
         if (f != std::string::npos) stop_at = std::min(stop_at, f);
       }
-      if (settings.stop_on_repeated_line && stop_at == std::string::npos) {
+      if (settings.stop_on_repeated_line && stop_at == std::string::npos && !constraint) {
         stop_at = RepeatedLine(generated);
       }
       if (stop_at != std::string::npos || session_->position() >= context_) break;
@@ -279,7 +317,8 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
           session_->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
     }
     out.decode_ms += Ms(d0, Clock::now());
-    if (stop_at == std::string::npos && produced == sec.max_tokens) {
+    ELLM_RETURN_IF_ERROR(constraint_status);
+    if (stop_at == std::string::npos && produced == sec.max_tokens && !constraint) {
       // Cut off mid-line by max_tokens: keep whole lines only.
       size_t nl = generated.rfind('\n');
       if (nl != std::string::npos) stop_at = nl;
@@ -293,6 +332,12 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
     // completed a stop string was sampled but not fed, so at most the start
     // of a stop string (e.g. one "\n" of "\n\n") precedes the lead.
   }
+  if (constraint != nullptr && !constraint->Complete()) {
+    return ResourceExhaustedError("the JSON answer was not complete after " +
+                                  std::to_string(out.generated_tokens) +
+                                  " tokens (generation.max_tokens)");
+  }
+  out.constraint_ms = static_cast<int64_t>(constraint_seconds * 1000.0 + 0.5);
   if (progress) progress({"generate", out.generated_tokens, out.generated_tokens});
   return out;
 }

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "ellm/engine/constraint.h"
+
 #include <fstream>
 #include <regex>
 #include <set>
@@ -69,6 +71,12 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
     ELLM_RETURN_IF_ERROR(
         ReadScalar(src, g, "stop_on_repeated_line", gs.stop_on_repeated_line, false));
     ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "stop", gs.stop, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, g, "json_schema", gs.json_schema, false));
+    if (!gs.json_schema.empty()) {
+      if (Status s = ValidateJsonSchema(gs.json_schema); !s.ok()) {
+        return At(src, g["json_schema"], "generation.json_schema: " + s.message());
+      }
+    }
     if (gs.max_tokens <= 0)
       return At(src, g["max_tokens"], "generation.max_tokens must be positive");
     if (gs.temperature < 0) return At(src, g["temperature"], "generation.temperature must be >= 0");
@@ -149,6 +157,16 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       if (!sec.heading.empty()) {
         return At(src, root["sections"], "sections of a json output take no heading");
       }
+    }
+  }
+  if (!spec.generation.json_schema.empty()) {
+    if (spec.output != OutputForm::kJson) {
+      return At(src, root["generation"], "generation.json_schema is for output: json");
+    }
+    if (!spec.sections.empty() || !spec.output_prefix.empty()) {
+      return At(src, root["generation"],
+                "generation.json_schema writes the whole object: it takes no sections or "
+                "output_prefix");
     }
   }
   if (spec.output != OutputForm::kJson && !spec.schema.empty()) {

@@ -71,5 +71,46 @@ TEST(JsonSchemaCli, GeneratedJsonValidatesAgainstTheSchema) {
   std::filesystem::remove_all(dir);
 }
 
+// A pipeline with generation.json_schema (through `ellm summarize`, the
+// same processor the daemon runs): the stored answer is the schema's object.
+TEST(JsonSchemaCli, PipelineGeneratesUnderItsSchema) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string dir = MakeTempDir("ellm-json-pipeline");
+  std::filesystem::create_directories(dir + "/pipelines");
+  std::ofstream(dir + "/pipelines/colour-json.yaml") << R"(name: colour-json
+version: "1"
+documents: {min: 1, max: 1}
+prompt: |
+  {{document}}
+  The colours named in the note above, as JSON:
+generation:
+  max_tokens: 64
+  json_schema: '{"type": "object", "properties": {"colours": {"type": "array", "items":
+    {"type": "string", "maxLength": 12}, "minItems": 1, "maxItems": 3}, "count": {"type":
+    "integer", "minimum": 0}}, "required": ["colours", "count"], "additionalProperties": false}'
+output: json
+schema: {colours: array, count: number}
+)";
+  std::ofstream(dir + "/note.txt") << "The door is red and the wall is white.\n";
+  std::string out;
+  ASSERT_EQ(RunCli("summarize '" + dir + "/note.txt' --pipeline colour-json --pipelines '" + dir +
+                       "/pipelines' --model '" + model + "' --db '" + dir +
+                       "/ellm.db' --threads 2 --json",
+                   &out),
+            0)
+      << out;
+  // The JSON document, then the summary line on stderr.
+  const auto j = nlohmann::json::parse(out.substr(0, out.rfind("\n}") + 2), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  const auto& obj = j["json"];
+  ASSERT_TRUE(obj.is_object()) << out;
+  EXPECT_EQ(obj.size(), 2u) << out;
+  ASSERT_TRUE(obj["colours"].is_array()) << out;
+  EXPECT_GE(obj["colours"].size(), 1u) << out;
+  EXPECT_LE(obj["colours"].size(), 3u) << out;
+  EXPECT_TRUE(obj["count"].is_number_integer() && obj["count"].get<int64_t>() >= 0) << out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ellm::testing

@@ -47,6 +47,38 @@ TEST(PipelineSpec, ErrorsNameFileAndLine) {
   EXPECT_FALSE(ParsePipeline("name: x\nversion: 1\nprompt: p\noutput: html\n", "p").ok());
 }
 
+// generation.json_schema: a JSON output generated under a schema. The
+// schema is checked at load (a keyword constrained decoding cannot enforce
+// is named with the file and line), and it writes the whole object.
+TEST(PipelineSpec, JsonSchemaGenerationIsCheckedAtLoad) {
+  const std::string base = "name: x\nversion: 1\nprompt: p\noutput: json\nschema: {a: string}\n";
+  auto ok = ParsePipeline(base +
+                              "generation:\n  json_schema: '{\"type\": \"object\", \"properties\": "
+                              "{\"a\": {\"type\": \"string\"}}, \"required\": [\"a\"], "
+                              "\"additionalProperties\": false}'\n",
+                          "p.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_NE(ok->generation.json_schema.find("\"required\""), std::string::npos);
+
+  auto pattern = ParsePipeline(
+      base + "generation:\n  json_schema: '{\"type\": \"string\", \"pattern\": \"x\"}'\n",
+      "p.yaml");
+  ASSERT_FALSE(pattern.ok());
+  EXPECT_NE(pattern.status().message().find("p.yaml:7"), std::string::npos)
+      << pattern.status().message();
+  EXPECT_NE(pattern.status().message().find("keyword 'pattern'"), std::string::npos);
+
+  auto with_lead =
+      ParsePipeline(base + "output_prefix: '{'\ngeneration:\n  json_schema: '{}'\n", "p.yaml");
+  ASSERT_FALSE(with_lead.ok());
+  EXPECT_NE(with_lead.status().message().find("no sections or output_prefix"), std::string::npos);
+
+  auto markdown =
+      ParsePipeline("name: x\nversion: 1\nprompt: p\ngeneration:\n  json_schema: '{}'\n", "p.yaml");
+  ASSERT_FALSE(markdown.ok());
+  EXPECT_NE(markdown.status().message().find("for output: json"), std::string::npos);
+}
+
 TEST(RenderTemplate, SubstitutesAndRejectsUnknownNames) {
   auto r = RenderTemplate("A {{x}} B {{ y }} {{{{literal}}", {{"x", "1"}, {"y", "2"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();

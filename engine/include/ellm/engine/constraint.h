@@ -23,6 +23,11 @@ class Schema;
 class ConstraintImpl;
 }  // namespace grammar
 
+// Whether `schema_json` is a JSON Schema that constrained decoding can
+// enforce (the same errors as FromSchema), without a tokenizer: for configs
+// and pipeline files checked before a model is loaded.
+Status ValidateJsonSchema(std::string_view schema_json);
+
 class JsonConstraint {
  public:
   // INVALID_ARGUMENT / UNIMPLEMENTED for a schema we cannot enforce, naming

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "ellm/engine/constraint.h"
 #include "ellm/engine/engine.h"
 #include "ellm/pipelines/pipeline_spec.h"
 
@@ -53,6 +54,7 @@ struct Generation {
   int64_t prefill_ms = 0;
   int64_t decode_ms = 0;
   int64_t reused_prefix_tokens = 0;  // restored from the prefix cache, not prefilled
+  int64_t constraint_ms = 0;         // grammar-constrained decoding's own time
   bool cancelled = false;
 };
 
@@ -113,6 +115,10 @@ class Generator {
   GeneratorOptions options_;
   int64_t context_ = 0;
   std::string fingerprint_;
+  // The constraint for the last settings.json_schema (built once per schema:
+  // it sorts the vocabulary).
+  std::string constraint_schema_;
+  std::unique_ptr<JsonConstraint> constraint_;
 };
 
 }  // namespace ellm::pipelines

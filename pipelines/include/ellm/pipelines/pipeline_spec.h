@@ -30,6 +30,10 @@ struct GenerationSettings {
   // models loop); the repeat is not kept.
   bool stop_on_repeated_line = true;
   std::vector<std::string> stop;
+  // A JSON Schema (its JSON text): the answer is generated under it
+  // (grammar-constrained decoding), so it always parses and validates;
+  // stop strings and the repeated-line stop do not apply then. Empty: free.
+  std::string json_schema;
 };
 
 struct PipelineSpec {
