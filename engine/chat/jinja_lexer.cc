@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "chat/jinja_value.h"
+#include "tokenizer/unicode.h"
 
 namespace ellm::jinja {
 namespace {
@@ -24,24 +25,6 @@ std::string Normalize(std::string_view source) {
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void AppendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
 }
 
 class Lexer {
@@ -272,7 +255,8 @@ class Lexer {
         case 'U': {
           const size_t len = n == 'x' ? 2 : n == 'u' ? 4 : 8;
           if (i + len > src_.size()) Fail("truncated \\" + std::string(1, n) + " escape");
-          AppendUtf8(out, static_cast<uint32_t>(std::stoul(src_.substr(i, len), nullptr, 16)));
+          tokenizer::AppendUtf8(static_cast<uint32_t>(std::stoul(src_.substr(i, len), nullptr, 16)),
+                                out);
           i += len;
           break;
         }

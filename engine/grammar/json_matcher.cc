@@ -51,8 +51,12 @@ enum NumPhase : uint8_t {
   kNumExp
 };
 
-// Continuation bytes after a UTF-8 lead byte; 0 for a byte that cannot
-// lead (strict UTF-8: no overlong forms, nothing above U+10FFFF).
+bool NumberCanEnd(uint8_t phase) {
+  return phase == kNumInt || phase == kNumZero || phase == kNumFrac || phase == kNumExp;
+}
+
+}  // namespace
+
 int Utf8Follow(unsigned char c) {
   if (c >= 0xC2 && c <= 0xDF) return 1;
   if (c >= 0xE0 && c <= 0xEF) return 2;
@@ -60,9 +64,7 @@ int Utf8Follow(unsigned char c) {
   return 0;
 }
 
-// Whether c may follow: `lead` is the lead byte while the second byte is
-// due (0 after it), whose range excludes overlong forms and surrogates.
-bool ValidContinuation(unsigned char lead, unsigned char c) {
+bool Utf8ContinuationOk(unsigned char lead, unsigned char c) {
   unsigned char lo = 0x80, hi = 0xBF;
   if (lead == 0xE0) lo = 0xA0;
   if (lead == 0xED) hi = 0x9F;
@@ -71,11 +73,20 @@ bool ValidContinuation(unsigned char lead, unsigned char c) {
   return c >= lo && c <= hi;
 }
 
-bool NumberCanEnd(uint8_t phase) {
-  return phase == kNumInt || phase == kNumZero || phase == kNumFrac || phase == kNumExp;
+bool IsWholeUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int follow = c < 0x80 ? 0 : Utf8Follow(c);
+    if (c >= 0x80 && follow == 0) return false;
+    for (int k = 1; k <= follow; ++k) {
+      if (i + static_cast<size_t>(k) >= s.size()) return false;
+      const auto b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if (!Utf8ContinuationOk(k == 1 ? c : 0, b)) return false;
+    }
+    i += static_cast<size_t>(follow) + 1;
+  }
+  return true;
 }
-
-}  // namespace
 
 JsonMatcher::JsonMatcher(const Schema& schema) : nodes_(schema.nodes()), root_(schema.root()) {
   nodes_.push_back(SchemaNode{.kind = NodeKind::kString});
@@ -321,7 +332,7 @@ void JsonMatcher::StepString(Stack& s, unsigned char c, StateSet& out) const {
       return;
     case kStrIn:
       if (f.pos > 0) {  // inside a multi-byte UTF-8 sequence
-        if (!ValidContinuation(static_cast<unsigned char>(f.mask), c)) return;
+        if (!Utf8ContinuationOk(static_cast<unsigned char>(f.mask), c)) return;
         --f.pos;
         f.mask = 0;  // only the second byte has a narrower range
         out.push_back(std::move(s));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "grammar/json_schema.h"
@@ -37,6 +38,15 @@ struct Stack {
 };
 
 using StateSet = std::vector<Stack>;
+
+// Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF),
+// as JSON parsers check it. Utf8Follow: the continuation bytes after a lead
+// byte, 0 for a byte that cannot lead. Utf8ContinuationOk: whether c may
+// follow; `lead` is the lead byte for the second byte (whose range is
+// narrower after E0, ED, F0, F4), 0 for later ones.
+int Utf8Follow(unsigned char lead);
+bool Utf8ContinuationOk(unsigned char lead, unsigned char c);
+bool IsWholeUtf8(std::string_view s);
 
 class JsonMatcher {
  public:

@@ -16,31 +16,6 @@
 namespace ellm {
 namespace grammar {
 
-// Whether `s` is a sequence of whole, strictly valid UTF-8 code points.
-bool WholeUtf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int follow = c < 0x80                 ? 0
-                       : c >= 0xC2 && c <= 0xDF ? 1
-                       : c >= 0xE0 && c <= 0xEF ? 2
-                       : c >= 0xF0 && c <= 0xF4 ? 3
-                                                : -1;
-    if (follow < 0) return false;
-    for (int k = 1; k <= follow; ++k) {
-      if (i + static_cast<size_t>(k) >= s.size()) return false;
-      const auto b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      unsigned char lo = 0x80, hi = 0xBF;
-      if (k == 1 && c == 0xE0) lo = 0xA0;
-      if (k == 1 && c == 0xED) hi = 0x9F;
-      if (k == 1 && c == 0xF0) lo = 0x90;
-      if (k == 1 && c == 0xF4) hi = 0x8F;
-      if (b < lo || b > hi) return false;
-    }
-    i += static_cast<size_t>(follow) + 1;
-  }
-  return true;
-}
-
 // Token texts in byte order with their common-prefix lengths.
 struct SortedTokens {
   std::vector<TokenId> ids;
@@ -70,7 +45,7 @@ class ConstraintImpl {
         if (c == '"' || c == '\\' || c < 0x20) safe = false;
         if ((c & 0xC0) != 0x80) ++cps;
       }
-      safe = safe && WholeUtf8(piece);
+      safe = safe && IsWholeUtf8(piece);
       string_safe_[static_cast<size_t>(id)] = safe;
       code_points_[static_cast<size_t>(id)] = cps;
       pieces_[static_cast<size_t>(id)] = std::move(piece);
