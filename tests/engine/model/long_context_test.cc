@@ -159,7 +159,7 @@ TEST(LongContext, NeedleAt32KFoundWhereLlamaCppFindsIt) {
   CheckNeedles(path, 32768);
 }
 
-// The opt-in sparse attention, as README "Sparse attention" reports it.
+// The opt-in sparse attention, as docs/benchmarks.md reports it.
 constexpr SparseAttentionOptions kSparse{
     .top_k_blocks = 128, .sink_tokens = 64, .local_tokens = 1024};
 

@@ -119,7 +119,7 @@ struct SessionOptions {
   // Opt-in, bf16 KV only: attention's weights (the softmax probabilities)
   // rounded to bf16 for the product with V, done by bf16 pair dot products
   // (twice the f32 rate where the CPU has AVX512_BF16); the default keeps
-  // them f32. Changes results slightly (README: perplexity).
+  // them f32. Changes results slightly (docs/benchmarks.md: perplexity).
   bool bf16_attention_weights = false;
   AttnScores attn_scores = AttnScores::kAuto;  // bf16 KV only (see AttnScores)
   // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
