@@ -154,6 +154,8 @@ ELLM_GEMM_BENCH(Q8_0, Q8_0Shapes);
 ELLM_GEMM_BENCH(Q4_0, Q5_0Shapes);
 ELLM_GEMM_BENCH(Q4_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q6_K, Q6_KShapes);
+ELLM_GEMM_BENCH(IQ4_NL, Q5_0Shapes);
+ELLM_GEMM_BENCH(IQ4_XS, Q4_KShapes);
 
 // Four chains, each with its own unsigned operand so that no product is
 // shared; the signed operand is laundered through an empty asm every step so

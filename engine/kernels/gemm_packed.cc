@@ -12,6 +12,8 @@
 
 #include "kernels/gemm_packed_isa.h"
 #include "quant/fp16.h"
+#include "quant/iq4_nl.h"
+#include "quant/iq4_xs.h"
 #include "quant/q4_0.h"
 #include "quant/q4_k.h"
 #include "quant/q5_0.h"
@@ -48,7 +50,9 @@ void Block32Quants(TensorType type, const uint8_t* block, uint8_t q[32]) {
       }
       return;
     }
-    case TensorType::kQ4_0: {
+    case TensorType::kQ4_0:
+    case TensorType::kIQ4_NL: {  // IQ4_NL: the table indices (Q4_0's bytes)
+      static_assert(sizeof(BlockQ4_0) == sizeof(BlockIq4Nl));
       const auto* x = reinterpret_cast<const BlockQ4_0*>(block);
       for (int j = 0; j < 16; ++j) {
         q[j] = x->qs[j] & 0x0f;
@@ -80,7 +84,8 @@ void StoreBlock32Quants(TensorType type, const uint8_t q[32], uint8_t* block) {
       std::memcpy(x->qh, &qh, sizeof(qh));
       return;
     }
-    case TensorType::kQ4_0: {
+    case TensorType::kQ4_0:
+    case TensorType::kIQ4_NL: {
       auto* x = reinterpret_cast<BlockQ4_0*>(block);
       for (int j = 0; j < 16; ++j) x->qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
       return;
@@ -154,6 +159,26 @@ void PackGroupQ6_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
   }
 }
 
+// IQ4_XS: the header as the wide layout's, and the table indices where the
+// wide layout has their values (CompactIq4Xs packs those nibbles).
+void PackGroupIq4Xs(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t s = 0; s < cols / kQkK; ++s) {
+      const auto* x = reinterpret_cast<const BlockIq4Xs*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * internal::kIq4XsPackedBytes;
+      std::memcpy(out + internal::kIq4XsPackedD + 2 * r, &x->d, 2);
+      for (int g = 0; g < 8; ++g) {
+        out[internal::kIq4XsPackedSc + 8 * g + r] = static_cast<uint8_t>(Iq4XsScale(*x, g));
+        uint8_t* q = out + internal::kIq4XsPackedQ + 256 * g;
+        for (int j = 0; j < 16; ++j) {
+          q[ChunkByte(j / 4, r, j % 4)] = x->qs[16 * g + j] & 0x0f;
+          q[ChunkByte((j + 16) / 4, r, j % 4)] = x->qs[16 * g + j] >> 4;
+        }
+      }
+    }
+  }
+}
+
 // ---- wide -> stored (the compact layouts of gemm_packed.h) ----
 
 // Q5_0 / Q4_0: per block, chunk k and chunk k + 4 share a nibble vector;
@@ -178,6 +203,29 @@ void Compact32(TensorType type, const uint8_t* wide, int64_t cols, uint8_t* stor
       int bits = 0;
       for (int c = 0; c < 8; ++c) bits |= ((in[32 * c + i] >> 4) & 1) << c;
       out[128 + i] = static_cast<uint8_t>(bits);
+    }
+  }
+}
+
+// The 4 nibble vectors of one block of 8 chunks of 4-bit bytes (Q4_0's
+// stored block): vector k holds chunk k (low nibbles) and chunk k + 4.
+void CompactNibbles(const uint8_t* in, uint8_t* out) {
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < 32; ++i) {
+      out[32 * k + i] =
+          static_cast<uint8_t>((in[32 * k + i] & 0x0f) | ((in[32 * (k + 4) + i] & 0x0f) << 4));
+    }
+  }
+}
+
+void CompactIq4Xs(const uint8_t* wide, int64_t cols, uint8_t* stored) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = wide + s * internal::kIq4XsPackedBytes;
+    uint8_t* out = stored + s * internal::kIq4XsStoredBytes;
+    std::memcpy(out, in, internal::kIq4XsPackedQ);  // d, padding, scales
+    for (int g = 0; g < 8; ++g) {
+      CompactNibbles(in + internal::kIq4XsPackedQ + 256 * g,
+                     out + internal::kIq4XsPackedQ + internal::kIq4XsStoredGroupBytes * g);
     }
   }
 }
@@ -230,6 +278,8 @@ bool CanPack(TensorType type) {
     case TensorType::kQ4_0:
     case TensorType::kQ4_K:
     case TensorType::kQ6_K:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -243,8 +293,11 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
       return internal::PackedScaleBytes32(nb) +
              static_cast<size_t>(nb) * internal::kStoredBlockQ5_0;
     case TensorType::kQ4_0:
+    case TensorType::kIQ4_NL:
       return internal::PackedScaleBytes32(nb) +
              static_cast<size_t>(nb) * internal::kStoredBlockQ4_0;
+    case TensorType::kIQ4_XS:
+      return static_cast<size_t>(cols / kQkK) * internal::kIq4XsStoredBytes;
     case TensorType::kQ6_K:
       return static_cast<size_t>(cols / kQkK) * internal::kQ6KStoredBytes;
     default:
@@ -255,7 +308,9 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
 void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols,
                uint8_t* dst) {
   // The wide layout first (in dst itself when it is the stored one), then
-  // its compact form. One buffer per packing thread, not one per group.
+  // its compact form (for IQ4_NL and IQ4_XS the wide layout with the table
+  // indices in place of their values). One buffer per packing thread, not
+  // one per group.
   thread_local std::vector<uint8_t> buffer;
   uint8_t* wide = dst;
   if (internal::IsCompact(type)) {
@@ -269,6 +324,9 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
     case TensorType::kQ6_K:
       PackGroupQ6_K(src, row_bytes, n_rows, cols, wide);
       return CompactQ6_K(wide, cols, dst);
+    case TensorType::kIQ4_XS:
+      PackGroupIq4Xs(src, row_bytes, n_rows, cols, wide);
+      return CompactIq4Xs(wide, cols, dst);
     default:
       PackGroup32(type, src, row_bytes, n_rows, cols, wide);
       if (internal::IsCompact(type)) Compact32(type, wide, cols, dst);
@@ -324,6 +382,30 @@ void UnpackRowQ6_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
   }
 }
 
+void UnpackRowIq4Xs(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = group + s * internal::kIq4XsStoredBytes;
+    auto* x = reinterpret_cast<BlockIq4Xs*>(dst) + s;
+    std::memcpy(&x->d, in + internal::kIq4XsPackedD + 2 * r, 2);
+    x->scales_h = 0;
+    std::memset(x->scales_l, 0, sizeof(x->scales_l));
+    for (int g = 0; g < 8; ++g) {
+      const int ls = static_cast<int8_t>(in[internal::kIq4XsPackedSc + 8 * g + r]) + 32;
+      x->scales_l[g / 2] |= static_cast<uint8_t>((ls & 0x0f) << (4 * (g % 2)));
+      x->scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * g));
+      const uint8_t* o = in + internal::kIq4XsPackedQ + internal::kIq4XsStoredGroupBytes * g;
+      uint8_t idx[32];
+      for (int e = 0; e < 32; ++e) {
+        const int c = e / 4, i = 4 * r + e % 4;  // chunk, byte in the chunk
+        idx[e] = (o[32 * (c % 4) + i] >> (4 * (c / 4))) & 0x0f;
+      }
+      for (int j = 0; j < 16; ++j) {
+        x->qs[16 * g + j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
@@ -331,6 +413,7 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   const int r = static_cast<int>(row % kPackRows);
   if (m.type == TensorType::kQ4_K) return UnpackRowQ4_K(group, r, m.cols, dst);
   if (m.type == TensorType::kQ6_K) return UnpackRowQ6_K(group, r, m.cols, dst);
+  if (m.type == TensorType::kIQ4_XS) return UnpackRowIq4Xs(group, r, m.cols, dst);
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
   const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
@@ -394,6 +477,8 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
       return static_cast<size_t>(cols / kQkK) * kQ4KPackedBytes;
     case TensorType::kQ6_K:
       return static_cast<size_t>(cols / kQkK) * kQ6KPackedBytes;
+    case TensorType::kIQ4_XS:
+      return static_cast<size_t>(cols / kQkK) * kIq4XsPackedBytes;
     default:
       return PackedScaleBytes32(cols / 32) +
              static_cast<size_t>(cols / 32) * kPackedBlock32QuantBytes;
@@ -401,7 +486,8 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
 }
 
 bool IsCompact(TensorType type) {
-  return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ6_K;
+  return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ6_K ||
+         type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
 }
 
 ThreadBuffer::~ThreadBuffer() {

@@ -26,6 +26,11 @@
 //     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
 //     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
 //     (value d * sc * (q - 32)).
+//   IQ4_NL (blocks of 32): Q8_0's, the quant bytes the signed values
+//     kIq4NlValues[q] of the 4-bit indices (value d * byte).
+//   IQ4_XS (super-blocks of 256): per super-block 2144 bytes: d[8] f16, 16
+//     bytes of padding; sc: 8 groups x 8 rows i8 (ls - 32); q: 8 groups x 8
+//     chunks of the signed values kIq4NlValues[q] (value d * sc * byte).
 //
 // Stored layouts, what PackGroup writes and memory holds: the wide ones
 // with the spare bits squeezed out, so a stored group is within 3% of its
@@ -37,10 +42,14 @@
 // the AVX-512 kernels copy each pair of groups' quants, once per 64 tokens,
 // into one ready for VPDPBUSD (gemm_packed_avx512.cc).
 //   Q8_0, Q4_K: the wide layout.
-//   Q5_0, Q4_0: the d table as wide; then per block 4 nibble vectors of 32
+//   Q5_0, Q4_0, IQ4_NL: the d table as wide; then per block 4 nibble vectors of 32
 //     bytes (vector k: chunk k's quants in the low nibbles, chunk k + 4's in
-//     the high ones) and, for Q5_0, one vector of fifth bits (bit c of byte
-//     i: the fifth bit of chunk c's byte i): 160 / 128 bytes per block.
+//     the high ones; IQ4_NL's hold the table indices) and, for Q5_0, one
+//     vector of fifth bits (bit c of byte i: the fifth bit of chunk c's
+//     byte i): 160 / 128 bytes per block.
+//   IQ4_XS: per super-block 1120 bytes: d, padding, sc as wide (96 bytes);
+//     then per 32-element group the 4 nibble vectors of its table indices,
+//     as an IQ4_NL block (128 bytes).
 //   Q6_K: per super-block 1696 bytes: d, padding, sc as wide (160 bytes);
 //     then per 16-element group g (chunks 4g .. 4g + 3) 96 bytes: a nibble
 //     vector of chunks 4g (low) and 4g + 1 (high), one of 4g + 2 and 4g + 3,
@@ -79,7 +88,8 @@ namespace ellm::kernels {
 inline constexpr int kPackRows = 8;       // rows per interleaved group
 inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
 
-// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q6_K.
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q6_K, IQ4_NL,
+// IQ4_XS.
 bool CanPack(quant::TensorType type);
 
 // Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).

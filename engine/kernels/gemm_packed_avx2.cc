@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
 #include "quant/q8_k.h"
 
@@ -83,6 +84,12 @@ inline __m256i StoredChunk(const uint8_t* q, __m256i fifth, int c) {
   if constexpr (kQ5) return _mm256_or_si256(nib, FifthBits(fifth, c));
   return nib;
 }
+// The table's values (kIq4NlValues) of 32 bytes of 4-bit indices (VPSHUFB).
+inline __m256i Iq4Values(__m256i idx) {
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                 reinterpret_cast<const __m128i*>(quant::kIq4NlValues))),
+                             idx);
+}
 // The 4 chunks (wide bytes, 6-bit q) of one 16-element group of the stored
 // Q6_K layout at p: two nibble vectors and one of high bit pairs.
 inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
@@ -102,9 +109,11 @@ inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
 // stored unsigned quant (16 for Q5_0, 8 for Q4_0). kStored: `group` is the
-// matrix's own stored group (Q5_0, Q4_0: unpacked in registers;
-// GroupPrefetch), else a wide copy.
-template <int kOffset, int T, bool kStored = false>
+// matrix's own stored group (Q5_0, Q4_0, IQ4_NL: unpacked in registers;
+// GroupPrefetch), else a wide copy. kLut (IQ4_NL, with kOffset 0): the
+// stored group is Q4_0's of table indices, the wide one Q8_0's of their
+// signed values, which take Q8_0's path.
+template <int kOffset, int T, bool kStored = false, bool kLut = false>
 void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
             float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
@@ -121,7 +130,8 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
   constexpr int64_t kActBlock = sizeof(BlockQ8_0);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  constexpr bool kUnpack = kStored && kOffset != 0;  // Q8_0's stored layout is its wide one
+  // Q8_0's stored layout is its wide one.
+  constexpr bool kUnpack = kStored && (kOffset != 0 || kLut);
   constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
                             : kOffset == 16 ? kStoredBlockQ5_0
                                             : kStoredBlockQ4_0;
@@ -137,6 +147,7 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
       for (int c = 0; c < 4; ++c) {
         if constexpr (kUnpack) {
           wq[c] = StoredChunk<kOffset == 16>(q, fifth, 4 * h + c);
+          if constexpr (kLut) wq[c] = Iq4Values(wq[c]);
         } else {
           wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * (4 * h + c)));
         }
@@ -237,6 +248,64 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- IQ4_XS against Q8_K ----
+
+// kStored: `group` is the matrix's own stored group, unpacked in registers
+// (GroupPrefetch), else a wide copy (signed values). Signed weights, so each
+// chunk's pairs go through VPSIGNB (at most 2 * 127 * 127 = 32258 in i16)
+// and are widened at once by VPMADDWD against the row's ls - 32 (i16 pairs):
+// a 32-element group is at most 32 * 32 * 127 * 127, a super-block 8 times
+// that (1.3e8) in i32. Float work as DotIq4Xs.
+template <int T, bool kStored = false>
+void TileIq4Xs(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
+               float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) next(group, s);
+    const uint8_t* sb = group + s * (kStored ? kIq4XsStoredBytes : kIq4XsPackedBytes);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      // i16 lanes 2r, 2r + 1: row r's ls - 32.
+      const __m128i sc8 =
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kIq4XsPackedSc + 8 * g));
+      const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8));
+      for (int h = 0; h < 2; ++h) {
+        __m256i wq[4];
+        for (int c = 0; c < 4; ++c) {
+          if constexpr (kStored) {
+            wq[c] = Iq4Values(StoredChunk<false>(sb + kIq4XsPackedQ + kIq4XsStoredGroupBytes * g,
+                                                 _mm256_setzero_si256(), 4 * h + c));
+          } else {
+            wq[c] = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(sb + kIq4XsPackedQ + 256 * g + 32 * (4 * h + c)));
+          }
+        }
+        for (int c = 0; c < 4; ++c) {
+          const __m256i w_abs = _mm256_abs_epi8(wq[c]);
+          for (int t = 0; t < T; ++t) {
+            const __m256i ab =
+                _mm256_sign_epi8(Bcast4(act[t][s].qs + 32 * g + 16 * h + 4 * c), wq[c]);
+            isum[t] =
+                _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, ab), sc));
+          }
+        }
+      }
+    }
+    const __m256 d = Halves8(sb + kIq4XsPackedD);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][s].d)),
+                                                   _mm256_cvtepi32_ps(isum[t])));
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
 // ---- Q6_K against Q8_K ----
 
 // kStored: `group` is the matrix's own stored group, unpacked in registers
@@ -303,7 +372,8 @@ inline void Store256(uint8_t* p, __m256i v) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-template <bool kQ5>
+// kLut: IQ4_NL, the wide bytes are the indices' values.
+template <bool kQ5, bool kLut = false>
 void Expand32(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   const int64_t nb = cols / 32;
   const size_t scales = PackedScaleBytes32(nb);
@@ -313,7 +383,25 @@ void Expand32(const uint8_t* stored, int64_t cols, uint8_t* wide) {
     const uint8_t* in = stored + scales + b * block;
     uint8_t* out = wide + scales + b * kPackedBlock32QuantBytes;
     const __m256i fifth = kQ5 ? Load256(in + 128) : _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) Store256(out + 32 * c, StoredChunk<kQ5>(in, fifth, c));
+    for (int c = 0; c < 8; ++c) {
+      const __m256i q = StoredChunk<kQ5>(in, fifth, c);
+      Store256(out + 32 * c, kLut ? Iq4Values(q) : q);
+    }
+  }
+}
+
+void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kIq4XsStoredBytes;
+    uint8_t* out = wide + s * kIq4XsPackedBytes;
+    for (size_t k = 0; k < kIq4XsPackedQ; k += 32) Store256(out + k, Load256(in + k));
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = in + kIq4XsPackedQ + kIq4XsStoredGroupBytes * g;
+      for (int c = 0; c < 8; ++c) {
+        Store256(out + kIq4XsPackedQ + 256 * g + 32 * c,
+                 Iq4Values(StoredChunk<false>(q, _mm256_setzero_si256(), c)));
+      }
+    }
   }
 }
 
@@ -401,6 +489,16 @@ struct Q4_0Kernel {
   static constexpr auto RunStored = Tile32<8, T, true>;
 };
 template <int T>
+struct Iq4NlKernel {
+  static constexpr auto Run = Tile32<0, T>;
+  static constexpr auto RunStored = Tile32<0, T, true, true>;
+};
+template <int T>
+struct Iq4XsKernel {
+  static constexpr auto Run = TileIq4Xs<T>;
+  static constexpr auto RunStored = TileIq4Xs<T, true>;
+};
+template <int T>
 struct Q4_KKernel {
   static constexpr auto Run = TileQ4_K<T>;
   static constexpr auto RunStored = TileQ4_K<T, true>;
@@ -419,6 +517,10 @@ void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols
       return ExpandQ6_K(stored, cols, wide);
     case quant::TensorType::kQ5_0:
       return Expand32<true>(stored, cols, wide);
+    case quant::TensorType::kIQ4_NL:
+      return Expand32<false, true>(stored, cols, wide);
+    case quant::TensorType::kIQ4_XS:
+      return ExpandIq4Xs(stored, cols, wide);
     default:
       return Expand32<false>(stored, cols, wide);
   }
@@ -437,6 +539,10 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
       return Gemm<Q4_KKernel>;
     case TT::kQ6_K:
       return Gemm<Q6_KKernel>;
+    case TT::kIQ4_NL:
+      return Gemm<Iq4NlKernel>;
+    case TT::kIQ4_XS:
+      return Gemm<Iq4XsKernel>;
     default:
       return nullptr;
   }

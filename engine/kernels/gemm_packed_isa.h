@@ -25,6 +25,11 @@ inline constexpr size_t kQ4KPackedD = 0, kQ4KPackedDmin = 16, kQ4KPackedSc = 32,
 inline constexpr size_t kQ6KPackedD = 0, kQ6KPackedSc = 32, kQ6KPackedQ = 160,
                         kQ6KPackedBytes = 2208;
 
+// IQ4_XS super-block: offsets inside one 2144-byte wide super-block (header
+// 96 bytes, then 8 groups of 8 chunks of looked-up signed values).
+inline constexpr size_t kIq4XsPackedD = 0, kIq4XsPackedSc = 32, kIq4XsPackedQ = 96,
+                        kIq4XsPackedBytes = 2144;
+
 // ---- The stored (compact) layouts PackGroup writes (gemm_packed.h). ----
 // Q5_0 / Q4_0: a block's quants after the scale table: 4 nibble vectors
 // (32 bytes each) and, for Q5_0, a vector of fifth bits.
@@ -32,6 +37,10 @@ inline constexpr size_t kStoredBlockQ5_0 = 160, kStoredBlockQ4_0 = 128;
 // Q6_K: d, padding and scales as in the wide layout, then per 16-element
 // group two nibble vectors and one vector of high bit pairs.
 inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KStoredBytes = 1696;
+
+// IQ4_NL's stored blocks are Q4_0's (kStoredBlockQ4_0). IQ4_XS: the header
+// as wide, then per 32-element group 4 nibble vectors (as a Q4_0 block).
+inline constexpr size_t kIq4XsStoredGroupBytes = 128, kIq4XsStoredBytes = 1120;
 
 // Decode streams each matrix once, from DRAM, and the out-of-order window
 // alone does not keep enough of it in flight. A kernel reading the matrix's
@@ -113,5 +122,8 @@ GemmPackedFn RefGemmPacked(quant::TensorType type);   // gemm_packed_ref.cc
 GemmPackedFn Avx2GemmPacked(quant::TensorType type);  // gemm_packed_avx2.cc
 // gemm_packed_avx512.cc; null when the compiler could not build it.
 GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type);
+// IQ4_XS's kernel at that level (gemm_packed_iq4_avx512.cc), for
+// Avx512VnniGemmPacked's table.
+GemmPackedFn Avx512VnniGemmPackedIq4Xs();
 
 }  // namespace ellm::kernels::internal

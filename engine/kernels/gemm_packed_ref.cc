@@ -9,6 +9,7 @@
 
 #include "kernels/gemm_packed_isa.h"
 #include "quant/fp16.h"
+#include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
 #include "quant/q8_k.h"
 
@@ -96,6 +97,26 @@ float DotPackedQ6_K(const PackedMatrix& w, const uint8_t* group, int r, const Bl
   return sum;
 }
 
+// IQ4_XS (wide layout: the table's values), as DotIq4Xs: exact integer sums
+// of (ls - 32) * sumi over the super-block, one multiply by d * y.d.
+float DotPackedIq4Xs(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
+  float sum = 0.0f;
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kIq4XsPackedBytes;
+    int isum = 0;
+    for (int g = 0; g < 8; ++g) {
+      int sumi = 0;
+      for (int l = 0; l < 32; ++l) {
+        sumi += static_cast<int8_t>(sb[kIq4XsPackedQ + 256 * g + ChunkByte(l, r)]) *
+                y[s].qs[32 * g + l];
+      }
+      isum += static_cast<int8_t>(sb[kIq4XsPackedSc + 8 * g + r]) * sumi;
+    }
+    sum += (PackedHalf(sb + kIq4XsPackedD, r) * y[s].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 template <typename Block, float (*kDot)(const PackedMatrix&, const uint8_t*, int, const Block*)>
 void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
           float* y, int64_t y_stride) {
@@ -121,6 +142,7 @@ void Expand32(TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wid
   const size_t scales = PackedScaleBytes32(nb);
   std::memcpy(wide, stored, scales);
   const bool q5 = type == TensorType::kQ5_0;
+  const bool iq4 = type == TensorType::kIQ4_NL;  // the wide bytes are the table's values
   const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* in = stored + scales + b * block;
@@ -129,7 +151,25 @@ void Expand32(TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wid
       for (int i = 0; i < 32; ++i) {
         const int nibble = (in[32 * (c % 4) + i] >> (4 * (c / 4))) & 0x0f;
         const int fifth = q5 ? (in[128 + i] >> c) & 1 : 0;
-        out[32 * c + i] = static_cast<uint8_t>(nibble | (fifth << 4));
+        out[32 * c + i] = iq4 ? static_cast<uint8_t>(kIq4NlValues[nibble])
+                              : static_cast<uint8_t>(nibble | (fifth << 4));
+      }
+    }
+  }
+}
+
+void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kIq4XsStoredBytes;
+    uint8_t* out = wide + s * kIq4XsPackedBytes;
+    std::memcpy(out, in, kIq4XsPackedQ);  // d, padding, scales
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* o = in + kIq4XsPackedQ + kIq4XsStoredGroupBytes * g;
+      for (int c = 0; c < 8; ++c) {
+        for (int i = 0; i < 32; ++i) {
+          const int nibble = (o[32 * (c % 4) + i] >> (4 * (c / 4))) & 0x0f;
+          out[kIq4XsPackedQ + 256 * g + 32 * c + i] = static_cast<uint8_t>(kIq4NlValues[nibble]);
+        }
       }
     }
   }
@@ -158,6 +198,8 @@ void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
   switch (type) {
     case TensorType::kQ6_K:
       return ExpandQ6_K(stored, cols, wide);
+    case TensorType::kIQ4_XS:
+      return ExpandIq4Xs(stored, cols, wide);
     default:
       return Expand32(type, stored, cols, wide);
   }
@@ -176,6 +218,13 @@ GemmPackedFn RefGemmPacked(quant::TensorType type) {
       return Gemm<BlockQ8_K, DotPackedQ4_K>;
     case T::kQ6_K:
       return Gemm<BlockQ8_K, DotPackedQ6_K>;
+    // IQ4_NL's wide layout is Q8_0's (signed values, the table's), and
+    // DotIq4Nl's (y.d * x.d) * sumi is DotQ8_0's sumi * (x.d * y.d): f32
+    // products commute, so the bits are the same.
+    case T::kIQ4_NL:
+      return Gemm<BlockQ8_0, DotPacked32<0>>;
+    case T::kIQ4_XS:
+      return Gemm<BlockQ8_K, DotPackedIq4Xs>;
     default:
       return nullptr;
   }

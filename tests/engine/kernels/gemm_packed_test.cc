@@ -109,8 +109,9 @@ std::vector<int64_t> Columns(TensorType t) {
   return {256, 768, 1024, 2048};
 }
 
-const TensorType kTypes[] = {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
-                             TensorType::kQ4_K, TensorType::kQ6_K};
+const TensorType kTypes[] = {TensorType::kQ8_0,  TensorType::kQ5_0, TensorType::kQ4_0,
+                             TensorType::kQ4_K,  TensorType::kQ6_K, TensorType::kIQ4_NL,
+                             TensorType::kIQ4_XS};
 
 std::string Where(const Problem& p, int64_t r, int64_t t) {
   return std::string(quant::TypeName(p.type)) + " rows=" + std::to_string(p.rows) +

@@ -16,7 +16,7 @@ namespace {
 
 using ::ellm::testing::GgufBuilder;
 
-constexpr uint32_t kF32 = 0;
+constexpr uint32_t kF32 = 0, kIq4Nl = 20, kIq4Xs = 23;
 constexpr int kEmbd = 64, kFf = 128, kHead = 2, kHeadKv = 1, kHeadDim = 32, kVocab = 16,
               kLayers = 7;
 
@@ -25,7 +25,22 @@ struct Options {
   std::string reshape;  // tensor name to give a wrong shape
   std::string arch = "gemma3";
   std::function<void(GgufBuilder&)> extra_keys;
+  int ff = kFf;
+  uint32_t gate_type = kF32;  // GGML type ids of every layer's ffn_gate and ffn_down
+  uint32_t down_type = kF32;
 };
+
+// Blocks of a quantized type whose bytes are a fixed pattern and whose f16 d
+// (the first two bytes of an IQ4_NL or IQ4_XS block) is 0.01.
+std::vector<uint8_t> QuantBlocks(size_t n_elems, uint32_t block_elems, uint32_t block_bytes) {
+  std::vector<uint8_t> b(n_elems / block_elems * block_bytes);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 37 + 11);
+  for (size_t off = 0; off < b.size(); off += block_bytes) {
+    b[off] = 0x1f;  // f16 0x211f ~ 0.01
+    b[off + 1] = 0x21;
+  }
+  return b;
+}
 
 std::vector<uint8_t> F32s(size_t n, float v) {
   std::vector<uint8_t> b(n * 4);
@@ -38,7 +53,7 @@ StatusOr<std::unique_ptr<Model>> Build(const Options& o) {
   b.Str("general.architecture", o.arch)
       .U32("gemma3.block_count", kLayers)
       .U32("gemma3.embedding_length", kEmbd)
-      .U32("gemma3.feed_forward_length", kFf)
+      .U32("gemma3.feed_forward_length", static_cast<uint32_t>(o.ff))
       .U32("gemma3.attention.head_count", kHead)
       .U32("gemma3.attention.head_count_kv", kHeadKv)
       .U32("gemma3.attention.key_length", kHeadDim)
@@ -48,13 +63,16 @@ StatusOr<std::unique_ptr<Model>> Build(const Options& o) {
       .F32("gemma3.attention.layer_norm_rms_epsilon", 1e-6f)
       .F32("gemma3.rope.freq_base", 1e6f);
   if (o.extra_keys) o.extra_keys(b);
-  auto add = [&](const std::string& name, std::vector<uint64_t> shape) {
+  auto add = [&](const std::string& name, std::vector<uint64_t> shape, uint32_t type = kF32) {
     if (name == o.skip) return;
     if (name == o.reshape) shape[0] += 1;
     size_t n = 1;
     for (uint64_t d : shape) n *= d;
+    if (type == kIq4Nl) return b.Tensor(name, shape, type, QuantBlocks(n, 32, 18)), void();
+    if (type == kIq4Xs) return b.Tensor(name, shape, type, QuantBlocks(n, 256, 136)), void();
     b.Tensor(name, shape, kF32, F32s(n, 0.5f));
   };
+  const uint64_t ff = static_cast<uint64_t>(o.ff);
   add("token_embd.weight", {kEmbd, kVocab});
   add("output_norm.weight", {kEmbd});
   for (int il = 0; il < kLayers; ++il) {
@@ -68,9 +86,9 @@ StatusOr<std::unique_ptr<Model>> Build(const Options& o) {
     add(p + "attn_k_norm.weight", {kHeadDim});
     add(p + "post_attention_norm.weight", {kEmbd});
     add(p + "ffn_norm.weight", {kEmbd});
-    add(p + "ffn_gate.weight", {kEmbd, kFf});
-    add(p + "ffn_up.weight", {kEmbd, kFf});
-    add(p + "ffn_down.weight", {kFf, kEmbd});
+    add(p + "ffn_gate.weight", {kEmbd, ff}, o.gate_type);
+    add(p + "ffn_up.weight", {kEmbd, ff});
+    add(p + "ffn_down.weight", {ff, kEmbd}, o.down_type);
     add(p + "post_ffw_norm.weight", {kEmbd});
   }
   static std::list<std::vector<uint8_t>> keep;  // Parse keeps views into the bytes
@@ -99,6 +117,22 @@ TEST(ModelLoad, ResolvesGemma3RecipeFromTheFile) {
   // Tied output.
   EXPECT_EQ((*m)->output().data, (*m)->token_embd().data);
   EXPECT_FLOAT_EQ((*m)->layers()[0].q_norm[3], 0.5f);
+}
+
+// IQ4_NL and IQ4_XS layer matrices (as in llama.cpp's IQ4_NL / IQ4_XS
+// quantizations) load and take the packed GEMM like the other 4-bit types.
+TEST(ModelLoad, Iq4LayerWeightsArePacked) {
+  auto m = Build({.ff = 256, .gate_type = kIq4Nl, .down_type = kIq4Xs});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  for (int il = 0; il < kLayers; ++il) {
+    const Layer& l = (*m)->layers()[il];
+    EXPECT_EQ(l.gate.type, quant::TensorType::kIQ4_NL) << il;
+    EXPECT_EQ(l.down.type, quant::TensorType::kIQ4_XS) << il;
+    ASSERT_NE(l.gate.packed, nullptr) << il;
+    ASSERT_NE(l.down.packed, nullptr) << il;
+    EXPECT_EQ(l.gate.packed->matrix().type, quant::TensorType::kIQ4_NL);
+    EXPECT_EQ(l.down.packed->matrix().cols, 256);
+  }
 }
 
 TEST(ModelLoad, HonoursAnExplicitSlidingPattern) {
