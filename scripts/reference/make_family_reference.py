@@ -139,16 +139,25 @@ def _tensor(family, name, ne, ttype, offset=0.0, amp=0.0, scale=0.0):
     return t
 
 
-def recipe(family, arch, vocab, n_vocab, n_ctx, meta, types, untied, rope_freqs, biases):
-    """meta: extra (key suffix, kind, value); types: role -> tensor type."""
+def recipe(family, arch, vocab, n_vocab, n_ctx, meta, types, untied, rope_freqs, biases,
+           head_dim=None, n_rot=None, qk_norm=False, fused=False, longrope=False):
+    """meta: extra (key suffix, kind, value); types: role -> tensor type.
+    head_dim: attention.key_length / value_length when not n_embd / n_head;
+    n_rot: rope.dimension_count when not head_dim (partial RoPE);
+    qk_norm: attn_q_norm / attn_k_norm per layer (Qwen 3); fused: Phi 3's
+    attn_qkv (Q, K, V rows stacked) and ffn_up holding gate then up, no
+    ffn_gate; longrope: rope_factors_short / rope_factors_long (Phi 3)."""
     E, F, H, HKV, L = 64, 256, 4, 2, 2
-    D = E // H
+    D = head_dim or E // H
+    R = n_rot or D
     metadata = [["general.architecture", "str", arch],
                 ["general.name", "str", "ellm-test-" + family]]
     base = [("context_length", "u32", n_ctx), ("embedding_length", "u32", E),
             ("block_count", "u32", L), ("feed_forward_length", "u32", F),
             ("attention.head_count", "u32", H), ("attention.head_count_kv", "u32", HKV),
-            ("rope.dimension_count", "u32", D)]
+            ("rope.dimension_count", "u32", R)]
+    if head_dim:
+        base += [("attention.key_length", "u32", D), ("attention.value_length", "u32", D)]
     for k, kind, v in base + meta:
         metadata.append([arch + "." + k, kind, v])
     w = lambda n_in: 1.0 / np.sqrt(n_in)  # noqa: E731
@@ -160,25 +169,42 @@ def recipe(family, arch, vocab, n_vocab, n_ctx, meta, types, untied, rope_freqs,
     if rope_freqs:
         # Llama 3.1's factors lie in [1, 8]; these in [1, 3).
         tensors.append(T("rope_freqs.weight", [D // 2], "f32", offset=2.0, amp=1.0))
+    if longrope:
+        # Phi-3.5's short factors lie in [1, 3], its long ones in [1, 60].
+        tensors += [T("rope_factors_short.weight", [R // 2], "f32", offset=2.0, amp=1.0),
+                    T("rope_factors_long.weight", [R // 2], "f32", offset=16.0, amp=8.0)]
     for il in range(L):
         p = "blk.%d." % il
-        tensors += [
-            T(p + "attn_norm.weight", [E], "f32", offset=1.0, amp=0.25),
-            T(p + "attn_q.weight", [E, H * D], types["q"], amp=0.25, scale=2 * w(E)),
-            T(p + "attn_k.weight", [E, HKV * D], types["k"], amp=0.25, scale=2 * w(E)),
-            T(p + "attn_v.weight", [E, HKV * D], types["v"], amp=0.25, scale=w(E)),
-        ]
+        tensors.append(T(p + "attn_norm.weight", [E], "f32", offset=1.0, amp=0.25))
+        if fused:
+            tensors.append(T(p + "attn_qkv.weight", [E, (H + 2 * HKV) * D], types["q"], amp=0.25,
+                             scale=2 * w(E)))
+        else:
+            tensors += [
+                T(p + "attn_q.weight", [E, H * D], types["q"], amp=0.25, scale=2 * w(E)),
+                T(p + "attn_k.weight", [E, HKV * D], types["k"], amp=0.25, scale=2 * w(E)),
+                T(p + "attn_v.weight", [E, HKV * D], types["v"], amp=0.25, scale=w(E)),
+            ]
         if biases:
             tensors += [T(p + "attn_q.bias", [H * D], "f32", amp=0.5),
                         T(p + "attn_k.bias", [HKV * D], "f32", amp=0.5),
                         T(p + "attn_v.bias", [HKV * D], "f32", amp=0.125)]
+        if qk_norm:
+            tensors += [T(p + "attn_q_norm.weight", [D], "f32", offset=1.0, amp=0.25),
+                        T(p + "attn_k_norm.weight", [D], "f32", offset=1.0, amp=0.25)]
         tensors += [
             T(p + "attn_output.weight", [H * D, E], types["o"], amp=0.125, scale=w(E)),
             T(p + "ffn_norm.weight", [E], "f32", offset=1.0, amp=0.25),
-            T(p + "ffn_gate.weight", [E, F], types["gate"], amp=0.25, scale=2 * w(E)),
-            T(p + "ffn_up.weight", [E, F], types["up"], amp=0.25, scale=w(E)),
-            T(p + "ffn_down.weight", [F, E], types["down"], amp=0.0625, scale=w(F)),
         ]
+        if fused:
+            tensors.append(T(p + "ffn_up.weight", [E, 2 * F], types["up"], amp=0.25,
+                             scale=2 * w(E)))
+        else:
+            tensors += [
+                T(p + "ffn_gate.weight", [E, F], types["gate"], amp=0.25, scale=2 * w(E)),
+                T(p + "ffn_up.weight", [E, F], types["up"], amp=0.25, scale=w(E)),
+            ]
+        tensors.append(T(p + "ffn_down.weight", [F, E], types["down"], amp=0.0625, scale=w(F)))
     for t in tensors:
         if t["type"] in ("f32", "f16"):
             assert t["amp"] == 0 or 2 ** round(np.log2(t["amp"])) == t["amp"], t
@@ -205,7 +231,12 @@ def recipes():
                                ("rope.scaling.factor", "f32", 4.0),
                                ("rope.scaling.original_context_length", "u32", 32768)],
                   qwen_types, untied=True, rope_freqs=False, biases=True)
-    return [llama, qwen2, yarn]
+    # Qwen 3 (its own vocabulary is Qwen 2's): no biases, per-head Q/K norms,
+    # heads of 32 over n_embd 64 / 4 heads (Qwen3-0.6B: 128 over 1024 / 16).
+    qwen3 = recipe("qwen3", "qwen3", "ggml-vocab-qwen2.gguf", 151936, 40960,
+                   qwen_meta, dict(qwen_types, embd="q8_0"), untied=False, rope_freqs=False,
+                   biases=False, head_dim=32, qk_norm=True)
+    return [llama, qwen2, yarn, qwen3]
 
 
 # ----------------------------------------------------------------- writer --
@@ -340,7 +371,7 @@ def main():
     m.add_argument("--out", required=True)
     m.set_defaults(func=step_models)
     ref = sub.add_parser("reference", help="models + llama.cpp outputs -> tests/reference/families")
-    ref.add_argument("family", nargs="*", help="llama, qwen2, qwen2-yarn (default: all)")
+    ref.add_argument("family", nargs="*", help="a recipe's family name, e.g. qwen3 (default: all)")
     ref.set_defaults(func=step_reference)
     args = ap.parse_args()
     args.func(args)

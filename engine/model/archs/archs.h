@@ -8,5 +8,6 @@ namespace ellm::model {
 const ArchSpec& Gemma3Spec();
 const ArchSpec& LlamaSpec();
 const ArchSpec& Qwen2Spec();
+const ArchSpec& Qwen3Spec();
 
 }  // namespace ellm::model

@@ -7,9 +7,12 @@ namespace {
 
 const std::vector<const ArchSpec*>& Registry() {
   static const std::vector<const ArchSpec*> kAll = {
+      // clang-format off
       &Gemma3Spec(),
       &LlamaSpec(),
       &Qwen2Spec(),
+      &Qwen3Spec(),
+      // clang-format on
   };
   return kAll;
 }

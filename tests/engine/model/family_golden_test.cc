@@ -1,6 +1,6 @@
-// Llama 3 and Qwen 2 (plain and with YaRN) against llama.cpp, on small
-// random-weight models with each family's exact tensor layout and real
-// vocabulary, rebuilt here from the recipes in tests/reference/families/
+// Llama 3, Qwen 2 (plain and with YaRN) and Qwen 3 against llama.cpp, on
+// small random-weight models with each family's exact tensor layout and a
+// real vocabulary, rebuilt here from the recipes in tests/reference/families/
 // (made, with llama.cpp's outputs, by scripts/reference/make_family_reference.py).
 // Prompts are token ids: nothing here depends on a tokenizer's encoding.
 #include <gtest/gtest.h>
@@ -207,7 +207,8 @@ TEST_P(FamilyGolden, RunsAtTheConfiguredContext) {
   EXPECT_EQ((*session)->Eval(ids, LogitsFor::kNone, nullptr).code(), StatusCode::kOutOfRange);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden, ::testing::Values("llama", "qwen2", "qwen2-yarn"),
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
+                         ::testing::Values("llama", "qwen2", "qwen2-yarn", "qwen3"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -253,7 +254,11 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"qwen2",
                {.reshape_tensor = "blk.1.attn_v.bias", .new_ne = {64}},
                "'blk.1.attn_v.bias' has shape [64]"},
-        Damage{"qwen2", {.drop_metadata = {"qwen2.embedding_length"}}, "qwen2.embedding_length"}),
+        Damage{"qwen2", {.drop_metadata = {"qwen2.embedding_length"}}, "qwen2.embedding_length"},
+        Damage{"qwen3", {.drop_tensor = "blk.1.attn_q_norm.weight"}, "'blk.1.attn_q_norm.weight'"},
+        Damage{"qwen3",
+               {.reshape_tensor = "blk.0.attn_k_norm.weight", .new_ne = {16}},
+               "'blk.0.attn_k_norm.weight' has shape [16]"}),
     [](const auto& param_info) { return "Case" + std::to_string(param_info.index); });
 
 }  // namespace
