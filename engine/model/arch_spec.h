@@ -22,6 +22,12 @@ enum class WindowPattern {
   kEveryNthGlobal,  // layer il is global when il % n == n-1 (n from the file or default)
 };
 enum class EmbeddingScale { kNone, kSqrtEmbd };  // Gemma multiplies by sqrt(n_embd)
+// Multipliers read from the file (Granite 3.x; llama.cpp src/models/granite.cpp):
+// <arch>.embedding_scale multiplies the token embeddings, .residual_scale
+// each sublayer's output before its residual add, .attention.scale replaces
+// 1/sqrt(head_dim), and the logits are divided by .logit_scale (required;
+// the others are optional, 0 meaning off, as in llama.cpp).
+enum class Multipliers { kNone, kFromFile };
 
 // A dimension in a tensor's shape, resolved from the hyperparameters.
 enum class Dim {
@@ -77,6 +83,7 @@ struct ArchSpec {
   WindowPattern window;
   int default_window_period;  // for kEveryNthGlobal when the file gives none
   EmbeddingScale embedding_scale;
+  Multipliers multipliers = Multipliers::kNone;
   bool qk_norm;               // RMSNorm over each head of Q and K
   bool tied_output_fallback;  // use token_embd when output.weight is absent
   double default_rope_base_swa;

@@ -179,6 +179,7 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
         NormRows(pool, s.h.data(), l.post_attn_norm, s.h.data(), n, E, hp.rms_eps);
       }
+      if (hp.residual_scale != 1.0f) ops::Scale(s.h.data(), hp.residual_scale, n * E);
       ops::AddInPlace(s.x.data(), s.h.data(), n * E);
       // Feed-forward block.
       NormRows(pool, s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
@@ -200,6 +201,7 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       if (m.spec().norms == model::NormPlacement::kPreAndPost) {
         NormRows(pool, s.h.data(), l.post_ffn_norm, s.h.data(), n, E, hp.rms_eps);
       }
+      if (hp.residual_scale != 1.0f) ops::Scale(s.h.data(), hp.residual_scale, n * E);
       ops::AddInPlace(s.x.data(), s.h.data(), n * E);
     }
     pos_ += n;
@@ -216,6 +218,10 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       NormRows(s.x.data() + t0 * E, m.output_norm(), s.h.data(), rows, E, hp.rms_eps);
       s.logits.resize(static_cast<size_t>(rows * hp.n_vocab));
       ops::MatMul(m.output(), s.h.data(), rows, s.logits.data(), pool, s.mm);
+      if (hp.logit_scale != 1.0f) {
+        // As ggml_scale by 1/logit_scale (src/models/granite.cpp), not a division.
+        ops::Scale(s.logits.data(), 1.0f / hp.logit_scale, rows * hp.n_vocab);
+      }
       if (hp.final_logit_softcap > 0) {
         const float cap = hp.final_logit_softcap;
         for (float& z : s.logits) z = std::tanh(z / cap) * cap;

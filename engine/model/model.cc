@@ -175,6 +175,7 @@ Status Model::ReadHParams() {
     hp_.embedding_scale = std::sqrt(static_cast<float>(hp_.n_embd));
   }
   hp_.query_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  if (s.multipliers == Multipliers::kFromFile) ELLM_RETURN_IF_ERROR(ReadMultipliers());
   if (s.window != WindowPattern::kNone) {
     ELLM_RETURN_IF_ERROR(get_int("attention.sliding_window", hp_.sliding_window, false));
   }
@@ -268,6 +269,33 @@ Status Model::ReadRopeScaling() {
   }
   hp_.yarn_attn_factor *= attn_factor;
   return OkStatus();
+}
+
+// Granite's four multipliers (Multipliers::kFromFile), read as llama.cpp's
+// llama_model_granite::load_arch_hparams does: logit_scale required, the
+// rest optional with 0 meaning "not applied" (src/models/granite.cpp).
+Status Model::ReadMultipliers() {
+  const ArchSpec& s = *spec_;
+  auto get = [&](const char* suffix, float& out, bool required) -> Status {
+    auto v = file_.GetFloat(Key(s, suffix));
+    if (!v.ok()) {
+      if (!required && v.status().code() == StatusCode::kNotFound) return OkStatus();
+      return v.status();
+    }
+    const float f = static_cast<float>(*v);
+    if (!std::isfinite(f) || f < 0.0f || (required && f == 0.0f)) {
+      char value[32];
+      std::snprintf(value, sizeof(value), "%g", static_cast<double>(f));
+      return InvalidArgumentError("model '" + file_.path() + "': key '" + Key(s, suffix) + "' is " +
+                                  value + "; expected a finite number > 0");
+    }
+    if (f != 0.0f) out = f;
+    return OkStatus();
+  };
+  ELLM_RETURN_IF_ERROR(get("logit_scale", hp_.logit_scale, true));
+  ELLM_RETURN_IF_ERROR(get("embedding_scale", hp_.embedding_scale, false));
+  ELLM_RETURN_IF_ERROR(get("residual_scale", hp_.residual_scale, false));
+  return get("attention.scale", hp_.query_scale, false);
 }
 
 Status Model::BindTensors() {

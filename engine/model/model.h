@@ -34,7 +34,11 @@ struct HParams {
   float final_logit_softcap = 0.0f;  // 0 = off
   float embedding_scale = 1.0f;
   float query_scale = 1.0f;  // applied to Q before attention
-  int n_rot = 0;             // dimensions rotated per head (= head_dim_k)
+  // Granite's multipliers (Multipliers::kFromFile): each sublayer's output
+  // is scaled before the residual add; logits are divided by logit_scale.
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;
+  int n_rot = 0;  // dimensions rotated per head (= head_dim_k)
   // YaRN (rope.scaling.type = yarn), on global layers: ggml_rope_ext's
   // ext_factor (0 = off), attn_factor and correction range in pairs.
   float yarn_ext_factor = 0.0f;
@@ -94,6 +98,7 @@ class Model {
   Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status ReadHParams();
   Status ReadRopeScaling();
+  Status ReadMultipliers();
   Status BindTensors();
   void PackWeights();
   StatusOr<std::vector<bool>> SlidingLayers() const;

@@ -236,7 +236,19 @@ def recipes():
     qwen3 = recipe("qwen3", "qwen3", "ggml-vocab-qwen2.gguf", 151936, 40960,
                    qwen_meta, dict(qwen_types, embd="q8_0"), untied=False, rope_freqs=False,
                    biases=False, head_dim=32, qk_norm=True)
-    return [llama, qwen2, yarn, qwen3]
+    # Granite 3.x: Llama's block with the file's four multipliers (Granite
+    # 3.1 2B's values but for attention.scale, 1 / head_dim as there); its
+    # GPT-2-style BPE vocabulary stood in for by GPT-2's own.
+    granite = recipe(
+        "granite", "granite", "ggml-vocab-gpt-2.gguf", 50257, 131072,
+        [("attention.layer_norm_rms_epsilon", "f32", 1e-5),
+         ("rope.freq_base", "f32", 10000000.0), ("embedding_scale", "f32", 12.0),
+         ("residual_scale", "f32", 0.22), ("attention.scale", "f32", 0.0625),
+         ("logit_scale", "f32", 8.0), ("vocab_size", "u32", 50257)],
+        {"embd": "q8_0", "output": "q8_0", "q": "q8_0", "k": "f16", "v": "q4_0", "o": "q8_0",
+         "gate": "q4_0", "up": "f16", "down": "q4_k"},
+        untied=False, rope_freqs=False, biases=False)
+    return [llama, qwen2, yarn, qwen3, granite]
 
 
 # ----------------------------------------------------------------- writer --

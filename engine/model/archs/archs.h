@@ -6,6 +6,7 @@
 namespace ellm::model {
 
 const ArchSpec& Gemma3Spec();
+const ArchSpec& GraniteSpec();
 const ArchSpec& LlamaSpec();
 const ArchSpec& Qwen2Spec();
 const ArchSpec& Qwen3Spec();

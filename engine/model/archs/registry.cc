@@ -9,6 +9,7 @@ const std::vector<const ArchSpec*>& Registry() {
   static const std::vector<const ArchSpec*> kAll = {
       // clang-format off
       &Gemma3Spec(),
+      &GraniteSpec(),
       &LlamaSpec(),
       &Qwen2Spec(),
       &Qwen3Spec(),
