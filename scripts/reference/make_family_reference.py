@@ -248,7 +248,17 @@ def recipes():
         {"embd": "q8_0", "output": "q8_0", "q": "q8_0", "k": "f16", "v": "q4_0", "o": "q8_0",
          "gate": "q4_0", "up": "f16", "down": "q4_k"},
         untied=False, rope_freqs=False, biases=False)
-    return [llama, qwen2, yarn, qwen3, granite]
+    # Mistral Nemo: a llama file whose heads (attention.key_length 128 over
+    # n_embd 5120 / 32 heads) are not n_embd / n_head; here 32 over 64 / 4.
+    # Tekken's vocabulary stood in for by Llama 3's BPE.
+    nemo = recipe(
+        "mistral-nemo", "llama", "ggml-vocab-llama-bpe.gguf", 128256, 1024000,
+        [("attention.layer_norm_rms_epsilon", "f32", 1e-5), ("rope.freq_base", "f32", 1000000.0),
+         ("vocab_size", "u32", 128256)],
+        {"embd": "q8_0", "output": "q8_0", "q": "q8_0", "k": "q4_0", "v": "f16", "o": "q8_0",
+         "gate": "q8_0", "up": "q4_0", "down": "q4_k"},
+        untied=True, rope_freqs=False, biases=False, head_dim=32)
+    return [llama, qwen2, yarn, qwen3, granite, nemo]
 
 
 # ----------------------------------------------------------------- writer --

@@ -1,7 +1,7 @@
-// Llama 3, Qwen 2 (plain and with YaRN), Qwen 3 and Granite 3.x against
-// llama.cpp, on small random-weight models with each family's exact tensor
-// layout and a real vocabulary, rebuilt here from the recipes in
-// tests/reference/families/
+// Llama 3, Qwen 2 (plain and with YaRN), Qwen 3, Granite 3.x and Mistral
+// Nemo's llama layout against llama.cpp, on small random-weight models with
+// each family's exact tensor layout and a real vocabulary, rebuilt here from
+// the recipes in tests/reference/families/
 // (made, with llama.cpp's outputs, by scripts/reference/make_family_reference.py).
 // Prompts are token ids: nothing here depends on a tokenizer's encoding.
 #include <gtest/gtest.h>
@@ -225,7 +225,8 @@ TEST_P(FamilyGolden, RunsAtTheConfiguredContext) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
-                         ::testing::Values("llama", "qwen2", "qwen2-yarn", "qwen3", "granite"),
+                         ::testing::Values("llama", "qwen2", "qwen2-yarn", "qwen3", "granite",
+                                           "mistral-nemo"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -276,7 +277,10 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"qwen3",
                {.reshape_tensor = "blk.0.attn_k_norm.weight", .new_ne = {16}},
                "'blk.0.attn_k_norm.weight' has shape [16]"},
-        Damage{"granite", {.drop_metadata = {"granite.logit_scale"}}, "granite.logit_scale"}),
+        Damage{"granite", {.drop_metadata = {"granite.logit_scale"}}, "granite.logit_scale"},
+        Damage{"mistral-nemo",
+               {.reshape_tensor = "blk.0.attn_output.weight", .new_ne = {64, 64}},
+               "'blk.0.attn_output.weight' has shape [64, 64]"}),
     [](const auto& param_info) { return "Case" + std::to_string(param_info.index); });
 
 }  // namespace
