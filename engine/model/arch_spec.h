@@ -40,6 +40,8 @@ enum class Dim {
   kHeadDimK,  // head_dim_k
   kAttnOut,   // n_head * head_dim_v
   kRopeHalf,  // n_rot / 2: one frequency per rotated pair
+  kQkv,       // kQ + kKv + kVKv: Q, K and V stacked in one matrix
+  kFfPair,    // 2 * n_ff: gate and up stacked in one matrix
 };
 
 // The roles a tensor can play; the forward pass looks weights up by role.
@@ -64,6 +66,17 @@ enum class Role {
   kAttnKBias,
   kAttnVBias,
   kRopeFreqs,  // Llama 3.1+: per-pair divisors of the RoPE frequencies
+  // Phi 3: one matrix whose rows are Q's, then K's, then V's; bound as the
+  // three row ranges, so the forward pass sees separate q, k and v.
+  kAttnQkv,
+  // Phi 3: "ffn_up" holding the gate's rows then the up projection's,
+  // split the same way (ggml_swiglu: silu of the first half times the second).
+  kFfnGateUp,
+  // LongRoPE (Phi 3): two sets of per-pair divisors; the long one applies
+  // when a session's context exceeds rope.scaling.original_context_length
+  // (llama.cpp llama_model::get_rope_factors).
+  kRopeFactorsShort,
+  kRopeFactorsLong,
   kCount,
 };
 

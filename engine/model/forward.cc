@@ -146,6 +146,18 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
       const ops::RopePairs pairs = m.spec().rope == model::RopeStyle::kNeox
                                        ? ops::RopePairs::kNeox
                                        : ops::RopePairs::kAdjacent;
+      const ops::RopeParams rope = m.RopeFor(l, s.cache->n_ctx());
+      // Heads of head_dim_k whose first n_rot dimensions turn (all, but for
+      // partial RoPE).
+      auto rope_heads = [&](float* x, int heads, int64_t pos) {
+        if (hp.n_rot == hp.head_dim_k) {
+          ops::Rope(x, heads, hp.head_dim_k, pos, pairs, rope);
+          return;
+        }
+        for (int h = 0; h < heads; ++h) {
+          ops::Rope(x + int64_t{h} * hp.head_dim_k, 1, hp.n_rot, pos, pairs, rope);
+        }
+      };
       pool.ParallelFor(n, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
           float* qt = s.q.data() + t * q_row;
@@ -154,8 +166,8 @@ Status Session::Eval(std::span<const TokenId> tokens, LogitsFor which,
             NormRows(qt, l.q_norm, qt, hp.n_head, hp.head_dim_k, hp.rms_eps);
             NormRows(kt, l.k_norm, kt, hp.n_head_kv, hp.head_dim_k, hp.rms_eps);
           }
-          ops::Rope(qt, hp.n_head, hp.head_dim_k, pos0 + t, pairs, l.rope);
-          ops::Rope(kt, hp.n_head_kv, hp.head_dim_k, pos0 + t, pairs, l.rope);
+          rope_heads(qt, hp.n_head, pos0 + t);
+          rope_heads(kt, hp.n_head_kv, pos0 + t);
           ops::Scale(qt, hp.query_scale, q_row);
         }
       });

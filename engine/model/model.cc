@@ -29,6 +29,15 @@ std::string TensorName(std::string_view pattern, int il) {
   return name;
 }
 
+// Rows [first, first + count) of `w`, as a matrix of its own (a fused
+// tensor's part: its rows are contiguous in the file).
+Weight RowRange(const Weight& w, int64_t first, int64_t count) {
+  Weight part = w;
+  part.rows = count;
+  part.data = w.data + first * w.row_bytes;
+  return part;
+}
+
 int64_t Resolve(Dim d, const HParams& hp) {
   switch (d) {
     case Dim::kEmbd:
@@ -49,6 +58,11 @@ int64_t Resolve(Dim d, const HParams& hp) {
       return int64_t{hp.n_head} * hp.head_dim_v;
     case Dim::kRopeHalf:
       return hp.n_rot / 2;
+    case Dim::kQkv:
+      return int64_t{hp.n_head} * hp.head_dim_k + int64_t{hp.n_head_kv} * hp.head_dim_k +
+             int64_t{hp.n_head_kv} * hp.head_dim_v;
+    case Dim::kFfPair:
+      return int64_t{2} * hp.n_ff;
   }
   return -1;
 }
@@ -150,18 +164,20 @@ Status Model::ReadHParams() {
   if (hp_.head_dim_k % 2 != 0) {
     return InvalidArgumentError("model '" + file_.path() + "': key_length must be even for RoPE");
   }
+  // Partial RoPE (Phi-4-mini: 96 of 128) turns the first n_rot dimensions
+  // of each head, as ggml_rope_ext with n_dims < the head size.
   hp_.n_rot = hp_.head_dim_k;
   ELLM_RETURN_IF_ERROR(get_int("rope.dimension_count", hp_.n_rot, false));
-  if (hp_.n_rot != hp_.head_dim_k) {
-    return UnimplementedError("model '" + file_.path() + "': key '" +
-                              Key(s, "rope.dimension_count") + "' is " + std::to_string(hp_.n_rot) +
-                              " but heads have " + std::to_string(hp_.head_dim_k) +
-                              " dimensions; partial RoPE is not supported");
+  if (hp_.n_rot % 2 != 0 || hp_.n_rot > hp_.head_dim_k) {
+    return InvalidArgumentError(
+        "model '" + file_.path() + "': key '" + Key(s, "rope.dimension_count") + "' is " +
+        std::to_string(hp_.n_rot) +
+        "; expected an even number <= " + std::to_string(hp_.head_dim_k) + " (the head size)");
   }
+  hp_.n_ctx_orig = hp_.n_ctx_train;
+  ELLM_RETURN_IF_ERROR(get_int("rope.scaling.original_context_length", hp_.n_ctx_orig, false));
   if (hp_.yarn_ext_factor != 0.0f) {
-    int n_ctx_orig = hp_.n_ctx_train;
-    ELLM_RETURN_IF_ERROR(get_int("rope.scaling.original_context_length", n_ctx_orig, false));
-    ops::RopeYarnCorrDims(hp_.n_rot, n_ctx_orig, hp_.rope_base, hp_.yarn_beta_fast,
+    ops::RopeYarnCorrDims(hp_.n_rot, hp_.n_ctx_orig, hp_.rope_base, hp_.yarn_beta_fast,
                           hp_.yarn_beta_slow, &hp_.yarn_corr_low, &hp_.yarn_corr_high);
   }
   // The vocabulary size is the embedding matrix's row count (the tokenizer
@@ -363,6 +379,12 @@ Status Model::BindTensors() {
           case Role::kRopeFreqs:
             rope_freqs_ = std::move(v);
             break;
+          case Role::kRopeFactorsShort:
+            rope_short_ = std::move(v);
+            break;
+          case Role::kRopeFactorsLong:
+            rope_long_ = std::move(v);
+            break;
           default:
             return InternalError("spec lists a 1-D tensor with a matrix role: " + name);
         }
@@ -405,6 +427,17 @@ Status Model::BindTensors() {
         case Role::kFfnDown:
           l->down = w;
           break;
+        case Role::kAttnQkv: {
+          const int64_t nq = Resolve(Dim::kQ, hp_), nk = Resolve(Dim::kKv, hp_);
+          l->q = RowRange(w, 0, nq);
+          l->k = RowRange(w, nq, nk);
+          l->v = RowRange(w, nq + nk, w.rows - nq - nk);
+          break;
+        }
+        case Role::kFfnGateUp:
+          l->gate = RowRange(w, 0, hp_.n_ff);
+          l->up = RowRange(w, hp_.n_ff, hp_.n_ff);
+          break;
         default:
           return InternalError("spec lists a matrix tensor with a vector role: " + name);
       }
@@ -421,7 +454,9 @@ Status Model::BindTensors() {
     Layer& l = layers_[static_cast<size_t>(il)];
     l.sliding = sliding[static_cast<size_t>(il)];
     l.rope.base = l.sliding ? hp_.rope_base_swa : hp_.rope_base;
-    l.rope.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+    l.rope.freq_factors = !rope_freqs_.empty()   ? rope_freqs_.data()
+                          : !rope_short_.empty() ? rope_short_.data()
+                                                 : nullptr;
     if (!l.sliding) {
       l.rope.freq_scale = hp_.rope_freq_scale;
       l.rope.ext_factor = hp_.yarn_ext_factor;
@@ -431,6 +466,14 @@ Status Model::BindTensors() {
     }
   }
   return OkStatus();
+}
+
+ops::RopeParams Model::RopeFor(const Layer& l, int64_t n_ctx) const {
+  ops::RopeParams p = l.rope;
+  if (rope_freqs_.empty() && n_ctx > hp_.n_ctx_orig) {
+    p.freq_factors = rope_long_.empty() ? nullptr : rope_long_.data();
+  }
+  return p;
 }
 
 StatusOr<std::vector<bool>> Model::SlidingLayers() const {

@@ -38,7 +38,8 @@ struct HParams {
   // is scaled before the residual add; logits are divided by logit_scale.
   float residual_scale = 1.0f;
   float logit_scale = 1.0f;
-  int n_rot = 0;  // dimensions rotated per head (= head_dim_k)
+  int n_rot = 0;       // dimensions rotated per head, the first n_rot (<= head_dim_k)
+  int n_ctx_orig = 0;  // rope.scaling.original_context_length (default n_ctx_train)
   // YaRN (rope.scaling.type = yarn), on global layers: ggml_rope_ext's
   // ext_factor (0 = off), attn_factor and correction range in pairs.
   float yarn_ext_factor = 0.0f;
@@ -92,6 +93,11 @@ class Model {
   // Llama 3.1+'s per-pair RoPE frequency divisors; empty when absent.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
   const std::vector<Layer>& layers() const { return layers_; }
+  // Layer `l`'s RoPE in a session of `n_ctx` positions: l.rope, but for
+  // LongRoPE files (Phi 3), whose long divisors replace the short ones when
+  // n_ctx exceeds n_ctx_orig, at every position (llama.cpp's
+  // llama_model::get_rope_factors chooses by the context size).
+  ops::RopeParams RopeFor(const Layer& l, int64_t n_ctx) const;
   const std::vector<std::unique_ptr<ops::PackedWeight>>& packed() const { return packed_; }
 
  private:
@@ -109,6 +115,7 @@ class Model {
   Weight token_embd_, output_;
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
+  std::vector<float> rope_short_, rope_long_;  // LongRoPE's divisors; empty when absent
   std::vector<Layer> layers_;
   std::vector<std::unique_ptr<ops::PackedWeight>> packed_;  // Weight::packed points here
 };

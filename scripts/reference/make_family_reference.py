@@ -258,7 +258,32 @@ def recipes():
         {"embd": "q8_0", "output": "q8_0", "q": "q8_0", "k": "q4_0", "v": "f16", "o": "q8_0",
          "gate": "q8_0", "up": "q4_0", "down": "q4_k"},
         untied=True, rope_freqs=False, biases=False, head_dim=32)
-    return [llama, qwen2, yarn, qwen3, granite, nemo]
+    # Phi 3: fused QKV and gate+up, LongRoPE factors and attn_factor as
+    # convert_hf_to_gguf.py writes them for a 128K model (scale 32), partial
+    # RoPE (12 of 16 dimensions, Phi-4-mini's 3/4); its gpt-4o-style
+    # vocabulary stood in for by Llama 3's BPE. The output is untied, as
+    # Phi-3.5-mini's: tied, the random embeddings give logits of ~25 whose
+    # rounding noise alone reaches the tolerance (0.22, full RoPE 0.20).
+    # phi4-mini runs (n_ctx 1024) under the original context (4096): short
+    # factors; phi4-mini-long's original context is 512: long factors. (Not
+    # named "phi3": llama.cpp's vocabulary loader gives a general.name
+    # containing it Phi-3's special tokens, which this vocabulary lacks.)
+    phi_types = {"embd": "q8_0", "output": "q8_0", "q": "q8_0", "o": "f16", "up": "q4_0", "down": "q4_k"}
+
+    def phi3(family, n_ctx_orig):
+        scale = 131072 / 4096
+        attn_factor = float(np.float32(np.sqrt(1 + np.log(scale) / np.log(4096))))
+        return recipe(
+            family, "phi3", "ggml-vocab-llama-bpe.gguf", 128256, 131072,
+            [("attention.layer_norm_rms_epsilon", "f32", 1e-5),
+             ("rope.freq_base", "f32", 10000.0),
+             ("rope.scaling.original_context_length", "u32", n_ctx_orig),
+             ("rope.scaling.attn_factor", "f32", attn_factor),
+             ("attention.sliding_window", "u32", 262144)],
+            phi_types, untied=True, rope_freqs=False, biases=False, n_rot=12, fused=True,
+            longrope=True)
+    return [llama, qwen2, yarn, qwen3, granite, nemo, phi3("phi4-mini", 4096), phi3("phi4-mini-
+            long", 512)]
 
 
 # ----------------------------------------------------------------- writer --

@@ -8,6 +8,7 @@ namespace ellm::model {
 const ArchSpec& Gemma3Spec();
 const ArchSpec& GraniteSpec();
 const ArchSpec& LlamaSpec();
+const ArchSpec& Phi3Spec();
 const ArchSpec& Qwen2Spec();
 const ArchSpec& Qwen3Spec();
 

@@ -11,6 +11,7 @@ const std::vector<const ArchSpec*>& Registry() {
       &Gemma3Spec(),
       &GraniteSpec(),
       &LlamaSpec(),
+      &Phi3Spec(),
       &Qwen2Spec(),
       &Qwen3Spec(),
       // clang-format on

@@ -1,5 +1,6 @@
-// Llama 3, Qwen 2 (plain and with YaRN), Qwen 3, Granite 3.x and Mistral
-// Nemo's llama layout against llama.cpp, on small random-weight models with
+// Llama 3, Qwen 2 (plain and with YaRN), Qwen 3, Granite 3.x, Mistral
+// Nemo's llama layout and Phi 3 (Phi-4-mini's layout, short and long
+// LongRoPE factors) against llama.cpp, on small random-weight models with
 // each family's exact tensor layout and a real vocabulary, rebuilt here from
 // the recipes in tests/reference/families/
 // (made, with llama.cpp's outputs, by scripts/reference/make_family_reference.py).
@@ -226,7 +227,7 @@ TEST_P(FamilyGolden, RunsAtTheConfiguredContext) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
                          ::testing::Values("llama", "qwen2", "qwen2-yarn", "qwen3", "granite",
-                                           "mistral-nemo"),
+                                           "mistral-nemo", "phi4-mini", "phi4-mini-long"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -280,7 +281,11 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"granite", {.drop_metadata = {"granite.logit_scale"}}, "granite.logit_scale"},
         Damage{"mistral-nemo",
                {.reshape_tensor = "blk.0.attn_output.weight", .new_ne = {64, 64}},
-               "'blk.0.attn_output.weight' has shape [64, 64]"}),
+               "'blk.0.attn_output.weight' has shape [64, 64]"},
+        Damage{"phi4-mini", {.drop_tensor = "blk.0.attn_qkv.weight"}, "'blk.0.attn_qkv.weight'"},
+        Damage{"phi4-mini",
+               {.reshape_tensor = "blk.1.ffn_up.weight", .new_ne = {64, 256}},
+               "'blk.1.ffn_up.weight' has shape [64, 256]"}),
     [](const auto& param_info) { return "Case" + std::to_string(param_info.index); });
 
 }  // namespace
