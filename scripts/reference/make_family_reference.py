@@ -282,8 +282,8 @@ def recipes():
              ("attention.sliding_window", "u32", 262144)],
             phi_types, untied=True, rope_freqs=False, biases=False, n_rot=12, fused=True,
             longrope=True)
-    return [llama, qwen2, yarn, qwen3, granite, nemo, phi3("phi4-mini", 4096), phi3("phi4-mini-
-            long", 512)]
+    return [llama, qwen2, yarn, qwen3, granite, nemo, phi3("phi4-mini", 4096),
+            phi3("phi4-mini-long", 512)]
 
 
 # ----------------------------------------------------------------- writer --
