@@ -1,7 +1,8 @@
 // The real model at 8K-32K tokens against llama.cpp: perplexity at ctx 32768
 // and needle-in-a-haystack retrieval. References in tests/reference/gemma3-270m/
 // (perplexity_long.json, needle.json), made by
-// scripts/reference/make_long_context_reference.py. Minutes each on 2 cores.
+// scripts/reference/make_long_context_reference.py. Minutes each on 2 cores,
+// so all are labelled nightly (tests/CMakeLists.txt): scripts/test --full.
 #include <gtest/gtest.h>
 
 #include <algorithm>
