@@ -27,7 +27,8 @@ The generator (must match tests/engine/model/family_model_builder.cc):
     f16 when offset is 0.
   Quantized tensors: byte j = byte (j % 8) of word(seed, j // 8), little-
     endian; then in every block the f16 scale fields are overwritten with the
-    recipe's bit patterns (Q8_0, Q4_0: d; Q4_K: d and dmin) and Q8_0's int8
+    recipe's bit patterns (Q8_0, Q4_0, Q5_0: d at byte 0; Q4_K: d and dmin;
+    Q6_K: d at byte 208, after its quants and int8 sub-scales) and Q8_0's int8
     quants are mapped to (b % 255) - 127, so that none is -128.
   checksum = sum over bytes j of (b_j + 1) * word(0, j), modulo 2^64.
 
@@ -44,6 +45,8 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(REPO, "tests", "reference", "families")
 SHARED = os.environ.get("ELLM_SHARED_DIR", os.path.join(os.path.dirname(REPO), "shared"))
@@ -56,8 +59,11 @@ GOLDEN = 0x9E3779B97F4A7C15
 MASK = (1 << 64) - 1
 
 # ggml block sizes: (elements, bytes) per block.
-BLOCKS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144)}
-TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12}
+BLOCKS = {"q8_0": (32, 34), "q4_0": (32, 18), "q5_0": (32, 22), "q4_k": (256, 144),
+          "q6_k": (256, 210)}
+TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q5_0": 6, "q8_0": 8, "q4_k": 12, "q6_k": 14}
+# Where each quantized block keeps its f16 scale d (Q6_K: after its quants).
+D_AT = {"q8_0": 0, "q4_0": 0, "q5_0": 0, "q4_k": 0, "q6_k": 208}
 
 PROMPT_LENGTHS = [1, 9, 40, 300]
 # Positions of the 300-token prompt whose logits are stored (its micro-batch
@@ -115,7 +121,8 @@ def tensor_bytes(t):
     if t["type"] == "q8_0":
         q = (blk[:, 2:].astype(np.int16) % 255) - 127
         blk[:, 2:] = q.astype(np.int8).view(np.uint8)
-    blk[:, 0:2] = np.array([t["d"]], dtype=np.uint16).view(np.uint8)
+    at = D_AT[t["type"]]
+    blk[:, at:at + 2] = np.array([t["d"]], dtype=np.uint16).view(np.uint8)
     if t["type"] == "q4_k":
         blk[:, 2:4] = np.array([t["dmin"]], dtype=np.uint16).view(np.uint8)
     return blk.tobytes()
@@ -133,6 +140,11 @@ def _tensor(family, name, ne, ttype, offset=0.0, amp=0.0, scale=0.0):
         t.update(d=f16_bits(scale / 127))
     elif ttype == "q4_0":
         t.update(d=f16_bits(scale / 8))
+    elif ttype == "q5_0":
+        t.update(d=f16_bits(scale / 16))
+    elif ttype == "q6_k":
+        # d * sc * (q - 32) with sc in [-128, 127], q in [0, 63]
+        t.update(d=f16_bits(scale / (128 * 32)))
     elif ttype == "q4_k":
         # d * sc * q - dmin * m with sc, m in [0, 63], q in [0, 15]
         t.update(d=f16_bits(2 * scale / (63 * 15)), dmin=f16_bits(scale / 63))
@@ -288,18 +300,27 @@ def recipes():
 
 # ----------------------------------------------------------------- writer --
 
+def vocab_path(vocab):
+    """"model:F" is the repository's models/F (Gemma 3's vocabulary, from
+    the 270M model); anything else a file of the shared tokenizers."""
+    if vocab.startswith("model:"):
+        return os.path.join(REPO, "models", vocab[len("model:"):])
+    return os.path.join(VOCABS, vocab)
+
+
 def write_model(r, path):
     import gguf
     V = gguf.GGUFValueType
     kinds = {"u32": V.UINT32, "f32": V.FLOAT32, "str": V.STRING}
     w = gguf.GGUFWriter(path, r["architecture"])
+    own = {key for key, _, _ in r["metadata"]}
     for key, kind, value in r["metadata"]:
         if key == "general.architecture":
             continue
         w.add_key_value(key, value, kinds[kind])
-    reader = gguf.GGUFReader(os.path.join(VOCABS, r["vocab"]))
+    reader = gguf.GGUFReader(vocab_path(r["vocab"]))
     for name, field in reader.fields.items():
-        if not name.startswith("tokenizer."):
+        if not name.startswith("tokenizer.") or name in own:
             continue
         if field.types[0] == V.ARRAY:
             w.add_key_value(name, field.contents(), V.ARRAY, sub_type=field.types[1])
@@ -411,6 +432,105 @@ def step_reference(args):
         log("wrote", os.path.relpath(dest, REPO), os.path.getsize(dest), "bytes")
 
 
+# ------------------------------------------------------------------ sizes --
+
+SIZES_OUT = os.path.join(OUT, "sizes")
+SIZE_PROMPT = 300
+
+
+def run_llama_cpp_size(r, path):
+    """The 300-token prompt (top-8s at LONG_POSITIONS, the last position's
+    top-32 / log-sum-exp / mean), 16 greedy decode steps after it, and the
+    chat check: the conversation rendered with the file's template,
+    tokenized by llama.cpp (special tokens parsed, BOS as the vocabulary
+    says; a template's leading BOS text dropped then, as llama.cpp and our
+    ChatTemplate do), and 16 greedy tokens."""
+    import llama_cpp
+    from llama_cpp import Llama
+
+    import family_sizes
+    llm = Llama(path, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=N_THREADS,
+                n_threads_batch=N_THREADS, logits_all=True, flash_attn=False, verbose=False)
+    n_vocab = llm.n_vocab()
+
+    def fresh():
+        llm.reset()
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm._ctx.ctx), True)
+
+    def greedy():
+        steps = []
+        for _ in range(GREEDY_STEPS):
+            logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+            (best, lb), (second, ls) = top(logits, 2)
+            steps.append({"token": best, "logit": lb, "runner_up": second,
+                          "runner_up_logit": ls})
+            llm.eval([best])
+        return steps
+
+    rng = np.random.default_rng(fnv1a64(r["family"] + "/prompts") & 0xFFFFFFFF)
+    ids = [int(x) for x in rng.integers(0, n_vocab, size=SIZE_PROMPT)]
+    fresh()
+    llm.eval(ids)
+    scores = np.array(llm.scores[:len(ids)], dtype=np.float32)
+    last = scores[-1]
+    m = float(np.max(last))
+    lse = m + float(np.log(np.sum(np.exp((last - m).astype(np.float64)))))
+    row = {"tokens": ids,
+           "positions": [{"position": p, "top": top(scores[p], TOP_K)} for p in LONG_POSITIONS],
+           "last_top": top(last, LAST_TOP_K), "last_logsumexp": lse,
+           "last_mean": float(np.mean(last.astype(np.float64)))}
+    row["greedy"] = greedy()
+    log(r["family"], "300 tokens: top", row["last_top"][:2])
+
+    template = dict((k, v) for k, _, v in r["metadata"])["tokenizer.chat_template"]
+    bos = llm._model.token_get_text(llm.token_bos())
+    eos = llm._model.token_get_text(llm.token_eos())
+    text = family_sizes.render_chat(template, bos, eos)
+    probe = llm.tokenize(b"", add_bos=True, special=True)
+    if probe and text.startswith(bos):
+        text = text[len(bos):]
+    prompt = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+    fresh()
+    llm.eval(prompt)
+    steps = greedy()
+    out = llm.detokenize([s["token"] for s in steps], special=True)
+    chat = {"messages": family_sizes.CONVERSATION, "bos_token": bos, "eos_token": eos,
+            "text": text, "tokens": prompt, "greedy": steps, "generated_hex": out.hex()}
+    log(r["family"], "chat prompt of", len(prompt), "tokens ->",
+        [s["token"] for s in steps][:6])
+    return n_vocab, row, chat
+
+
+def step_sizes(args):
+    import family_sizes
+    os.makedirs(SIZES_OUT, exist_ok=True)
+    for r in family_sizes.size_recipes(_tensor):
+        if args.size and r["family"] not in args.size:
+            continue
+        with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+            path = os.path.join(tmp, r["family"] + ".gguf")
+            sums = write_model(r, path)
+            log("wrote", path, os.path.getsize(path), "bytes")
+            if args.models_only:
+                continue
+            n_vocab, row, chat = run_llama_cpp_size(r, path)
+        for t in r["tensors"]:
+            t["checksum"] = str(sums[t["name"]])
+            t["seed"] = str(t["seed"])
+        info = {"binding": "llama-cpp-python", "llama_cpp_commit": LLAMA_CPP_COMMIT,
+                "context": {"n_ctx": N_CTX, "n_batch": 512, "n_ubatch": 512,
+                            "n_threads": N_THREADS, "type_k": "f16", "type_v": "f16",
+                            "flash_attn": False}}
+        import importlib.metadata
+        info["binding_version"] = importlib.metadata.version("llama_cpp_python")
+        out = dict(r, n_vocab=n_vocab, llama_cpp=info, prompts=[row], chat=chat)
+        dest = os.path.join(SIZES_OUT, r["family"] + ".json")
+        with open(dest, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=None, separators=(",", ":"))
+            f.write("\n")
+        log("wrote", os.path.relpath(dest, REPO), os.path.getsize(dest), "bytes")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="step", required=True)
@@ -420,6 +540,12 @@ def main():
     ref = sub.add_parser("reference", help="models + llama.cpp outputs -> tests/reference/families")
     ref.add_argument("family", nargs="*", help="a recipe's family name, e.g. qwen3 (default: all)")
     ref.set_defaults(func=step_reference)
+    sz = sub.add_parser("sizes", help="the per-size recipes (family_sizes.py) + llama.cpp -> "
+                        "tests/reference/families/sizes")
+    sz.add_argument("size", nargs="*", help="e.g. gemma3-1b (default: all)")
+    sz.add_argument("--tmp", default=None, help="where the GGUFs are written (deleted after)")
+    sz.add_argument("--models-only", action="store_true", help="write the GGUFs, run nothing")
+    sz.set_defaults(func=step_sizes)
     args = ap.parse_args()
     args.func(args)
 

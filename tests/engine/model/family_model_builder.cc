@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "ellm/engine/gguf.h"
 #include "gguf_builder.h"
@@ -32,6 +33,7 @@ struct TypeInfo {
   uint32_t ggml;
   int64_t block_elems;
   int64_t block_bytes;
+  int64_t d_at = 0;  // the f16 scale's byte offset in a block
 };
 
 bool LookUpType(const std::string& name, TypeInfo* out) {
@@ -41,10 +43,14 @@ bool LookUpType(const std::string& name, TypeInfo* out) {
     *out = {1, 1, 2};
   else if (name == "q4_0")
     *out = {2, 32, 18};
+  else if (name == "q5_0")
+    *out = {6, 32, 22};
   else if (name == "q8_0")
     *out = {8, 32, 34};
   else if (name == "q4_k")
     *out = {12, 256, 144};
+  else if (name == "q6_k")
+    *out = {14, 256, 210, 208};  // d after ql, qh and the int8 scales
   else
     return false;
   return true;
@@ -87,7 +93,7 @@ std::vector<uint8_t> TensorBytes(const json& t, const TypeInfo& type, int64_t n)
         out[at + q] = static_cast<uint8_t>(static_cast<int8_t>(v));
       }
     }
-    PutU16(out, at, d);
+    PutU16(out, at + static_cast<size_t>(type.d_at), d);
     if (type.ggml == 12) PutU16(out, at + 2, t["dmin"].get<uint16_t>());
   }
   return out;
@@ -192,8 +198,13 @@ BuiltFamilyModel BuildFamilyModel(const json& recipe, const std::string& vocab_p
     result.error = vocab.status().ToString();
     return result;
   }
+  std::set<std::string> own;  // the recipe's keys win (e.g. tokenizer.chat_template)
+  for (const json& kv : recipe["metadata"]) own.insert(kv[0].get<std::string>());
   for (const gguf::KeyValue& kv : vocab->metadata()) {
-    if (kv.key.substr(0, 10) != "tokenizer." || dropped(std::string(kv.key))) continue;
+    if (kv.key.substr(0, 10) != "tokenizer." || dropped(std::string(kv.key)) ||
+        own.count(std::string(kv.key)) > 0) {
+      continue;
+    }
     std::vector<uint8_t> bytes;
     if (!EncodeValue(kv.value, &bytes)) {
       result.error = "cannot copy nested array '" + std::string(kv.key) + "'";
