@@ -47,7 +47,7 @@ Setup MakeSetup(TensorType t, int64_t rows, int64_t cols, int64_t tokens) {
   for (auto& b : s.w) b = static_cast<uint8_t>(rng());
   // Sane f16 scales: random bytes could be subnormal or NaN.
   const int at = t == TensorType::kQ6_K ? 208 : 0;
-  const int count = t == TensorType::kQ4_K ? 2 : 1;
+  const int count = t == TensorType::kQ4_K || t == TensorType::kQ5_K ? 2 : 1;
   const uint16_t h = quant::Fp32ToFp16(0.01f);
   for (size_t off = 0; off < s.w.size(); off += tr.block_bytes) {
     for (int k = 0; k < count; ++k) std::memcpy(&s.w[off + at + 2 * k], &h, 2);
@@ -153,6 +153,7 @@ ELLM_GEMM_BENCH(Q5_0, Q5_0Shapes);
 ELLM_GEMM_BENCH(Q8_0, Q8_0Shapes);
 ELLM_GEMM_BENCH(Q4_0, Q5_0Shapes);
 ELLM_GEMM_BENCH(Q4_K, Q4_KShapes);
+ELLM_GEMM_BENCH(Q5_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q6_K, Q6_KShapes);
 ELLM_GEMM_BENCH(IQ4_NL, Q5_0Shapes);
 ELLM_GEMM_BENCH(IQ4_XS, Q4_KShapes);

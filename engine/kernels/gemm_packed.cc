@@ -17,6 +17,7 @@
 #include "quant/q4_0.h"
 #include "quant/q4_k.h"
 #include "quant/q5_0.h"
+#include "quant/q5_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
 #include "quant/q8_k.h"
@@ -113,11 +114,16 @@ void PackGroup32(TensorType type, const uint8_t* src, size_t row_bytes, int n_ro
   }
 }
 
-void PackGroupQ4_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+// Q4_K and Q5_K (kFive): Q4_K's super-block, and for Q5_K the fifth bits
+// after it, bit c of byte i of group g's vector the fifth bit of chunk c's
+// byte i (Q5_0's fifth-bit vector, per 32-element group).
+template <typename Block, bool kFive>
+void PackGroupK4(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  const size_t sb_bytes = kFive ? internal::kQ5KPackedBytes : internal::kQ4KPackedBytes;
   for (int r = 0; r < n_rows; ++r) {
     for (int64_t s = 0; s < cols / kQkK; ++s) {
-      const auto* x = reinterpret_cast<const BlockQ4_K*>(src + r * row_bytes) + s;
-      uint8_t* out = dst + s * internal::kQ4KPackedBytes;
+      const auto* x = reinterpret_cast<const Block*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * sb_bytes;
       std::memcpy(out + internal::kQ4KPackedD + 2 * r, &x->d, 2);
       std::memcpy(out + internal::kQ4KPackedDmin + 2 * r, &x->dmin, 2);
       uint8_t sc[8], m[8];
@@ -131,6 +137,15 @@ void PackGroupQ4_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
       uint8_t* q = out + internal::kQ4KPackedQ;
       for (int p = 0; p < 4; ++p) {
         for (int l = 0; l < 32; ++l) q[256 * p + ChunkByte(l / 4, r, l % 4)] = x->qs[32 * p + l];
+      }
+      if constexpr (kFive) {
+        uint8_t* h = out + internal::kQ5KPackedH;
+        for (int g = 0; g < 8; ++g) {
+          for (int l = 0; l < 32; ++l) {
+            const int bit = (x->qh[l] >> g) & 1;
+            h[32 * g + 4 * r + l % 4] |= static_cast<uint8_t>(bit << (l / 4));
+          }
+        }
       }
     }
   }
@@ -277,6 +292,7 @@ bool CanPack(TensorType type) {
     case TensorType::kQ5_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K:
     case TensorType::kIQ4_NL:
     case TensorType::kIQ4_XS:
@@ -320,7 +336,9 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
   std::memset(wide, 0, internal::WideGroupBytes(type, cols));
   switch (type) {
     case TensorType::kQ4_K:
-      return PackGroupQ4_K(src, row_bytes, n_rows, cols, wide);
+      return PackGroupK4<BlockQ4_K, false>(src, row_bytes, n_rows, cols, wide);
+    case TensorType::kQ5_K:
+      return PackGroupK4<BlockQ5_K, true>(src, row_bytes, n_rows, cols, wide);
     case TensorType::kQ6_K:
       PackGroupQ6_K(src, row_bytes, n_rows, cols, wide);
       return CompactQ6_K(wide, cols, dst);
@@ -336,12 +354,14 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
 
 namespace {
 
-// UnpackRow's K-quant cases: the inverses of PackGroupQ4_K and of
+// UnpackRow's K-quant cases: the inverses of PackGroupK4 and of
 // PackGroupQ6_K followed by CompactQ6_K, for row r of a stored group.
-void UnpackRowQ4_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+template <typename Block, bool kFive>
+void UnpackRowK4(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  const size_t sb_bytes = kFive ? internal::kQ5KPackedBytes : internal::kQ4KPackedBytes;
   for (int64_t s = 0; s < cols / kQkK; ++s) {
-    const uint8_t* in = group + s * internal::kQ4KPackedBytes;
-    auto* x = reinterpret_cast<BlockQ4_K*>(dst) + s;
+    const uint8_t* in = group + s * sb_bytes;
+    auto* x = reinterpret_cast<Block*>(dst) + s;
     std::memcpy(&x->d, in + internal::kQ4KPackedD + 2 * r, 2);
     std::memcpy(&x->dmin, in + internal::kQ4KPackedDmin + 2 * r, 2);
     uint8_t sc[8], m[8];
@@ -353,6 +373,14 @@ void UnpackRowQ4_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
     const uint8_t* q = in + internal::kQ4KPackedQ;
     for (int p = 0; p < 4; ++p) {
       for (int l = 0; l < 32; ++l) x->qs[32 * p + l] = q[256 * p + ChunkByte(l / 4, r, l % 4)];
+    }
+    if constexpr (kFive) {
+      const uint8_t* h = in + internal::kQ5KPackedH;
+      for (int l = 0; l < 32; ++l) {
+        int bits = 0;
+        for (int g = 0; g < 8; ++g) bits |= ((h[32 * g + 4 * r + l % 4] >> (l / 4)) & 1) << g;
+        x->qh[l] = static_cast<uint8_t>(bits);
+      }
     }
   }
 }
@@ -411,7 +439,8 @@ void UnpackRowIq4Xs(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
 void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   const uint8_t* group = m.Group(row / kPackRows);
   const int r = static_cast<int>(row % kPackRows);
-  if (m.type == TensorType::kQ4_K) return UnpackRowQ4_K(group, r, m.cols, dst);
+  if (m.type == TensorType::kQ4_K) return UnpackRowK4<BlockQ4_K, false>(group, r, m.cols, dst);
+  if (m.type == TensorType::kQ5_K) return UnpackRowK4<BlockQ5_K, true>(group, r, m.cols, dst);
   if (m.type == TensorType::kQ6_K) return UnpackRowQ6_K(group, r, m.cols, dst);
   if (m.type == TensorType::kIQ4_XS) return UnpackRowIq4Xs(group, r, m.cols, dst);
   const int64_t nb = m.cols / 32;
@@ -475,6 +504,8 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
   switch (type) {
     case TensorType::kQ4_K:
       return static_cast<size_t>(cols / kQkK) * kQ4KPackedBytes;
+    case TensorType::kQ5_K:
+      return static_cast<size_t>(cols / kQkK) * kQ5KPackedBytes;
     case TensorType::kQ6_K:
       return static_cast<size_t>(cols / kQkK) * kQ6KPackedBytes;
     case TensorType::kIQ4_XS:

@@ -22,6 +22,11 @@
 //     the mins; q: 4 pairs x 8 chunks, byte = element 64p + 4c + i in the
 //     low nibble, element 64p + 32 + 4c + i in the high one (as Q4_K pairs
 //     them). Stored as read: 3% larger than Q4_K.
+//   Q5_K (super-blocks of 256): per super-block 1440 bytes: Q4_K's 1184
+//     (its d, dmin, sc, m and nibble pairs, the low 4 bits of q), then 8
+//     vectors of 32 bytes, one per 32-element group g, of fifth bits (bit c
+//     of byte i: the fifth bit of chunk c's byte i, as Q5_0's stored
+//     vector). Stored as read: 2% larger than Q5_K.
 //   Q6_K (super-blocks of 256): per super-block 2208 bytes:
 //     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
 //     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
@@ -41,7 +46,7 @@
 // L1/L2 round trip, a few instructions per 32 bytes), once per 64 tokens;
 // the AVX-512 kernels copy each pair of groups' quants, once per 64 tokens,
 // into one ready for VPDPBUSD (gemm_packed_avx512.cc).
-//   Q8_0, Q4_K: the wide layout.
+//   Q8_0, Q4_K, Q5_K: the wide layout.
 //   Q5_0, Q4_0, IQ4_NL: the d table as wide; then per block 4 nibble vectors of 32
 //     bytes (vector k: chunk k's quants in the low nibbles, chunk k + 4's in
 //     the high ones; IQ4_NL's hold the table indices) and, for Q5_0, one
@@ -88,8 +93,8 @@ namespace ellm::kernels {
 inline constexpr int kPackRows = 8;       // rows per interleaved group
 inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
 
-// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q6_K, IQ4_NL,
-// IQ4_XS.
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K,
+// IQ4_NL, IQ4_XS.
 bool CanPack(quant::TensorType type);
 
 // Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).

@@ -13,13 +13,14 @@
 //         a pair is at most 2 * 128 * 127 = 32512, widened at once.
 //   Q4_K: q in [0, 15]: 8 chunks (one 32-element group) sum to at most
 //         8 * 3810 = 30480 in i16; times a 6-bit scale in VPMADDWD.
+//   Q5_K: q in [0, 31]: as Q5_0, 4 chunks in i16 (31496), then VPMADDWD.
 //   Q6_K: q in [0, 63]: a pair is at most 16002, two chunks 32004; each
 //         half of a 16-element group is scaled by VPMADDWD on its own.
 // The offsets (q - 16, q - 8, Q6_K's q - 32) and Q4_K's mins are applied
 // once per block through the activations' block sums (Q8_0: SummarizeQ8_0;
 // Q8_K: its bsums), exactly, in i32.
 // Within a super-block the i32 sums cannot overflow: Q4_K at most
-// 8 * 63 * 32 * 15 * 127 ~ 3.1e7, Q6_K 16 * 128 * 16 * 63 * 127 ~ 2.6e8.
+// 8 * 63 * 32 * 15 * 127 ~ 3.1e7 (Q5_K with 31: 6.4e7), Q6_K 16 * 128 * 16 * 63 * 127 ~ 2.6e8.
 // The float work per block is the scalar reference's, operation for
 // operation, in each lane (built with -ffp-contract=off so that no multiply
 // and add fuse): results equal RefVecDot bit for bit.
@@ -195,8 +196,9 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
 
 // ---- Q4_K against Q8_K ----
 
-// kStored: `group` is the matrix's own group (GroupPrefetch).
-template <int T, bool kStored = false>
+// kStored: `group` is the matrix's own group (GroupPrefetch). kFive: Q5_K,
+// Q4_K's super-block with a fifth-bit vector per 32-element group after it.
+template <int T, bool kStored = false, bool kFive = false>
 void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -208,25 +210,34 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     if constexpr (kStored) next(group, s);
-    const uint8_t* sb = group + s * kQ4KPackedBytes;
+    const uint8_t* sb = group + s * (kFive ? kQ5KPackedBytes : kQ4KPackedBytes);
     const uint8_t* q = sb + kQ4KPackedQ;
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {  // 32-element groups: low nibbles of pair g/2, then high
       const int p = g / 2, shift = 4 * (g % 2);
-      __m256i s16[T];
-      for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
-      for (int c = 0; c < 8; ++c) {
-        const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * p + 32 * c));
-        const __m256i nib = _mm256_and_si256(shift ? _mm256_srli_epi16(v, 4) : v, m4);
-        for (int t = 0; t < T; ++t) {
-          const __m256i ab = Bcast4(act[t][s].qs + 32 * g + 4 * c);
-          s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(nib, ab));
-        }
-      }
       const __m256i sc = Dup8(sb + kQ4KPackedSc + 8 * g);
-      for (int t = 0; t < T; ++t)
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+      [[maybe_unused]] __m256i fifth;
+      if constexpr (kFive) fifth = Load256(sb + kQ5KPackedH + 32 * g);
+      // Q4_K sums a group's 8 chunks in i16 (30480); Q5_K's 5-bit q two
+      // halves of 4 chunks (31496) each, widened on their own.
+      constexpr int kRun = kFive ? 4 : 8;
+      for (int c0 = 0; c0 < 8; c0 += kRun) {
+        __m256i s16[T];
+        for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+        for (int c = c0; c < c0 + kRun; ++c) {
+          const __m256i v =
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * p + 32 * c));
+          __m256i nib = _mm256_and_si256(shift ? _mm256_srli_epi16(v, 4) : v, m4);
+          if constexpr (kFive) nib = _mm256_or_si256(nib, FifthBits(fifth, c));
+          for (int t = 0; t < T; ++t) {
+            const __m256i ab = Bcast4(act[t][s].qs + 32 * g + 4 * c);
+            s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(nib, ab));
+          }
+        }
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+      }
     }
     const __m256 d = Halves8(sb + kQ4KPackedD);
     const __m256 dmin = Halves8(sb + kQ4KPackedDmin);
@@ -504,6 +515,11 @@ struct Q4_KKernel {
   static constexpr auto RunStored = TileQ4_K<T, true>;
 };
 template <int T>
+struct Q5_KKernel {
+  static constexpr auto Run = TileQ4_K<T, false, true>;
+  static constexpr auto RunStored = TileQ4_K<T, true, true>;
+};
+template <int T>
 struct Q6_KKernel {
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;
@@ -537,6 +553,8 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
       return Gemm<Q4_0Kernel>;
     case TT::kQ4_K:
       return Gemm<Q4_KKernel>;
+    case TT::kQ5_K:
+      return Gemm<Q5_KKernel>;
     case TT::kQ6_K:
       return Gemm<Q6_KKernel>;
     case TT::kIQ4_NL:

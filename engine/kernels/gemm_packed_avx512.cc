@@ -16,7 +16,8 @@
 //   IQ4_NL: its 4-bit indices are looked up (VPSHUFB) in the table's values
 //         plus 128 ([1, 241]); 128 * sum comes off, as for Q8_0.
 //   Q4_K: a 32-element group's dot is at most 32 * 15 * 127 = 60960, times
-//         its 6-bit scale in VPMULLD; super-block sums as in the AVX2 file.
+//         its 6-bit scale in VPMULLD (Q5_K, q in [0, 31]: 125984); super-block sums as in the AVX2
+//         file.
 //   Q6_K: a 16-element group's dot is at most 16 * 63 * 127 = 128016, times
 //         its signed 8-bit scale in VPMULLD.
 // Integer sums are exact, so grouping them differently from the AVX2 kernels
@@ -154,18 +155,31 @@ inline __m512i Q4_KMinVector(const uint8_t* sb0, const uint8_t* sb1, int g) {
   const size_t off = kQ4KPackedM + 8 * g;
   return Dup8x2(sb0 + off, sb1 + off);
 }
-void ExpandPairQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
+// Q5_K (kFive) fills the same buffer with its 5-bit quants.
+template <bool kFive>
+void ExpandPairK4(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const int64_t nsb = w.cols / kQkK;
+  constexpr size_t kSbBytes = kFive ? kQ5KPackedBytes : kQ4KPackedBytes;
   for (int64_t s = 0; s < nsb; ++s) {
-    const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
-    const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
+    const uint8_t* sb0 = g0 + s * kSbBytes;
+    const uint8_t* sb1 = g1 + s * kSbBytes;
     for (int p = 0; p < 4; ++p) {
+      [[maybe_unused]] __m512i h_lo, h_hi;  // fifth bits of groups 2p and 2p + 1
+      if constexpr (kFive) {
+        h_lo = Load2(sb0 + kQ5KPackedH + 64 * p, sb1 + kQ5KPackedH + 64 * p);
+        h_hi = Load2(sb0 + kQ5KPackedH + 64 * p + 32, sb1 + kQ5KPackedH + 64 * p + 32);
+      }
       for (int c = 0; c < 8; ++c) {
         const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
         const __m512i v = Load2(sb0 + off, sb1 + off);
-        StorePairChunk(qp, 64 * s + 16 * p + c, _mm512_and_si512(v, m4));
-        StorePairChunk(qp, 64 * s + 16 * p + 8 + c, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kFive) {
+          lo = _mm512_or_si512(lo, FifthBits(h_lo, c));
+          hi = _mm512_or_si512(hi, FifthBits(h_hi, c));
+        }
+        StorePairChunk(qp, 64 * s + 16 * p + c, lo);
+        StorePairChunk(qp, 64 * s + 16 * p + 8 + c, hi);
       }
     }
     uint8_t* sc = qp + Q4_KPairScales(nsb, s);
@@ -343,8 +357,9 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
 // ---- Q4_K against Q8_K ----
 
 // g0 and g1 are the matrix's own groups. kStored: their quants are read
-// there (PrefetchNextPair), else from the pair buffer qp.
-template <int T, bool kStored = false>
+// there (PrefetchNextPair), else from the pair buffer qp. kFive: Q5_K, a
+// fifth-bit vector per 32-element group after Q4_K's super-block.
+template <int T, bool kStored = false, bool kFive = false>
 void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
               const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -356,8 +371,9 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, s);
-    const uint8_t* sb0 = g0 + s * kQ4KPackedBytes;
-    const uint8_t* sb1 = g1 + s * kQ4KPackedBytes;
+    constexpr size_t kSbBytes = kFive ? kQ5KPackedBytes : kQ4KPackedBytes;
+    const uint8_t* sb0 = g0 + s * kSbBytes;
+    const uint8_t* sb1 = g1 + s * kSbBytes;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     // The pair buffer's ready scale and min vectors (kStored: built here).
@@ -375,12 +391,17 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
       const int p = g / 2, shift = 4 * (g % 2);
       __m512i dot[T];
       for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+      [[maybe_unused]] __m512i fifth;
+      if constexpr (kStored && kFive) {
+        fifth = Load2(sb0 + kQ5KPackedH + 32 * g, sb1 + kQ5KPackedH + 32 * g);
+      }
       for (int c = 0; c < 8; ++c) {
         __m512i nib;
         if constexpr (kStored) {
           const size_t off = kQ4KPackedQ + 256 * p + 32 * c;
           const __m512i v = Load2(sb0 + off, sb1 + off);
           nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
+          if constexpr (kFive) nib = _mm512_or_si512(nib, FifthBits(fifth, c));
         } else {
           nib = PairChunk(qp, 64 * s + 8 * g + c);
         }
@@ -487,7 +508,8 @@ inline __m256i Bcast4x8(const void* p) {
 
 // TileQ4_K for one token and one group: each 64-byte vector of a nibble
 // pair (chunks 2j, 2j + 1) serves both its 32-element groups, the low
-// nibbles and the high ones.
+// nibbles and the high ones (Q5_K, kFive: with their fifth bits).
+template <bool kFive>
 void TileQ4_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
                  const uint8_t* table, float* out) {
   const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
@@ -498,16 +520,28 @@ void TileQ4_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
   __m256 acc = _mm256_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     next(g, s);
-    const uint8_t* sb = g + s * kQ4KPackedBytes;
+    const uint8_t* sb = g + s * (kFive ? kQ5KPackedBytes : kQ4KPackedBytes);
     __m512i isum = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {  // 32-element groups 2p (low nibbles) and 2p + 1 (high)
       __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      [[maybe_unused]] __m512i h_lo, h_hi;  // their fifth bits, in both halves
+      if constexpr (kFive) {
+        h_lo = _mm512_broadcast_i64x4(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kQ5KPackedH + 64 * p)));
+        h_hi = _mm512_broadcast_i64x4(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kQ5KPackedH + 64 * p + 32)));
+      }
       for (int j = 0; j < 4; ++j) {
         const __m512i v =
             _mm512_loadu_si512(reinterpret_cast<const void*>(sb + kQ4KPackedQ + 256 * p + 64 * j));
-        lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v, m4), PairChunk(table, 32 * s + 8 * p + j));
-        hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                 PairChunk(table, 32 * s + 8 * p + 4 + j));
+        __m512i q_lo = _mm512_and_si512(v, m4);
+        __m512i q_hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kFive) {
+          q_lo = _mm512_or_si512(q_lo, FifthBits2(h_lo, 2 * j));
+          q_hi = _mm512_or_si512(q_hi, FifthBits2(h_hi, 2 * j));
+        }
+        lo = _mm512_dpbusd_epi32(lo, q_lo, PairChunk(table, 32 * s + 8 * p + j));
+        hi = _mm512_dpbusd_epi32(hi, q_hi, PairChunk(table, 32 * s + 8 * p + 4 + j));
       }
       const uint8_t* sc = sb + kQ4KPackedSc + 16 * p;  // groups 2p and 2p + 1
       isum =
@@ -622,10 +656,17 @@ struct Q4_KKernel : ActQ8_K {
   static size_t PairBufferBytes(int64_t cols) {
     return static_cast<size_t>(cols / kQkK) * (kQ4KPairQuantBytes + kQ4KPairScaleBytes);
   }
-  static constexpr auto ExpandPair = ExpandPairQ4_K;
+  static constexpr auto ExpandPair = ExpandPairK4<false>;
   static constexpr auto Run = TileQ4_K<T>;
   static constexpr auto RunStored = TileQ4_K<T, true>;
-  static constexpr auto RunOne = TileQ4_KOne;
+  static constexpr auto RunOne = TileQ4_KOne<false>;
+};
+template <int T>
+struct Q5_KKernel : Q4_KKernel<T> {
+  static constexpr auto ExpandPair = ExpandPairK4<true>;
+  static constexpr auto Run = TileQ4_K<T, false, true>;
+  static constexpr auto RunStored = TileQ4_K<T, true, true>;
+  static constexpr auto RunOne = TileQ4_KOne<true>;
 };
 template <int T>
 struct Q6_KKernel : ActQ8_K {
@@ -648,6 +689,8 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
       return Gemm<Q4_0Kernel>;
     case TT::kQ4_K:
       return Gemm<Q4_KKernel>;
+    case TT::kQ5_K:
+      return Gemm<Q5_KKernel>;
     case TT::kQ6_K:
       return Gemm<Q6_KKernel>;
     case TT::kIQ4_NL:

@@ -21,6 +21,9 @@ inline constexpr size_t kPackedBlock32QuantBytes = 32 * kPackRows;  // 8 chunks
 // Q4_K super-block (stored as read): offsets inside one 1184-byte super-block.
 inline constexpr size_t kQ4KPackedD = 0, kQ4KPackedDmin = 16, kQ4KPackedSc = 32, kQ4KPackedM = 96,
                         kQ4KPackedQ = 160, kQ4KPackedBytes = 1184;
+// Q5_K super-block (stored as read): Q4_K's 1184 bytes at the same offsets,
+// then 8 vectors of fifth bits (one per 32-element group), 1440 bytes.
+inline constexpr size_t kQ5KPackedH = 1184, kQ5KPackedBytes = 1440;
 // Q6_K super-block: offsets inside one 2208-byte wide super-block.
 inline constexpr size_t kQ6KPackedD = 0, kQ6KPackedSc = 32, kQ6KPackedQ = 160,
                         kQ6KPackedBytes = 2208;

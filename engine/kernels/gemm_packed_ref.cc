@@ -57,16 +57,20 @@ float DotPacked32(const PackedMatrix& w, const uint8_t* group, int r, const Bloc
   return sum;
 }
 
-float DotPackedQ4_K(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
+// Q4_K and Q5_K (kFive: the fifth bits after Q4_K's super-block), as DotK4.
+template <bool kFive>
+float DotPackedK4(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
+  const size_t sb_bytes = kFive ? kQ5KPackedBytes : kQ4KPackedBytes;
   float sum = 0.0f;
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
-    const uint8_t* sb = group + s * kQ4KPackedBytes;
+    const uint8_t* sb = group + s * sb_bytes;
     int isum = 0, summs = 0;
     for (int g = 0; g < 8; ++g) {
       const int p = g / 2, shift = 4 * (g % 2);
       int isuml = 0;
       for (int l = 0; l < 32; ++l) {
-        const int q = (sb[kQ4KPackedQ + 256 * p + ChunkByte(l, r)] >> shift) & 0x0f;
+        int q = (sb[kQ4KPackedQ + 256 * p + ChunkByte(l, r)] >> shift) & 0x0f;
+        if constexpr (kFive) q |= ((sb[kQ5KPackedH + 32 * g + 4 * r + l % 4] >> (l / 4)) & 1) << 4;
         isuml += q * y[s].qs[32 * g + l];
       }
       isum += sb[kQ4KPackedSc + 8 * g + r] * isuml;
@@ -215,7 +219,9 @@ GemmPackedFn RefGemmPacked(quant::TensorType type) {
     case T::kQ5_0:
       return Gemm<BlockQ8_0, DotPacked32<16>>;
     case T::kQ4_K:
-      return Gemm<BlockQ8_K, DotPackedQ4_K>;
+      return Gemm<BlockQ8_K, DotPackedK4<false>>;
+    case T::kQ5_K:
+      return Gemm<BlockQ8_K, DotPackedK4<true>>;
     case T::kQ6_K:
       return Gemm<BlockQ8_K, DotPackedQ6_K>;
     // IQ4_NL's wide layout is Q8_0's (signed values, the table's), and

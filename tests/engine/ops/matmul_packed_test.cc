@@ -37,7 +37,8 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
   const int scale_at = type == TensorType::kQ6_K ? 208 : 0;
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   for (size_t off = 0; off < m.bytes.size(); off += tr.block_bytes) {
-    for (int k = 0; k < (type == TensorType::kQ4_K ? 2 : 1); ++k) {
+    const bool k4 = type == TensorType::kQ4_K || type == TensorType::kQ5_K;
+    for (int k = 0; k < (k4 ? 2 : 1); ++k) {
       const uint16_t h = quant::Fp32ToFp16(scale(rng));
       std::memcpy(m.bytes.data() + off + scale_at + 2 * k, &h, 2);
     }
@@ -53,9 +54,13 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
 double Bound(const model::Weight& w, int64_t r, const float* x) {
   std::vector<float> wf(w.cols), mf(w.cols, 0.0f);
   quant::DequantizeRow(w.type, w.Row(r), wf.data(), w.cols);
-  if (w.type == TensorType::kQ4_K) {
+  if (w.type == TensorType::kQ4_K || w.type == TensorType::kQ5_K) {
+    // Quants zeroed (Q5_K: its fifth bits too), scales kept: the min term.
+    const size_t block = quant::Traits(w.type).block_bytes;
     std::vector<uint8_t> zeroed(w.Row(r), w.Row(r) + w.row_bytes);
-    for (size_t b = 0; b < zeroed.size(); b += 144) std::memset(zeroed.data() + b + 16, 0, 128);
+    for (size_t b = 0; b < zeroed.size(); b += block) {
+      std::memset(zeroed.data() + b + 16, 0, block - 16);
+    }
     quant::DequantizeRow(w.type, zeroed.data(), mf.data(), w.cols);
   }
   double s = 0.0;
@@ -73,7 +78,8 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
   };
   const Case cases[] = {{TensorType::kQ5_0, 1024, 640}, {TensorType::kQ5_0, 100, 2048},
                         {TensorType::kQ8_0, 257, 640},  {TensorType::kQ4_0, 64, 640},
-                        {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ6_K, 77, 2048}};
+                        {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ5_K, 45, 1024},
+                        {TensorType::kQ6_K, 77, 2048}};
   for (const Case& c : cases) {
     Matrix m = RandomMatrix(c.type, c.rows, c.cols, rng);
     const PackSource src{c.type, c.rows, c.cols, m.w.data, m.w.row_bytes, false};
@@ -114,7 +120,7 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
   std::mt19937 rng(5);
   for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
-                          TensorType::kQ4_K, TensorType::kQ6_K}) {
+                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
