@@ -28,6 +28,20 @@ enum class EmbeddingScale { kNone, kSqrtEmbd };  // Gemma multiplies by sqrt(n_e
 // 1/sqrt(head_dim), and the logits are divided by .logit_scale (required;
 // the others are optional, 0 meaning off, as in llama.cpp).
 enum class Multipliers { kNone, kFromFile };
+// What Q is multiplied by before attention (Multipliers::kFromFile's
+// attention.scale overrides either).
+enum class QueryScale {
+  kHeadDim,  // 1 / sqrt(head_dim_k)
+  // Gemma 3: 1 / sqrt(n_embd / n_head) when the file has 62 layers, else
+  // 1 / sqrt(head_dim_k). Gemma 3 27B's query_pre_attn_scalar is
+  // n_embd / n_head (5376 / 32 = 168), not its head size (128); the GGUF has
+  // no key for it, so llama.cpp (src/models/gemma3.cpp, load_arch_hparams:
+  // f_attention_scale for LLM_TYPE_27B, chosen by n_layer == 62) tells the
+  // 27B by its layer count, and so must we to compute what it computes.
+  // The one place a model's size is read from its layer count: the file
+  // gives no other sign.
+  kGemma3,
+};
 
 // A dimension in a tensor's shape, resolved from the hyperparameters.
 enum class Dim {
@@ -97,6 +111,7 @@ struct ArchSpec {
   int default_window_period;  // for kEveryNthGlobal when the file gives none
   EmbeddingScale embedding_scale;
   Multipliers multipliers = Multipliers::kNone;
+  QueryScale query_scale = QueryScale::kHeadDim;
   bool qk_norm;               // RMSNorm over each head of Q and K
   bool tied_output_fallback;  // use token_embd when output.weight is absent
   double default_rope_base_swa;

@@ -191,6 +191,9 @@ Status Model::ReadHParams() {
     hp_.embedding_scale = std::sqrt(static_cast<float>(hp_.n_embd));
   }
   hp_.query_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
+  if (s.query_scale == QueryScale::kGemma3 && hp_.n_layer == 62) {  // see QueryScale
+    hp_.query_scale = 1.0f / std::sqrt(static_cast<float>(hp_.n_embd / hp_.n_head));
+  }
   if (s.multipliers == Multipliers::kFromFile) ELLM_RETURN_IF_ERROR(ReadMultipliers());
   if (s.window != WindowPattern::kNone) {
     ELLM_RETURN_IF_ERROR(get_int("attention.sliding_window", hp_.sliding_window, false));

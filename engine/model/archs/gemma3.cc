@@ -16,6 +16,7 @@ const ArchSpec& Gemma3Spec() {
       .window = WindowPattern::kEveryNthGlobal,
       .default_window_period = 6,
       .embedding_scale = EmbeddingScale::kSqrtEmbd,
+      .query_scale = QueryScale::kGemma3,  // the 27B's 1 / sqrt(n_embd / n_head)
       .qk_norm = true,
       .tied_output_fallback = true,
       .default_rope_base_swa = 10000.0,
