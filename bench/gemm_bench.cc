@@ -34,7 +34,7 @@ namespace quant = ellm::quant;
 struct Setup {
   std::vector<uint8_t> w, act;
   size_t row_bytes = 0, act_stride = 0;
-  std::vector<float> block_d;
+  std::vector<float> block_d, block_s;
   std::vector<int32_t> block_sum;
 };
 
@@ -47,7 +47,10 @@ Setup MakeSetup(TensorType t, int64_t rows, int64_t cols, int64_t tokens) {
   for (auto& b : s.w) b = static_cast<uint8_t>(rng());
   // Sane f16 scales: random bytes could be subnormal or NaN.
   const int at = t == TensorType::kQ6_K ? 208 : 0;
-  const int count = t == TensorType::kQ4_K || t == TensorType::kQ5_K ? 2 : 1;
+  const int count = t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ4_1 ||
+                            t == TensorType::kQ5_1
+                        ? 2
+                        : 1;
   const uint16_t h = quant::Fp32ToFp16(0.01f);
   for (size_t off = 0; off < s.w.size(); off += tr.block_bytes) {
     for (int k = 0; k < count; ++k) std::memcpy(&s.w[off + at + 2 * k], &h, 2);
@@ -66,6 +69,12 @@ Setup MakeSetup(TensorType t, int64_t rows, int64_t cols, int64_t tokens) {
     s.block_sum.resize(tokens * cols / 32);
     kernels::SummarizeQ8_0(s.act.data(), s.act_stride, tokens, cols, s.block_d.data(),
                            s.block_sum.data());
+  }
+  if (act_type == TensorType::kQ8_1) {
+    s.block_d.resize(tokens * cols / 32);
+    s.block_s.resize(tokens * cols / 32);
+    kernels::SummarizeQ8_1(s.act.data(), s.act_stride, tokens, cols, s.block_d.data(),
+                           s.block_s.data());
   }
   return s;
 }
@@ -88,6 +97,7 @@ void BM_GemmPacked(benchmark::State& state, TensorType t) {
   a.n_tokens = tokens;
   a.block_d = s.block_d.empty() ? nullptr : s.block_d.data();
   a.block_sum = s.block_sum.empty() ? nullptr : s.block_sum.data();
+  a.block_s = s.block_s.empty() ? nullptr : s.block_s.data();
   const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(t);
   std::vector<float> y(rows * tokens);
   for (auto _ : state) {
@@ -152,6 +162,8 @@ void Q6_KShapes(benchmark::internal::Benchmark* b) {
 ELLM_GEMM_BENCH(Q5_0, Q5_0Shapes);
 ELLM_GEMM_BENCH(Q8_0, Q8_0Shapes);
 ELLM_GEMM_BENCH(Q4_0, Q5_0Shapes);
+ELLM_GEMM_BENCH(Q5_1, Q5_0Shapes);
+ELLM_GEMM_BENCH(Q4_1, Q5_0Shapes);
 ELLM_GEMM_BENCH(Q4_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q5_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q6_K, Q6_KShapes);

@@ -15,11 +15,14 @@
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
 #include "quant/q4_0.h"
+#include "quant/q4_1.h"
 #include "quant/q4_k.h"
 #include "quant/q5_0.h"
+#include "quant/q5_1.h"
 #include "quant/q5_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
+#include "quant/q8_1.h"
 #include "quant/q8_k.h"
 
 namespace ellm::kernels {
@@ -33,34 +36,56 @@ inline size_t ChunkByte(int64_t c, int r, int i) {
   return static_cast<size_t>(c) * 32 + static_cast<size_t>(4 * r + i);
 }
 
+// The 5-bit quants of a Q5_0 / Q5_1 block, and the 4-bit ones of a Q4_0 /
+// Q4_1 / IQ4_NL block, as the packed layout stores them; and the inverses.
+template <typename Block>
+void Quants5(const Block* x, uint8_t q[32]) {
+  uint32_t qh;
+  std::memcpy(&qh, x->qh, sizeof(qh));
+  for (int j = 0; j < 16; ++j) {
+    q[j] = static_cast<uint8_t>((x->qs[j] & 0x0f) | (((qh >> j) & 1u) << 4));
+    q[j + 16] = static_cast<uint8_t>((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+  }
+}
+template <typename Block>
+void Quants4(const Block* x, uint8_t q[32]) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = x->qs[j] & 0x0f;
+    q[j + 16] = x->qs[j] >> 4;
+  }
+}
+template <typename Block>
+void StoreQuants5(const uint8_t q[32], Block* x) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    x->qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+    qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+    qh |= static_cast<uint32_t>((q[j + 16] >> 4) & 1) << (j + 16);
+  }
+  std::memcpy(x->qh, &qh, sizeof(qh));
+}
+template <typename Block>
+void StoreQuants4(const uint8_t q[32], Block* x) {
+  for (int j = 0; j < 16; ++j) x->qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
+}
+
 // The 32 quants of one block of a 32-element format as the packed layout
 // stores them (see gemm_packed.h).
 void Block32Quants(TensorType type, const uint8_t* block, uint8_t q[32]) {
   switch (type) {
-    case TensorType::kQ8_0: {
+    case TensorType::kQ8_0:
       std::memcpy(q, reinterpret_cast<const BlockQ8_0*>(block)->qs, 32);
       return;
-    }
-    case TensorType::kQ5_0: {
-      const auto* x = reinterpret_cast<const BlockQ5_0*>(block);
-      uint32_t qh;
-      std::memcpy(&qh, x->qh, sizeof(qh));
-      for (int j = 0; j < 16; ++j) {
-        q[j] = static_cast<uint8_t>((x->qs[j] & 0x0f) | (((qh >> j) & 1u) << 4));
-        q[j + 16] = static_cast<uint8_t>((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-      }
-      return;
-    }
+    case TensorType::kQ5_0:
+      return Quants5(reinterpret_cast<const BlockQ5_0*>(block), q);
+    case TensorType::kQ5_1:
+      return Quants5(reinterpret_cast<const BlockQ5_1*>(block), q);
     case TensorType::kQ4_0:
-    case TensorType::kIQ4_NL: {  // IQ4_NL: the table indices (Q4_0's bytes)
+    case TensorType::kIQ4_NL:  // IQ4_NL: the table indices (Q4_0's bytes)
       static_assert(sizeof(BlockQ4_0) == sizeof(BlockIq4Nl));
-      const auto* x = reinterpret_cast<const BlockQ4_0*>(block);
-      for (int j = 0; j < 16; ++j) {
-        q[j] = x->qs[j] & 0x0f;
-        q[j + 16] = x->qs[j] >> 4;
-      }
-      return;
-    }
+      return Quants4(reinterpret_cast<const BlockQ4_0*>(block), q);
+    case TensorType::kQ4_1:
+      return Quants4(reinterpret_cast<const BlockQ4_1*>(block), q);
     default:
       std::abort();
   }
@@ -70,27 +95,18 @@ void Block32Quants(TensorType type, const uint8_t* block, uint8_t q[32]) {
 // packed quants (its f16 d is written by the caller).
 void StoreBlock32Quants(TensorType type, const uint8_t q[32], uint8_t* block) {
   switch (type) {
-    case TensorType::kQ8_0: {
+    case TensorType::kQ8_0:
       std::memcpy(reinterpret_cast<BlockQ8_0*>(block)->qs, q, 32);
       return;
-    }
-    case TensorType::kQ5_0: {
-      auto* x = reinterpret_cast<BlockQ5_0*>(block);
-      uint32_t qh = 0;
-      for (int j = 0; j < 16; ++j) {
-        x->qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
-        qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
-        qh |= static_cast<uint32_t>((q[j + 16] >> 4) & 1) << (j + 16);
-      }
-      std::memcpy(x->qh, &qh, sizeof(qh));
-      return;
-    }
+    case TensorType::kQ5_0:
+      return StoreQuants5(q, reinterpret_cast<BlockQ5_0*>(block));
+    case TensorType::kQ5_1:
+      return StoreQuants5(q, reinterpret_cast<BlockQ5_1*>(block));
     case TensorType::kQ4_0:
-    case TensorType::kIQ4_NL: {
-      auto* x = reinterpret_cast<BlockQ4_0*>(block);
-      for (int j = 0; j < 16; ++j) x->qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
-      return;
-    }
+    case TensorType::kIQ4_NL:
+      return StoreQuants4(q, reinterpret_cast<BlockQ4_0*>(block));
+    case TensorType::kQ4_1:
+      return StoreQuants4(q, reinterpret_cast<BlockQ4_1*>(block));
     default:
       std::abort();
   }
@@ -101,11 +117,14 @@ void PackGroup32(TensorType type, const uint8_t* src, size_t row_bytes, int n_ro
   const int64_t nb = cols / 32;
   const uint32_t block_bytes = Traits(type).block_bytes;
   uint8_t* d = dst;
-  uint8_t* qs = dst + internal::PackedScaleBytes32(nb);
+  uint8_t* m = dst + internal::PackedScaleBytes32(nb);  // Q4_1, Q5_1
+  uint8_t* qs = dst + internal::QuantBase32(type, nb);
+  const bool mins = internal::HasMins32(type);
   for (int r = 0; r < n_rows; ++r) {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* block = src + r * row_bytes + b * block_bytes;
       std::memcpy(d + 2 * (kPackRows * b + r), block, 2);  // every format here starts with f16 d
+      if (mins) std::memcpy(m + 2 * (kPackRows * b + r), block + 2, 2);  // then Q4_1's f16 m
       uint8_t q[32];
       Block32Quants(type, block, q);
       uint8_t* out = qs + b * kPackedBlock32QuantBytes;
@@ -200,9 +219,9 @@ void PackGroupIq4Xs(const uint8_t* src, size_t row_bytes, int n_rows, int64_t co
 // Q5_0's fifth bits follow, byte i holding those of byte i of chunks 0-7.
 void Compact32(TensorType type, const uint8_t* wide, int64_t cols, uint8_t* stored) {
   const int64_t nb = cols / 32;
-  const size_t scales = internal::PackedScaleBytes32(nb);
+  const size_t scales = internal::QuantBase32(type, nb);
   std::memcpy(stored, wide, scales);
-  const bool q5 = type == TensorType::kQ5_0;
+  const bool q5 = type == TensorType::kQ5_0 || type == TensorType::kQ5_1;
   const size_t block = q5 ? internal::kStoredBlockQ5_0 : internal::kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* in = wide + scales + b * kPackedBlock32QuantBytes;
@@ -291,6 +310,8 @@ bool CanPack(TensorType type) {
     case TensorType::kQ8_0:
     case TensorType::kQ5_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ5_1:
+    case TensorType::kQ4_1:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
@@ -306,12 +327,12 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
   const int64_t nb = cols / 32;
   switch (type) {
     case TensorType::kQ5_0:
-      return internal::PackedScaleBytes32(nb) +
-             static_cast<size_t>(nb) * internal::kStoredBlockQ5_0;
+    case TensorType::kQ5_1:
+      return internal::QuantBase32(type, nb) + static_cast<size_t>(nb) * internal::kStoredBlockQ5_0;
     case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
     case TensorType::kIQ4_NL:
-      return internal::PackedScaleBytes32(nb) +
-             static_cast<size_t>(nb) * internal::kStoredBlockQ4_0;
+      return internal::QuantBase32(type, nb) + static_cast<size_t>(nb) * internal::kStoredBlockQ4_0;
     case TensorType::kIQ4_XS:
       return static_cast<size_t>(cols / kQkK) * internal::kIq4XsStoredBytes;
     case TensorType::kQ6_K:
@@ -445,14 +466,18 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   if (m.type == TensorType::kIQ4_XS) return UnpackRowIq4Xs(group, r, m.cols, dst);
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
-  const uint8_t* qs = group + internal::PackedScaleBytes32(nb);
-  const bool q5 = m.type == TensorType::kQ5_0;
+  const uint8_t* qs = group + internal::QuantBase32(m.type, nb);
+  const bool q5 = m.type == TensorType::kQ5_0 || m.type == TensorType::kQ5_1;
+  const bool mins = internal::HasMins32(m.type);
   const size_t stored_block = m.type == TensorType::kQ8_0 ? kPackedBlock32QuantBytes
                               : q5                        ? internal::kStoredBlockQ5_0
                                                           : internal::kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* block = dst + b * block_bytes;
     std::memcpy(block, group + 2 * (kPackRows * b + r), 2);  // f16 d, as PackGroup32 took it
+    if (mins) {
+      std::memcpy(block + 2, group + internal::PackedScaleBytes32(nb) + 2 * (kPackRows * b + r), 2);
+    }
     const uint8_t* in = qs + b * stored_block;
     uint8_t q[32];
     for (int e = 0; e < 32; ++e) {
@@ -479,6 +504,18 @@ void SummarizeQ8_0(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t
       for (int8_t q : y[b].qs) sum += q;
       block_d[t * nb + b] = Fp16ToFp32(y[b].d);
       block_sum[t * nb + b] = sum;
+    }
+  }
+}
+
+void SummarizeQ8_1(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t cols,
+                   float* block_d, float* block_s) {
+  const int64_t nb = cols / 32;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_1*>(rows + t * stride);
+    for (int64_t b = 0; b < nb; ++b) {
+      block_d[t * nb + b] = Fp16ToFp32(y[b].d);
+      block_s[t * nb + b] = Fp16ToFp32(y[b].s);
     }
   }
 }
@@ -511,14 +548,15 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
     case TensorType::kIQ4_XS:
       return static_cast<size_t>(cols / kQkK) * kIq4XsPackedBytes;
     default:
-      return PackedScaleBytes32(cols / 32) +
+      return QuantBase32(type, cols / 32) +
              static_cast<size_t>(cols / 32) * kPackedBlock32QuantBytes;
   }
 }
 
 bool IsCompact(TensorType type) {
-  return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ6_K ||
-         type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
+  return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_1 ||
+         type == TensorType::kQ4_1 || type == TensorType::kQ6_K || type == TensorType::kIQ4_NL ||
+         type == TensorType::kIQ4_XS;
 }
 
 ThreadBuffer::~ThreadBuffer() {

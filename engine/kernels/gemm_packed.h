@@ -16,6 +16,9 @@
 //        bytes; then q: nb blocks x 8 chunks. Quant bytes: Q8_0 signed as
 //        stored; Q5_0 unsigned 5-bit q (value d * (q - 16)); Q4_0 unsigned
 //        4-bit q (value d * (q - 8)).
+//   Q5_1, Q4_1 (blocks of 32): as Q5_0 / Q4_0, with a table of the f16
+//     mins m, laid out as the d table, between the d table and q; q as
+//     stored (value d * q + m).
 //   Q4_K (super-blocks of 256): per super-block 1184 bytes:
 //     d[8] f16, dmin[8] f16; sc: 8 groups x 8 rows u8 (the 6-bit scales;
 //     kernels double each into an i16 pair for VPMADDWD); m: likewise for
@@ -47,7 +50,8 @@
 // the AVX-512 kernels copy each pair of groups' quants, once per 64 tokens,
 // into one ready for VPDPBUSD (gemm_packed_avx512.cc).
 //   Q8_0, Q4_K, Q5_K: the wide layout.
-//   Q5_0, Q4_0, IQ4_NL: the d table as wide; then per block 4 nibble vectors of 32
+//   Q5_0, Q4_0, IQ4_NL (Q5_1, Q4_1: the d and m tables): the scale
+//     tables as wide; then per block 4 nibble vectors of 32
 //     bytes (vector k: chunk k's quants in the low nibbles, chunk k + 4's in
 //     the high ones; IQ4_NL's hold the table indices) and, for Q5_0, one
 //     vector of fifth bits (bit c of byte i: the fifth bit of chunk c's
@@ -67,9 +71,10 @@
 // bytes in flight that it can (gemm_packed_isa.h, GroupPrefetch).
 //
 // Activations are the rows quant::QuantizeRow writes in
-// quant::ActivationTypeFor(type) (Q8_0 or Q8_K, quants in [-127, 127]); for
-// Q8_0 the caller also supplies each block's scale as f32 and the sum of
-// its quants (SummarizeQ8_0), which the offset formats need.
+// quant::ActivationTypeFor(type) (Q8_0, Q8_1 or Q8_K, quants in [-127,
+// 127]); for Q8_0 the caller also supplies each block's scale as f32 and the
+// sum of its quants (SummarizeQ8_0), which the offset formats need; for Q8_1
+// (Q4_1, Q5_1) each block's d and s as f32 (SummarizeQ8_1).
 //
 // Numerics: integer sums inside a block (Q8_0 family) or super-block
 // (K-quants) are exact, as in vec_dot. Every level then repeats
@@ -93,8 +98,8 @@ namespace ellm::kernels {
 inline constexpr int kPackRows = 8;       // rows per interleaved group
 inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
 
-// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K,
-// IQ4_NL, IQ4_XS.
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q5_1, Q4_1, Q4_K,
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool CanPack(quant::TensorType type);
 
 // Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).
@@ -137,14 +142,21 @@ struct GemmActivations {
   int64_t n_tokens = 0;
   // Q8_0 activations only: [n_tokens, cols / 32], the f32 value of each
   // block's f16 d and the sum of its 32 quants (SummarizeQ8_0).
+  // Q8_1 activations: block_d as for Q8_0, and block_s [n_tokens, cols /
+  // 32], the f32 value of each block's f16 s (SummarizeQ8_1).
   const float* block_d = nullptr;
   const int32_t* block_sum = nullptr;
+  const float* block_s = nullptr;
 };
 
 // Fills block_d and block_sum for Q8_0 activation rows (each [n_tokens,
 // cols / 32]). REQUIRES: cols % 32 == 0.
 void SummarizeQ8_0(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t cols,
                    float* block_d, int32_t* block_sum);
+// Fills block_d and block_s for Q8_1 activation rows (each [n_tokens, cols
+// / 32]). REQUIRES: cols % 32 == 0.
+void SummarizeQ8_1(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t cols,
+                   float* block_d, float* block_s);
 
 // y[t * y_stride + (r - row_begin)] = dot(weight row r, activation row t)
 // for row_begin <= r < row_end, t < a.n_tokens. Any row range works; ranges

@@ -32,9 +32,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
+#include "quant/q8_1.h"
 #include "quant/q8_k.h"
 
 namespace ellm::kernels::internal {
@@ -113,22 +115,32 @@ inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
 // matrix's own stored group (Q5_0, Q4_0, IQ4_NL: unpacked in registers;
 // GroupPrefetch), else a wide copy. kLut (IQ4_NL, with kOffset 0): the
 // stored group is Q4_0's of table indices, the wide one Q8_0's of their
-// signed values, which take Q8_0's path.
-template <int kOffset, int T, bool kStored = false, bool kLut = false>
+// signed values, which take Q8_0's path. kMin (Q4_1 with kOffset 8, Q5_1
+// with 16): the quants are as Q4_0's / Q5_0's but nothing is subtracted; the
+// m table follows the d table, the activations are Q8_1 and each block adds
+// m * s (as DotQ4_1 / DotQ5_1).
+template <int kOffset, int T, bool kStored = false, bool kLut = false, bool kMin = false>
 void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
             float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
   const uint8_t* d = group;
-  const uint8_t* qs = group + PackedScaleBytes32(nb);
+  const uint8_t* m = group + PackedScaleBytes32(nb);
+  const uint8_t* qs = group + PackedScaleBytes32(nb) * (kMin ? 2 : 1);
+  using ActBlock = std::conditional_t<kMin, quant::BlockQ8_1, BlockQ8_0>;
   const int8_t* act[T];
   const float* act_d[T];
-  const int32_t* act_sum[T];
+  [[maybe_unused]] const int32_t* act_sum[T];
+  [[maybe_unused]] const float* act_s[T];
   for (int t = 0; t < T; ++t) {
-    act[t] = reinterpret_cast<const BlockQ8_0*>(a.rows + (t0 + t) * a.stride)->qs;
+    act[t] = reinterpret_cast<const ActBlock*>(a.rows + (t0 + t) * a.stride)->qs;
     act_d[t] = a.block_d + (t0 + t) * nb;
-    act_sum[t] = a.block_sum + (t0 + t) * nb;
+    if constexpr (kMin) {
+      act_s[t] = a.block_s + (t0 + t) * nb;
+    } else {
+      act_sum[t] = a.block_sum + (t0 + t) * nb;
+    }
   }
-  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
+  constexpr int64_t kActBlock = sizeof(ActBlock);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   // Q8_0's stored layout is its wide one.
@@ -173,15 +185,20 @@ void Tile32(const PackedMatrix& w, const uint8_t* group, const GemmActivations& 
       }
     }
     const __m256 wd = Halves8(d + 2 * kPackRows * b);
+    [[maybe_unused]] __m256 wm;
+    if constexpr (kMin) wm = Halves8(m + 2 * kPackRows * b);
     for (int t = 0; t < T; ++t) {
       __m256i ints = isum[t];
-      if constexpr (kOffset != 0) {
+      if constexpr (kOffset != 0 && !kMin) {
         ints = _mm256_sub_epi32(ints, _mm256_set1_epi32(kOffset * act_sum[t][b]));
       }
       const __m256 da = _mm256_broadcast_ss(act_d[t] + b);
       const __m256 fi = _mm256_cvtepi32_ps(ints);
       __m256 term;
-      if constexpr (kOffset == 0) {
+      if constexpr (kMin) {  // as DotQ4_1, DotQ5_1
+        term = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(wd, da), fi),
+                             _mm256_mul_ps(wm, _mm256_broadcast_ss(act_s[t] + b)));
+      } else if constexpr (kOffset == 0) {
         term = _mm256_mul_ps(fi, _mm256_mul_ps(wd, da));  // as DotQ8_0
       } else if constexpr (kOffset == 8) {
         term = _mm256_mul_ps(_mm256_mul_ps(fi, wd), da);  // as DotQ4_0
@@ -383,11 +400,12 @@ inline void Store256(uint8_t* p, __m256i v) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-// kLut: IQ4_NL, the wide bytes are the indices' values.
-template <bool kQ5, bool kLut = false>
+// kLut: IQ4_NL, the wide bytes are the indices' values. kMin: Q5_1, Q4_1
+// (two scale tables).
+template <bool kQ5, bool kLut = false, bool kMin = false>
 void Expand32(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   const int64_t nb = cols / 32;
-  const size_t scales = PackedScaleBytes32(nb);
+  const size_t scales = PackedScaleBytes32(nb) * (kMin ? 2 : 1);
   std::memcpy(wide, stored, scales);
   const size_t block = kQ5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
@@ -500,6 +518,16 @@ struct Q4_0Kernel {
   static constexpr auto RunStored = Tile32<8, T, true>;
 };
 template <int T>
+struct Q5_1Kernel {
+  static constexpr auto Run = Tile32<16, T, false, false, true>;
+  static constexpr auto RunStored = Tile32<16, T, true, false, true>;
+};
+template <int T>
+struct Q4_1Kernel {
+  static constexpr auto Run = Tile32<8, T, false, false, true>;
+  static constexpr auto RunStored = Tile32<8, T, true, false, true>;
+};
+template <int T>
 struct Iq4NlKernel {
   static constexpr auto Run = Tile32<0, T>;
   static constexpr auto RunStored = Tile32<0, T, true, true>;
@@ -533,6 +561,10 @@ void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols
       return ExpandQ6_K(stored, cols, wide);
     case quant::TensorType::kQ5_0:
       return Expand32<true>(stored, cols, wide);
+    case quant::TensorType::kQ5_1:
+      return Expand32<true, false, true>(stored, cols, wide);
+    case quant::TensorType::kQ4_1:
+      return Expand32<false, false, true>(stored, cols, wide);
     case quant::TensorType::kIQ4_NL:
       return Expand32<false, true>(stored, cols, wide);
     case quant::TensorType::kIQ4_XS:
@@ -551,6 +583,10 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
       return Gemm<Q5_0Kernel>;
     case TT::kQ4_0:
       return Gemm<Q4_0Kernel>;
+    case TT::kQ5_1:
+      return Gemm<Q5_1Kernel>;
+    case TT::kQ4_1:
+      return Gemm<Q4_1Kernel>;
     case TT::kQ4_K:
       return Gemm<Q4_KKernel>;
     case TT::kQ5_K:

@@ -37,9 +37,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/gemm_packed_avx512_common.h"
 #include "quant/q8_0.h"
+#include "quant/q8_1.h"
 #include "quant/q8_k.h"
 
 namespace ellm::kernels::internal {
@@ -117,10 +119,10 @@ inline void StoredBlock32(const uint8_t* q0, const uint8_t* q1, Emit&& emit) {
   }
 }
 
-template <int kOffset>
+template <int kOffset, bool kMin = false>
 void ExpandPair32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
   const int64_t nb = w.cols / 32;
-  const size_t q_base = PackedScaleBytes32(nb);
+  const size_t q_base = PackedScaleBytes32(nb) * (kMin ? 2 : 1);
   for (int64_t b = 0; b < nb; ++b) {
     const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
     StoredBlock32<kOffset>(g0 + q, g1 + q,
@@ -211,22 +213,30 @@ void ExpandPairQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1,
 // g0 and g1 are the matrix's own stored groups (g1 == g0 for a lone last
 // group). kStored: their quants are unpacked in registers (Q5_0, Q4_0;
 // PrefetchNextPair), else read from the pair buffer qp.
-template <int kOffset, int T, bool kStored = false>
+//
+// kMin (Q4_1 with kOffset 8, Q5_1 with 16): the quants as Q4_0's / Q5_0's,
+// nothing subtracted; the m table follows the d table, the activations are
+// Q8_1 and each block adds m * s (as DotQ4_1 / DotQ5_1).
+template <int kOffset, int T, bool kStored = false, bool kMin = false>
 void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
             const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const int64_t nb = w.cols / 32;
-  [[maybe_unused]] const size_t q_base = PackedScaleBytes32(nb);
+  const size_t m_base = PackedScaleBytes32(nb);
+  [[maybe_unused]] const size_t q_base = m_base * (kMin ? 2 : 1);
+  using ActBlock = std::conditional_t<kMin, quant::BlockQ8_1, BlockQ8_0>;
   const int8_t* act[T];
   const float* act_d[T];
   const int32_t* act_sum[T];
+  const float* act_s[T];
   for (int t = 0; t < T; ++t) {
-    act[t] = reinterpret_cast<const BlockQ8_0*>(a.rows + (t0 + t) * a.stride)->qs;
+    act[t] = reinterpret_cast<const ActBlock*>(a.rows + (t0 + t) * a.stride)->qs;
     act_d[t] = a.block_d + (t0 + t) * nb;
-    act_sum[t] = a.block_sum + (t0 + t) * nb;
+    act_sum[t] = kMin ? nullptr : a.block_sum + (t0 + t) * nb;
+    act_s[t] = kMin ? a.block_s + (t0 + t) * nb : nullptr;
   }
-  constexpr int64_t kActBlock = sizeof(BlockQ8_0);
+  constexpr int64_t kActBlock = sizeof(ActBlock);
   // The bias the stored bytes carry: Q8_0's flipped sign bit adds 128.
-  constexpr int kBias = kOffset == 0 ? 128 : kOffset;
+  constexpr int kBias = kMin ? 0 : kOffset == 0 ? 128 : kOffset;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   [[maybe_unused]] const GroupPrefetch next_pair(w, 2, nb);
@@ -248,11 +258,17 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
     }
     const __m512 wd = Halves16(g0 + 2 * kPackRows * b, g1 + 2 * kPackRows * b);
     for (int t = 0; t < T; ++t) {
-      const __m512i ints = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(kBias * act_sum[t][b]));
+      __m512i ints = isum[t];
+      if constexpr (!kMin) ints = _mm512_sub_epi32(ints, _mm512_set1_epi32(kBias * act_sum[t][b]));
       const __m512 da = _mm512_set1_ps(act_d[t][b]);
       const __m512 fi = _mm512_cvtepi32_ps(ints);
       __m512 term;
-      if constexpr (kOffset == 0) {
+      if constexpr (kMin) {  // as DotQ4_1, DotQ5_1
+        const size_t mo = m_base + 2 * kPackRows * b;
+        term =
+            _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(wd, da), fi),
+                          _mm512_mul_ps(Halves16(g0 + mo, g1 + mo), _mm512_set1_ps(act_s[t][b])));
+      } else if constexpr (kOffset == 0) {
         term = _mm512_mul_ps(fi, _mm512_mul_ps(wd, da));  // as DotQ8_0
       } else if constexpr (kOffset == 8) {
         term = _mm512_mul_ps(_mm512_mul_ps(fi, wd), da);  // as DotQ4_0
@@ -285,13 +301,15 @@ inline __m512i FifthBits2(__m512i hh, int c) {
   return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
 }
 
-template <int kOffset>
+template <int kOffset, bool kMin = false>
 void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
                const uint8_t* table, float* out) {
   const int64_t nb = w.cols / 32;
-  const size_t q_base = PackedScaleBytes32(nb);
+  const size_t m_base = PackedScaleBytes32(nb);
+  const size_t q_base = m_base * (kMin ? 2 : 1);
   const float* act_d = a.block_d + t0 * nb;
-  const int32_t* act_sum = a.block_sum + t0 * nb;
+  [[maybe_unused]] const int32_t* act_sum = kMin ? nullptr : a.block_sum + t0 * nb;
+  [[maybe_unused]] const float* act_s = kMin ? a.block_s + t0 * nb : nullptr;
   constexpr int kBias = kOffset == 0 ? 128 : kOffset;
   constexpr bool kUnpack = kOffset != 0;
   constexpr size_t kBlock = !kUnpack        ? kPackedBlock32QuantBytes
@@ -338,11 +356,16 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
     const __m256i sums =
         _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
     const __m256 wd = _mm256_cvtph_ps(Load128(g + 2 * kPackRows * b));
-    const __m256i ints = _mm256_sub_epi32(sums, _mm256_set1_epi32(kBias * act_sum[b]));
+    __m256i ints = sums;
+    if constexpr (!kMin) ints = _mm256_sub_epi32(ints, _mm256_set1_epi32(kBias * act_sum[b]));
     const __m256 da = _mm256_set1_ps(act_d[b]);
     const __m256 fi = _mm256_cvtepi32_ps(ints);
     __m256 term;
-    if constexpr (kOffset == 0) {
+    if constexpr (kMin) {
+      const __m256 wm = _mm256_cvtph_ps(Load128(g + m_base + 2 * kPackRows * b));
+      term = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(wd, da), fi),
+                           _mm256_mul_ps(wm, _mm256_set1_ps(act_s[b])));
+    } else if constexpr (kOffset == 0) {
       term = _mm256_mul_ps(fi, _mm256_mul_ps(wd, da));  // as Tile32
     } else if constexpr (kOffset == 8) {
       term = _mm256_mul_ps(_mm256_mul_ps(fi, wd), da);
@@ -645,6 +668,20 @@ struct Q4_0Kernel : ActQ8_0 {
   static constexpr auto RunOne = Tile32One<8>;
 };
 template <int T>
+struct Q5_1Kernel : ActQ8_1 {
+  static constexpr auto ExpandPair = ExpandPair32<16, true>;
+  static constexpr auto Run = Tile32<16, T, false, true>;
+  static constexpr auto RunStored = Tile32<16, T, true, true>;
+  static constexpr auto RunOne = Tile32One<16, true>;
+};
+template <int T>
+struct Q4_1Kernel : ActQ8_1 {
+  static constexpr auto ExpandPair = ExpandPair32<8, true>;
+  static constexpr auto Run = Tile32<8, T, false, true>;
+  static constexpr auto RunStored = Tile32<8, T, true, true>;
+  static constexpr auto RunOne = Tile32One<8, true>;
+};
+template <int T>
 struct Iq4NlKernel : ActQ8_0 {
   static constexpr auto ExpandPair = ExpandPair32<kIq4NlOffset>;
   static constexpr auto Run = Tile32<kIq4NlOffset, T>;
@@ -687,6 +724,10 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
       return Gemm<Q5_0Kernel>;
     case TT::kQ4_0:
       return Gemm<Q4_0Kernel>;
+    case TT::kQ5_1:
+      return Gemm<Q5_1Kernel>;
+    case TT::kQ4_1:
+      return Gemm<Q4_1Kernel>;
     case TT::kQ4_K:
       return Gemm<Q4_KKernel>;
     case TT::kQ5_K:

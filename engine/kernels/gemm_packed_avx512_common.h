@@ -15,6 +15,7 @@
 #include "kernels/gemm_packed_isa.h"
 #include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
+#include "quant/q8_1.h"
 #include "quant/q8_k.h"
 
 namespace ellm::kernels::internal {
@@ -213,6 +214,12 @@ struct ActQ8_0 {
   static size_t PairBufferBytes(int64_t cols) { return static_cast<size_t>(kPairRows * cols); }
   static constexpr size_t kActBlockBytes = sizeof(BlockQ8_0);
   static constexpr size_t kActQsOffset = offsetof(BlockQ8_0, qs);
+  static constexpr int64_t kActBlockElems = 32;
+};
+struct ActQ8_1 {
+  static size_t PairBufferBytes(int64_t cols) { return static_cast<size_t>(kPairRows * cols); }
+  static constexpr size_t kActBlockBytes = sizeof(quant::BlockQ8_1);
+  static constexpr size_t kActQsOffset = offsetof(quant::BlockQ8_1, qs);
   static constexpr int64_t kActBlockElems = 32;
 };
 struct ActQ8_K {

@@ -15,6 +15,16 @@ inline size_t PackedScaleBytes32(int64_t nb) {
   return (raw + kPackAlign - 1) / kPackAlign * kPackAlign;
 }
 
+// Q4_1, Q5_1: a second table, of the f16 mins m, follows the d table (at
+// PackedScaleBytes32(nb), laid out as it), before the quants.
+inline bool HasMins32(quant::TensorType type) {
+  return type == quant::TensorType::kQ4_1 || type == quant::TensorType::kQ5_1;
+}
+// Q8_0 family: bytes in front of a group's quants (the scale tables).
+inline size_t QuantBase32(quant::TensorType type, int64_t nb) {
+  return PackedScaleBytes32(nb) * (HasMins32(type) ? 2 : 1);
+}
+
 // ---- The wide layouts the kernels read (one quant per byte; gemm_packed.h
 // has them in full). Q8_0's stored layout is its wide one. ----
 inline constexpr size_t kPackedBlock32QuantBytes = 32 * kPackRows;  // 8 chunks

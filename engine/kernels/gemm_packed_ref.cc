@@ -6,11 +6,13 @@
 // Built with -ffp-contract=off so each multiply and add rounds as written.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/gemm_packed_isa.h"
 #include "quant/fp16.h"
 #include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
+#include "quant/q8_1.h"
 #include "quant/q8_k.h"
 
 namespace ellm::kernels::internal {
@@ -29,24 +31,32 @@ inline float PackedHalf(const uint8_t* p, int index) {
 }
 
 // One output of the Q8_0 family. kOffset: 0 (Q8_0, signed quants), 8 (Q4_0)
-// or 16 (Q5_0) is subtracted from the stored unsigned quant.
+// or 16 (Q5_0) is subtracted from the stored unsigned quant. kMin (Q4_1 with
+// kOffset 8, Q5_1 with 16; Q8_1 activations): nothing is subtracted, each
+// block adds m * s, as DotQ4_1 / DotQ5_1.
 // `group` is the row's group in the wide layout, `r` its row in the group.
-template <int kOffset>
-float DotPacked32(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_0* y) {
+template <int kOffset, bool kMin = false>
+float DotPacked32(const PackedMatrix& w, const uint8_t* group, int r,
+                  const std::conditional_t<kMin, BlockQ8_1, BlockQ8_0>* y) {
   const int64_t nb = w.cols / 32;
-  const uint8_t* qs = group + PackedScaleBytes32(nb);
+  const uint8_t* qs = group + PackedScaleBytes32(nb) * (kMin ? 2 : 1);
   float sum = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = qs + b * kPackedBlock32QuantBytes;
     int sumi = 0;
     for (int e = 0; e < 32; ++e) {
       const int wq = kOffset == 0 ? static_cast<int8_t>(q[ChunkByte(e, r)])
+                     : kMin       ? static_cast<int>(q[ChunkByte(e, r)])
                                   : static_cast<int>(q[ChunkByte(e, r)]) - kOffset;
       sumi += wq * y[b].qs[e];
     }
     const float dw = PackedHalf(group, static_cast<int>(kPackRows * b + r));
     const float da = Fp16ToFp32(y[b].d);
-    if constexpr (kOffset == 0) {
+    if constexpr (kMin) {  // as DotQ4_1, DotQ5_1
+      const float mw =
+          PackedHalf(group + PackedScaleBytes32(nb), static_cast<int>(kPackRows * b + r));
+      sum += (dw * da) * static_cast<float>(sumi) + mw * Fp16ToFp32(y[b].s);
+    } else if constexpr (kOffset == 0) {
       sum += static_cast<float>(sumi) * (dw * da);  // as DotQ8_0
     } else if constexpr (kOffset == 8) {
       sum += static_cast<float>(sumi) * dw * da;  // as DotQ4_0
@@ -143,9 +153,9 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
 
 void Expand32(TensorType type, const uint8_t* stored, int64_t cols, uint8_t* wide) {
   const int64_t nb = cols / 32;
-  const size_t scales = PackedScaleBytes32(nb);
+  const size_t scales = QuantBase32(type, nb);
   std::memcpy(wide, stored, scales);
-  const bool q5 = type == TensorType::kQ5_0;
+  const bool q5 = type == TensorType::kQ5_0 || type == TensorType::kQ5_1;
   const bool iq4 = type == TensorType::kIQ4_NL;  // the wide bytes are the table's values
   const size_t block = q5 ? kStoredBlockQ5_0 : kStoredBlockQ4_0;
   for (int64_t b = 0; b < nb; ++b) {
@@ -218,6 +228,10 @@ GemmPackedFn RefGemmPacked(quant::TensorType type) {
       return Gemm<BlockQ8_0, DotPacked32<8>>;
     case T::kQ5_0:
       return Gemm<BlockQ8_0, DotPacked32<16>>;
+    case T::kQ4_1:
+      return Gemm<BlockQ8_1, DotPacked32<8, true>>;
+    case T::kQ5_1:
+      return Gemm<BlockQ8_1, DotPacked32<16, true>>;
     case T::kQ4_K:
       return Gemm<BlockQ8_K, DotPackedK4<false>>;
     case T::kQ5_K:

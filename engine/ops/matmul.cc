@@ -44,21 +44,32 @@ void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, 
   a.rows = act;
   a.stride = act_row_bytes;
   a.n_tokens = n_tokens;
-  const bool summarize = act_type == quant::TensorType::kQ8_0;
+  const bool q8_0 = act_type == quant::TensorType::kQ8_0;
+  const bool q8_1 = act_type == quant::TensorType::kQ8_1;  // Q4_1, Q5_1 weights
   const int64_t nb = pm.cols / 32;
-  if (summarize) {
+  if (q8_0 || q8_1) {
     scratch.block_d.resize(static_cast<size_t>(n_tokens * nb));
-    scratch.block_sum.resize(static_cast<size_t>(n_tokens * nb));
     a.block_d = scratch.block_d.data();
+  }
+  if (q8_0) {
+    scratch.block_sum.resize(static_cast<size_t>(n_tokens * nb));
     a.block_sum = scratch.block_sum.data();
+  }
+  if (q8_1) {
+    scratch.block_s.resize(static_cast<size_t>(n_tokens * nb));
+    a.block_s = scratch.block_s.data();
   }
   pool.ParallelFor(n_tokens, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       QuantizeActivationRow(act_type, x + t * pm.cols, act + t * act_row_bytes, pm.cols);
     }
-    if (summarize) {
+    if (q8_0) {
       kernels::SummarizeQ8_0(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, pm.cols,
                              scratch.block_d.data() + t0 * nb, scratch.block_sum.data() + t0 * nb);
+    }
+    if (q8_1) {
+      kernels::SummarizeQ8_1(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, pm.cols,
+                             scratch.block_d.data() + t0 * nb, scratch.block_s.data() + t0 * nb);
     }
   });
   const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(pm.type);

@@ -13,7 +13,8 @@ namespace ellm::ops {
 struct MatMulScratch {
   std::vector<uint8_t> act;
   std::vector<float> block_d;      // packed Q8_0-family weights: per-block f32 scales
-  std::vector<int32_t> block_sum;  // and quant sums of the activations
+  std::vector<int32_t> block_sum;  // and quant sums of the activations (Q8_0)
+  std::vector<float> block_s;      // or their f32 s (Q8_1: packed Q4_1, Q5_1)
 };
 
 // y[t * w.rows + r] = dot(w row r, x[t * w.cols ...]) for t < n_tokens, r < w.rows.

@@ -37,8 +37,9 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
   const int scale_at = type == TensorType::kQ6_K ? 208 : 0;
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   for (size_t off = 0; off < m.bytes.size(); off += tr.block_bytes) {
-    const bool k4 = type == TensorType::kQ4_K || type == TensorType::kQ5_K;
-    for (int k = 0; k < (k4 ? 2 : 1); ++k) {
+    const bool two = type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
+                     type == TensorType::kQ4_1 || type == TensorType::kQ5_1;
+    for (int k = 0; k < (two ? 2 : 1); ++k) {
       const uint16_t h = quant::Fp32ToFp16(scale(rng));
       std::memcpy(m.bytes.data() + off + scale_at + 2 * k, &h, 2);
     }
@@ -54,12 +55,15 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
 double Bound(const model::Weight& w, int64_t r, const float* x) {
   std::vector<float> wf(w.cols), mf(w.cols, 0.0f);
   quant::DequantizeRow(w.type, w.Row(r), wf.data(), w.cols);
-  if (w.type == TensorType::kQ4_K || w.type == TensorType::kQ5_K) {
-    // Quants zeroed (Q5_K: its fifth bits too), scales kept: the min term.
+  // Quants zeroed (fifth bits too), scales kept: the min term.
+  size_t scales = 0;
+  if (w.type == TensorType::kQ4_K || w.type == TensorType::kQ5_K) scales = 16;
+  if (w.type == TensorType::kQ4_1 || w.type == TensorType::kQ5_1) scales = 4;
+  if (scales != 0) {
     const size_t block = quant::Traits(w.type).block_bytes;
     std::vector<uint8_t> zeroed(w.Row(r), w.Row(r) + w.row_bytes);
     for (size_t b = 0; b < zeroed.size(); b += block) {
-      std::memset(zeroed.data() + b + 16, 0, block - 16);
+      std::memset(zeroed.data() + b + scales, 0, block - scales);
     }
     quant::DequantizeRow(w.type, zeroed.data(), mf.data(), w.cols);
   }
@@ -78,6 +82,7 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
   };
   const Case cases[] = {{TensorType::kQ5_0, 1024, 640}, {TensorType::kQ5_0, 100, 2048},
                         {TensorType::kQ8_0, 257, 640},  {TensorType::kQ4_0, 64, 640},
+                        {TensorType::kQ5_1, 45, 640},   {TensorType::kQ4_1, 29, 2048},
                         {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ5_K, 45, 1024},
                         {TensorType::kQ6_K, 77, 2048}};
   for (const Case& c : cases) {
@@ -119,8 +124,9 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
 // stored rows, in every format UnpackRow serves.
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
   std::mt19937 rng(5);
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
-                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0, TensorType::kQ5_1,
+        TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
