@@ -14,6 +14,7 @@
 #include "quant/fp16.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
+#include "quant/q3_k.h"
 #include "quant/q4_0.h"
 #include "quant/q4_1.h"
 #include "quant/q4_k.h"
@@ -193,6 +194,30 @@ void PackGroupQ6_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
   }
 }
 
+// Q3_K: Q6_K's wide layout with u = q + 4 (the 2-bit low part and the hmask
+// bit, which is set when q is not lowered by 4) and the scales sc - 32.
+void PackGroupQ3_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t s = 0; s < cols / kQkK; ++s) {
+      const auto* x = reinterpret_cast<const BlockQ3_K*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * internal::kQ6KPackedBytes;
+      std::memcpy(out + internal::kQ6KPackedD + 2 * r, &x->d, 2);
+      int8_t sc[16];
+      UnpackQ3_KScales(x->scales, sc);
+      for (int g = 0; g < 16; ++g) {
+        out[internal::kQ6KPackedSc + 16 * (g / 2) + 2 * r + g % 2] = static_cast<uint8_t>(sc[g]);
+      }
+      uint8_t* q = out + internal::kQ6KPackedQ;
+      for (int e = 0; e < kQkK; ++e) {
+        const int h = e / 128, j = (e / 32) % 4, l = e % 32;
+        const int low = (x->qs[32 * h + l] >> (2 * j)) & 3;
+        const int high = (x->hmask[l] >> (4 * h + j)) & 1;
+        q[ChunkByte(e / 4, r, e % 4)] = static_cast<uint8_t>(low | (high << 2));
+      }
+    }
+  }
+}
+
 // IQ4_XS: the header as the wide layout's, and the table indices where the
 // wide layout has their values (CompactIq4Xs packs those nibbles).
 void PackGroupIq4Xs(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
@@ -287,6 +312,33 @@ void CompactQ6_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   }
 }
 
+// Q3_K: the scales and the 3-bit quants squeezed as gemm_packed.h says.
+void CompactQ3_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
+  using namespace internal;  // NOLINT(build/namespaces): the layout constants
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = wide + s * kQ6KPackedBytes;
+    uint8_t* out = stored + s * kQ3KStoredBytes;
+    std::memset(out, 0, kQ3KStoredBytes);
+    std::memcpy(out, in + kQ6KPackedD, 16);
+    for (int p = 0; p < 8; ++p) {
+      for (int j = 0; j < 16; ++j) {  // j = 2r + k: row r's scale of group 2p + k
+        const int v = static_cast<int8_t>(in[kQ6KPackedSc + 16 * p + j]) + 32;
+        out[kQ3KStoredScLow + 8 * p + j / 2] |= static_cast<uint8_t>((v & 0x0f) << (4 * (j % 2)));
+        out[kQ3KStoredScHigh + 4 * p + j / 4] |= static_cast<uint8_t>((v >> 4) << (2 * (j % 4)));
+      }
+    }
+    const uint8_t* q = in + kQ6KPackedQ;
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        out[kQ3KStoredLow + 32 * (c / 4) + i] |=
+            static_cast<uint8_t>((q[32 * c + i] & 3) << (2 * (c % 4)));
+        out[kQ3KStoredHigh + 32 * (c / 8) + i] |=
+            static_cast<uint8_t>(((q[32 * c + i] >> 2) & 1) << (c % 8));
+      }
+    }
+  }
+}
+
 constexpr size_t kMaxTypeId = 40;  // > every TensorType value
 constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
 using Table = std::array<std::array<GemmPackedFn, kMaxTypeId>, kLevels>;
@@ -312,6 +364,7 @@ bool CanPack(TensorType type) {
     case TensorType::kQ4_0:
     case TensorType::kQ5_1:
     case TensorType::kQ4_1:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
@@ -337,6 +390,8 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
       return static_cast<size_t>(cols / kQkK) * internal::kIq4XsStoredBytes;
     case TensorType::kQ6_K:
       return static_cast<size_t>(cols / kQkK) * internal::kQ6KStoredBytes;
+    case TensorType::kQ3_K:
+      return static_cast<size_t>(cols / kQkK) * internal::kQ3KStoredBytes;
     default:
       return internal::WideGroupBytes(type, cols);
   }
@@ -363,6 +418,9 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
     case TensorType::kQ6_K:
       PackGroupQ6_K(src, row_bytes, n_rows, cols, wide);
       return CompactQ6_K(wide, cols, dst);
+    case TensorType::kQ3_K:
+      PackGroupQ3_K(src, row_bytes, n_rows, cols, wide);
+      return CompactQ3_K(wide, cols, dst);
     case TensorType::kIQ4_XS:
       PackGroupIq4Xs(src, row_bytes, n_rows, cols, wide);
       return CompactIq4Xs(wide, cols, dst);
@@ -431,6 +489,35 @@ void UnpackRowQ6_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
   }
 }
 
+// The inverse of PackGroupQ3_K and CompactQ3_K for row r (and of
+// UnpackQ3_KScales).
+void UnpackRowQ3_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  using namespace internal;  // NOLINT(build/namespaces): the layout constants
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = group + s * kQ3KStoredBytes;
+    auto* x = reinterpret_cast<BlockQ3_K*>(dst) + s;
+    std::memcpy(&x->d, in + 2 * r, 2);
+    std::memset(x->scales, 0, sizeof(x->scales));
+    std::memset(x->hmask, 0, sizeof(x->hmask));
+    std::memset(x->qs, 0, sizeof(x->qs));
+    for (int g = 0; g < 16; ++g) {
+      const int p = g / 2, j = 2 * r + g % 2;
+      const int low = (in[kQ3KStoredScLow + 8 * p + r] >> (4 * (g % 2))) & 0x0f;
+      const int high = (in[kQ3KStoredScHigh + 4 * p + j / 4] >> (2 * (j % 4))) & 3;
+      x->scales[g % 8] |= static_cast<uint8_t>(low << (4 * (g / 8)));
+      x->scales[8 + g % 4] |= static_cast<uint8_t>(high << (2 * (g / 4)));
+    }
+    for (int e = 0; e < kQkK; ++e) {
+      const int c = e / 4, i = 4 * r + e % 4;  // chunk, byte in the chunk
+      const int low = (in[kQ3KStoredLow + 32 * (c / 4) + i] >> (2 * (c % 4))) & 3;
+      const int high = (in[kQ3KStoredHigh + 32 * (c / 8) + i] >> (c % 8)) & 1;
+      const int h = e / 128, j = (e / 32) % 4, l = e % 32;
+      x->qs[32 * h + l] |= static_cast<uint8_t>(low << (2 * j));
+      x->hmask[l] |= static_cast<uint8_t>(high << (4 * h + j));
+    }
+  }
+}
+
 void UnpackRowIq4Xs(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = group + s * internal::kIq4XsStoredBytes;
@@ -463,6 +550,7 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   if (m.type == TensorType::kQ4_K) return UnpackRowK4<BlockQ4_K, false>(group, r, m.cols, dst);
   if (m.type == TensorType::kQ5_K) return UnpackRowK4<BlockQ5_K, true>(group, r, m.cols, dst);
   if (m.type == TensorType::kQ6_K) return UnpackRowQ6_K(group, r, m.cols, dst);
+  if (m.type == TensorType::kQ3_K) return UnpackRowQ3_K(group, r, m.cols, dst);
   if (m.type == TensorType::kIQ4_XS) return UnpackRowIq4Xs(group, r, m.cols, dst);
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
@@ -544,6 +632,7 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
     case TensorType::kQ5_K:
       return static_cast<size_t>(cols / kQkK) * kQ5KPackedBytes;
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:
       return static_cast<size_t>(cols / kQkK) * kQ6KPackedBytes;
     case TensorType::kIQ4_XS:
       return static_cast<size_t>(cols / kQkK) * kIq4XsPackedBytes;
@@ -555,8 +644,8 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
 
 bool IsCompact(TensorType type) {
   return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_1 ||
-         type == TensorType::kQ4_1 || type == TensorType::kQ6_K || type == TensorType::kIQ4_NL ||
-         type == TensorType::kIQ4_XS;
+         type == TensorType::kQ4_1 || type == TensorType::kQ6_K || type == TensorType::kQ3_K ||
+         type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
 }
 
 ThreadBuffer::~ThreadBuffer() {

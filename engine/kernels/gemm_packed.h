@@ -34,6 +34,8 @@
 //     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
 //     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
 //     (value d * sc * (q - 32)).
+//   Q3_K (super-blocks of 256): Q6_K's, the quant bytes the unsigned 3-bit
+//     u = q + 4 (value d * sc * (u - 4)).
 //   IQ4_NL (blocks of 32): Q8_0's, the quant bytes the signed values
 //     kIq4NlValues[q] of the 4-bit indices (value d * byte).
 //   IQ4_XS (super-blocks of 256): per super-block 2144 bytes: d[8] f16, 16
@@ -64,6 +66,14 @@
 //     vector of chunks 4g (low) and 4g + 1 (high), one of 4g + 2 and 4g + 3,
 //     and one of high bit pairs (bits 2j+1:2j of byte i = bits 5:4 of chunk
 //     4g + j's byte i).
+//   Q3_K: per super-block 896 bytes: d[8] f16; the 6-bit scales sc + 32 of
+//     pair p of 16-element groups (value j = 2r + k: row r, group 2p + k)
+//     as 8 bytes of low nibbles (byte r: j = 2r low, 2r + 1 high) at 16 +
+//     8p and 4 bytes of high bit pairs (bits 2(j % 4) + 1:2(j % 4) of byte
+//     j / 4) at 80 + 4p; 16 bytes of padding; at 128 per 16-element group g
+//     a vector of 2-bit lows (bits 2j + 1:2j of byte i: chunk 4g + j's byte
+//     i); at 640 per 32-element group v a vector of third bits (bit c of
+//     byte i: chunk 8v + c's byte i). 2% larger than Q3_K.
 // A call with at most one register tile of tokens (decode) has the AVX2 and
 // AVX-512 kernels unpack the stored groups in registers instead, and
 // prefetch the next group (or pair) into L2 as they go: decode streams the
@@ -98,8 +108,8 @@ namespace ellm::kernels {
 inline constexpr int kPackRows = 8;       // rows per interleaved group
 inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
 
-// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q5_1, Q4_1, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, IQ4_XS.
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q5_1, Q4_1, Q3_K,
+// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool CanPack(quant::TensorType type);
 
 // Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).

@@ -16,6 +16,7 @@
 //   Q5_K: q in [0, 31]: as Q5_0, 4 chunks in i16 (31496), then VPMADDWD.
 //   Q6_K: q in [0, 63]: a pair is at most 16002, two chunks 32004; each
 //         half of a 16-element group is scaled by VPMADDWD on its own.
+//   Q3_K: u = q + 4 in [0, 7], Q6_K's path with a bias of 4.
 // The offsets (q - 16, q - 8, Q6_K's q - 32) and Q4_K's mins are applied
 // once per block through the activations' block sums (Q8_0: SummarizeQ8_0;
 // Q8_K: its bsums), exactly, in i32.
@@ -106,6 +107,44 @@ inline void Q6_KChunks(const uint8_t* p, __m256i q[4]) {
   q[2] = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(h, m2));
   q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+}
+
+// Q3_K's scales sc - 32 of pair p of 16-element groups (byte 2r + k: row
+// r, group 2p + k) from the stored super-block sb: low nibbles split, high
+// bit pairs found by comparing each byte's two bits (byte j holds its pair
+// at bits 2(j % 4) of stored byte j / 4).
+inline __m128i Q3_KScales16(const uint8_t* sb, int p) {
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  const __m128i nib =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kQ3KStoredScLow + 8 * p));
+  const __m128i low =
+      _mm_unpacklo_epi8(_mm_and_si128(nib, m4), _mm_and_si128(_mm_srli_epi16(nib, 4), m4));
+  int32_t hb;
+  std::memcpy(&hb, sb + kQ3KStoredScHigh + 4 * p, 4);
+  const __m128i x = _mm_shuffle_epi8(_mm_cvtsi32_si128(hb),
+                                     _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+  const __m128i b0 = _mm_setr_epi8(1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64);
+  const __m128i b1 = _mm_add_epi8(b0, b0);
+  const __m128i h0 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b0), b0), _mm_set1_epi8(0x10));
+  const __m128i h1 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b1), b1), _mm_set1_epi8(0x20));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_or_si128(h0, h1)), _mm_set1_epi8(32));
+}
+// Bits at `from` moved to bit `to` (0-7) in every byte of v, by a 16-bit
+// shift (the caller masks the bits it keeps).
+inline __m256i MoveBits(__m256i v, int from, int to) {
+  const __m128i n = _mm_cvtsi32_si128(from > to ? from - to : to - from);
+  return from > to ? _mm256_srl_epi16(v, n) : _mm256_sll_epi16(v, n);
+}
+// The 4 chunks (wide bytes, u in [0, 7]) of 16-element group g of the
+// stored Q3_K super-block sb.
+inline void Q3_KChunks(const uint8_t* sb, int g, __m256i q[4]) {
+  const __m256i low = Load256(sb + kQ3KStoredLow + 32 * g);
+  const __m256i high = Load256(sb + kQ3KStoredHigh + 32 * (g / 2));
+  for (int j = 0; j < 4; ++j) {
+    q[j] =
+        _mm256_or_si256(_mm256_and_si256(MoveBits(low, 2 * j, 0), _mm256_set1_epi8(3)),
+                        _mm256_and_si256(MoveBits(high, 4 * (g % 2) + j, 2), _mm256_set1_epi8(4)));
+  }
 }
 
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
@@ -337,8 +376,9 @@ void TileIq4Xs(const PackedMatrix& w, const uint8_t* group, const GemmActivation
 // ---- Q6_K against Q8_K ----
 
 // kStored: `group` is the matrix's own stored group, unpacked in registers
-// (GroupPrefetch), else a wide copy.
-template <int T, bool kStored = false>
+// (GroupPrefetch), else a wide copy. kQ3: Q3_K, Q6_K's wide layout with u =
+// q + 4 (its own stored layout): the bias is 4, not 32.
+template <int T, bool kStored = false, bool kQ3 = false>
 void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
               float* out, int64_t out_stride) {
   const BlockQ8_K* act[T];
@@ -349,15 +389,19 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
     if constexpr (kStored) next(group, s);
-    const uint8_t* sb = group + s * (kStored ? kQ6KStoredBytes : kQ6KPackedBytes);
+    constexpr size_t kStoredBytes = kQ3 ? kQ3KStoredBytes : kQ6KStoredBytes;
+    const uint8_t* sb = group + s * (kStored ? kStoredBytes : kQ6KPackedBytes);
     const uint8_t* q = sb + kQ6KPackedQ;
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
       // i16 lanes 2r, 2r + 1: row r's scales of groups 2p, 2p + 1.
-      const __m256i pair = _mm256_cvtepi8_epi16(Load128(sb + kQ6KPackedSc + 16 * p));
-      // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g, per pair.
-      const __m256i neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pair, 5));
+      const __m256i pair = _mm256_cvtepi8_epi16(
+          kQ3 && kStored ? Q3_KScales16(sb, p) : Load128(sb + kQ6KPackedSc + 16 * p));
+      // The stored q is q + 32 (Q3_K: q + 4): subtract 32 * sum_g sc_g *
+      // bsums_g, per pair.
+      const __m256i neg32 =
+          _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pair, kQ3 ? 2 : 5));
       for (int t = 0; t < T; ++t) {
         isum[t] =
             _mm256_add_epi32(isum[t], _mm256_madd_epi16(neg32, Bcast4(act[t][s].bsums + 2 * p)));
@@ -368,7 +412,9 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
                                : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
         const int g = 2 * p + k;
         __m256i wq[4];
-        if constexpr (kStored) {
+        if constexpr (kStored && kQ3) {
+          Q3_KChunks(sb, g, wq);
+        } else if constexpr (kStored) {
           Q6_KChunks(sb + kQ6KStoredGroups + kQ6KStoredGroupBytes * g, wq);
         } else {
           for (int c = 0; c < 4; ++c)
@@ -430,6 +476,23 @@ void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
         Store256(out + kIq4XsPackedQ + 256 * g + 32 * c,
                  Iq4Values(StoredChunk<false>(q, _mm256_setzero_si256(), c)));
       }
+    }
+  }
+}
+
+void ExpandQ3_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ3KStoredBytes;
+    uint8_t* out = wide + s * kQ6KPackedBytes;
+    Store256(out, _mm256_inserti128_si256(_mm256_castsi128_si256(Load128(in)), _mm_setzero_si128(),
+                                          1));  // d, then zero padding
+    for (int p = 0; p < 8; ++p) {
+      _mm_store_si128(reinterpret_cast<__m128i*>(out + kQ6KPackedSc + 16 * p), Q3_KScales16(in, p));
+    }
+    for (int g = 0; g < 16; ++g) {
+      __m256i q[4];
+      Q3_KChunks(in, g, q);
+      for (int j = 0; j < 4; ++j) Store256(out + kQ6KPackedQ + 32 * (4 * g + j), q[j]);
     }
   }
 }
@@ -548,6 +611,11 @@ struct Q5_KKernel {
   static constexpr auto RunStored = TileQ4_K<T, true, true>;
 };
 template <int T>
+struct Q3_KKernel {
+  static constexpr auto Run = TileQ6_K<T, false, true>;
+  static constexpr auto RunStored = TileQ6_K<T, true, true>;
+};
+template <int T>
 struct Q6_KKernel {
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;
@@ -559,6 +627,8 @@ void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols
   switch (type) {
     case quant::TensorType::kQ6_K:
       return ExpandQ6_K(stored, cols, wide);
+    case quant::TensorType::kQ3_K:
+      return ExpandQ3_K(stored, cols, wide);
     case quant::TensorType::kQ5_0:
       return Expand32<true>(stored, cols, wide);
     case quant::TensorType::kQ5_1:
@@ -591,6 +661,8 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
       return Gemm<Q4_KKernel>;
     case TT::kQ5_K:
       return Gemm<Q5_KKernel>;
+    case TT::kQ3_K:
+      return Gemm<Q3_KKernel>;
     case TT::kQ6_K:
       return Gemm<Q6_KKernel>;
     case TT::kIQ4_NL:

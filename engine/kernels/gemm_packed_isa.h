@@ -51,6 +51,14 @@ inline constexpr size_t kStoredBlockQ5_0 = 160, kStoredBlockQ4_0 = 128;
 // group two nibble vectors and one vector of high bit pairs.
 inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KStoredBytes = 1696;
 
+// Q3_K: the wide layout is Q6_K's, its quants u = q + 4 in [0, 7]. Stored,
+// per super-block: d, then the scales' low nibbles (8 bytes per pair of
+// 16-element groups) and high bit pairs (4 bytes per pair), padding, 16
+// vectors of 2-bit lows (one per 16-element group) and 8 of third bits (one
+// per 32-element group).
+inline constexpr size_t kQ3KStoredScLow = 16, kQ3KStoredScHigh = 80, kQ3KStoredLow = 128,
+                        kQ3KStoredHigh = 640, kQ3KStoredBytes = 896;
+
 // IQ4_NL's stored blocks are Q4_0's (kStoredBlockQ4_0). IQ4_XS: the header
 // as wide, then per 32-element group 4 nibble vectors (as a Q4_0 block).
 inline constexpr size_t kIq4XsStoredGroupBytes = 128, kIq4XsStoredBytes = 1120;
@@ -138,5 +146,7 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type);
 // IQ4_XS's kernel at that level (gemm_packed_iq4_avx512.cc), for
 // Avx512VnniGemmPacked's table.
 GemmPackedFn Avx512VnniGemmPackedIq4Xs();
+// Q3_K's (gemm_packed_q3_k_avx512.cc), likewise.
+GemmPackedFn Avx512VnniGemmPackedQ3_K();
 
 }  // namespace ellm::kernels::internal

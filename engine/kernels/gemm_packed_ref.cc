@@ -93,6 +93,9 @@ float DotPackedK4(const PackedMatrix& w, const uint8_t* group, int r, const Bloc
   return sum;
 }
 
+// Q6_K (kBias 32) and Q3_K (kBias 4, its u = q + 4 in Q6_K's wide layout),
+// as DotQ6_K and DotQ3_K.
+template <int kBias>
 float DotPackedQ6_K(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
   float sum = 0.0f;
   for (int64_t s = 0; s < w.cols / kQkK; ++s) {
@@ -101,7 +104,7 @@ float DotPackedQ6_K(const PackedMatrix& w, const uint8_t* group, int r, const Bl
     for (int g = 0; g < 16; ++g) {
       int isuml = 0;
       for (int e = 16 * g; e < 16 * g + 16; ++e) {
-        isuml += (sb[kQ6KPackedQ + ChunkByte(e, r)] - 32) * y[s].qs[e];
+        isuml += (sb[kQ6KPackedQ + ChunkByte(e, r)] - kBias) * y[s].qs[e];
       }
       const int sc = static_cast<int8_t>(sb[kQ6KPackedSc + 16 * (g / 2) + 2 * r + g % 2]);
       isum += sc * isuml;
@@ -189,6 +192,29 @@ void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   }
 }
 
+void ExpandQ3_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ3KStoredBytes;
+    uint8_t* out = wide + s * kQ6KPackedBytes;
+    std::memset(out, 0, kQ6KPackedQ);
+    std::memcpy(out + kQ6KPackedD, in, 16);
+    for (int p = 0; p < 8; ++p) {
+      for (int j = 0; j < 16; ++j) {
+        const int low = (in[kQ3KStoredScLow + 8 * p + j / 2] >> (4 * (j % 2))) & 0x0f;
+        const int high = (in[kQ3KStoredScHigh + 4 * p + j / 4] >> (2 * (j % 4))) & 3;
+        out[kQ6KPackedSc + 16 * p + j] = static_cast<uint8_t>((low | (high << 4)) - 32);
+      }
+    }
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        const int low = (in[kQ3KStoredLow + 32 * (c / 4) + i] >> (2 * (c % 4))) & 3;
+        const int high = (in[kQ3KStoredHigh + 32 * (c / 8) + i] >> (c % 8)) & 1;
+        out[kQ6KPackedQ + 32 * c + i] = static_cast<uint8_t>(low | (high << 2));
+      }
+    }
+  }
+}
+
 void ExpandQ6_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = stored + s * kQ6KStoredBytes;
@@ -212,6 +238,8 @@ void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
   switch (type) {
     case TensorType::kQ6_K:
       return ExpandQ6_K(stored, cols, wide);
+    case TensorType::kQ3_K:
+      return ExpandQ3_K(stored, cols, wide);
     case TensorType::kIQ4_XS:
       return ExpandIq4Xs(stored, cols, wide);
     default:
@@ -237,7 +265,9 @@ GemmPackedFn RefGemmPacked(quant::TensorType type) {
     case T::kQ5_K:
       return Gemm<BlockQ8_K, DotPackedK4<true>>;
     case T::kQ6_K:
-      return Gemm<BlockQ8_K, DotPackedQ6_K>;
+      return Gemm<BlockQ8_K, DotPackedQ6_K<32>>;
+    case T::kQ3_K:
+      return Gemm<BlockQ8_K, DotPackedQ6_K<4>>;
     // IQ4_NL's wide layout is Q8_0's (signed values, the table's), and
     // DotIq4Nl's (y.d * x.d) * sumi is DotQ8_0's sumi * (x.d * y.d): f32
     // products commute, so the bits are the same.

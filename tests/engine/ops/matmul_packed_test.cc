@@ -34,7 +34,7 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
   m.bytes.resize(row_bytes * rows);
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : m.bytes) b = static_cast<uint8_t>(byte(rng));
-  const int scale_at = type == TensorType::kQ6_K ? 208 : 0;
+  const int scale_at = type == TensorType::kQ6_K ? 208 : type == TensorType::kQ3_K ? 108 : 0;
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   for (size_t off = 0; off < m.bytes.size(); off += tr.block_bytes) {
     const bool two = type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
@@ -84,7 +84,7 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
                         {TensorType::kQ8_0, 257, 640},  {TensorType::kQ4_0, 64, 640},
                         {TensorType::kQ5_1, 45, 640},   {TensorType::kQ4_1, 29, 2048},
                         {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ5_K, 45, 1024},
-                        {TensorType::kQ6_K, 77, 2048}};
+                        {TensorType::kQ3_K, 37, 768},   {TensorType::kQ6_K, 77, 2048}};
   for (const Case& c : cases) {
     Matrix m = RandomMatrix(c.type, c.rows, c.cols, rng);
     const PackSource src{c.type, c.rows, c.cols, m.w.data, m.w.row_bytes, false};
@@ -124,9 +124,9 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
 // stored rows, in every format UnpackRow serves.
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
   std::mt19937 rng(5);
-  for (TensorType type :
-       {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0, TensorType::kQ5_1,
-        TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
+                          TensorType::kQ5_1, TensorType::kQ4_1, TensorType::kQ3_K,
+                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);

@@ -1,0 +1,165 @@
+// AVX-512 VNNI packed GEMM for Q3_K (gemm_packed.h has its layout), on the
+// driver of gemm_packed_avx512_common.h: two groups (16 rows) x kTile
+// tokens per register tile, one VPDPBUSD per chunk and token, as Q6_K's
+// kernels in gemm_packed_avx512.cc with the quants u = q + 4 in [0, 7].
+//
+// A 16-element group's dot is at most 16 * 7 * 127 = 14224, times its
+// signed 6-bit scale (sc - 32) in VPMULLD; -4 * sc * (sum of the group's
+// activations) comes off through the bsums (VPDPWSSD on i16 pairs). A
+// super-block's sum stays below 16 * 32 * 16 * 7 * 127 < 2^23. Integer sums
+// are exact; the float work per super-block is DotQ3_K's, (d * y.d) * isum,
+// in each lane (built with -ffp-contract=off): results equal RefVecDot bit
+// for bit.
+#include "kernels/gemm_packed_isa.h"
+
+#include "kernels/avx512_intrin.h"
+
+#if defined(ELLM_AVX512_VNNI_KERNELS)
+
+#include <cstring>
+
+#include "kernels/gemm_packed_avx512_common.h"
+
+namespace ellm::kernels::internal {
+namespace {
+
+// The scales sc - 32 of pair p of 16-element groups of one stored
+// super-block (byte 2r + k: row r, group 2p + k), as gemm_packed_avx2.cc's
+// Q3_KScales16.
+inline __m128i Q3_KScales16(const uint8_t* sb, int p) {
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  const __m128i nib =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kQ3KStoredScLow + 8 * p));
+  const __m128i low =
+      _mm_unpacklo_epi8(_mm_and_si128(nib, m4), _mm_and_si128(_mm_srli_epi16(nib, 4), m4));
+  int32_t hb;
+  std::memcpy(&hb, sb + kQ3KStoredScHigh + 4 * p, 4);
+  const __m128i x = _mm_shuffle_epi8(_mm_cvtsi32_si128(hb),
+                                     _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+  const __m128i b0 = _mm_setr_epi8(1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64);
+  const __m128i b1 = _mm_add_epi8(b0, b0);
+  const __m128i h0 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b0), b0), _mm_set1_epi8(0x10));
+  const __m128i h1 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b1), b1), _mm_set1_epi8(0x20));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_or_si128(h0, h1)), _mm_set1_epi8(32));
+}
+
+// Bits at `from` moved to bit `to` in every byte (a 16-bit shift; the
+// caller masks).
+inline __m512i MoveBits(__m512i v, int from, int to) {
+  const __m128i n = _mm_cvtsi32_si128(from > to ? from - to : to - from);
+  return from > to ? _mm512_srl_epi16(v, n) : _mm512_sll_epi16(v, n);
+}
+
+// The 4 chunks (u in [0, 7]) of 16-element group g of the stored
+// super-blocks sb0 (lanes 0-7) and sb1 (lanes 8-15).
+inline void Q3_KChunks(const uint8_t* sb0, const uint8_t* sb1, int g, __m512i q[4]) {
+  const size_t lo = kQ3KStoredLow + 32 * g, hi = kQ3KStoredHigh + 32 * (g / 2);
+  const __m512i low = Load2(sb0 + lo, sb1 + lo), high = Load2(sb0 + hi, sb1 + hi);
+  for (int j = 0; j < 4; ++j) {
+    q[j] =
+        _mm512_or_si512(_mm512_and_si512(MoveBits(low, 2 * j, 0), _mm512_set1_epi8(3)),
+                        _mm512_and_si512(MoveBits(high, 4 * (g % 2) + j, 2), _mm512_set1_epi8(4)));
+  }
+}
+
+// The pair buffer: 16-element group g of super-block s is chunks 64 s + 4 g
+// + c (c < 4), as Q6_K's.
+void ExpandPairQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    for (int g = 0; g < 16; ++g) {
+      __m512i q[4];
+      Q3_KChunks(g0 + s * kQ3KStoredBytes, g1 + s * kQ3KStoredBytes, g, q);
+      for (int c = 0; c < 4; ++c) StorePairChunk(qp, 64 * s + 4 * g + c, q[c]);
+    }
+  }
+}
+
+// g0 and g1 are the matrix's own stored groups (g1 == g0 for a lone last
+// group). kStored: their quants are unpacked in registers
+// (PrefetchNextPair), else read from the pair buffer qp; the scales are
+// always unpacked from the stored groups.
+template <int T, bool kStored = false>
+void TileQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
+              const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next_pair(w, 2, w.cols / kQkK);
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) PrefetchNextPair(next_pair, g0, g1, s);
+    const uint8_t* sb0 = g0 + s * kQ3KStoredBytes;
+    const uint8_t* sb1 = g1 + s * kQ3KStoredBytes;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      // i16 lanes 2r, 2r + 1: row r's scales of groups 2p, 2p + 1.
+      const __m512i pair = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(
+          _mm256_castsi128_si256(Q3_KScales16(sb0, p)), Q3_KScales16(sb1, p), 1));
+      // The stored u is q + 4: subtract 4 * sum_g sc_g * bsums_g, per pair.
+      const __m512i neg4 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2));
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm512_dpwssd_epi32(isum[t], neg4, Bcast4(act[t][s].bsums + 2 * p));
+      }
+      for (int k = 0; k < 2; ++k) {
+        // Row r's scale of group 2p + k, sign-extended to its i32 lane.
+        const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                  : _mm512_srai_epi32(pair, 16);
+        const int g = 2 * p + k;
+        __m512i wq[4];
+        if constexpr (kStored) {
+          Q3_KChunks(sb0, sb1, g, wq);
+        } else {
+          for (int c = 0; c < 4; ++c) wq[c] = PairChunk(qp, 64 * s + 4 * g + c);
+        }
+        __m512i dot[T];
+        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+          for (int t = 0; t < T; ++t) {
+            dot[t] = _mm512_dpbusd_epi32(dot[t], wq[c], Bcast4(act[t][s].qs + 16 * g + 4 * c));
+          }
+        }
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+      }
+    }
+    const __m512 d = Halves16(sb0, sb1);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[t][s].d)),
+                                                   _mm512_cvtepi32_ps(isum[t])));
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+// One token, one group (decode): the pair kernel on the pair (g, g), its
+// upper half dropped (as IQ4_XS's; not yet a two-chunks-per-ZMM kernel).
+void TileQ3_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
+                 const uint8_t* /*table*/, float* out) {
+  alignas(64) float pair[kPairRows];
+  TileQ3_K<1, true>(w, g, g, nullptr, a, t0, pair, kPairRows);
+  std::memcpy(out, pair, kPackRows * sizeof(float));
+}
+
+template <int T>
+struct Q3_KKernel : ActQ8_K {
+  static constexpr auto ExpandPair = ExpandPairQ3_K;
+  static constexpr auto Run = TileQ3_K<T>;
+  static constexpr auto RunStored = TileQ3_K<T, true>;
+  static constexpr auto RunOne = TileQ3_KOne;
+};
+
+}  // namespace
+
+GemmPackedFn Avx512VnniGemmPackedQ3_K() { return Gemm<Q3_KKernel>; }
+
+}  // namespace ellm::kernels::internal
+
+#else  // not built for AVX-512 VNNI
+
+namespace ellm::kernels::internal {
+GemmPackedFn Avx512VnniGemmPackedQ3_K() { return nullptr; }
+}  // namespace ellm::kernels::internal
+
+#endif
