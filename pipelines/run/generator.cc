@@ -328,6 +328,7 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
       generated.pop_back();
     }
     out.text += generated;
+    out.sections.push_back(std::move(generated));
     // The next lead continues the sequence as evaluated: the token that
     // completed a stop string was sampled but not fed, so at most the start
     // of a stop string (e.g. one "\n" of "\n\n") precedes the lead.

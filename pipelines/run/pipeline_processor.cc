@@ -1,5 +1,7 @@
 #include "ellm/pipelines/pipeline_processor.h"
 
+#include "run/pipeline_internal.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -8,35 +10,13 @@
 #include <set>
 
 namespace ellm::pipelines {
-namespace {
-
-using json = nlohmann::json;
-
-// Tokens kept free besides the answer: BOS, chat markers, rounding.
-constexpr int64_t kMargin = 32;
+namespace internal {
 
 void AddGeneration(store::ResultRecord& r, const Generation& g) {
   r.prompt_tokens += g.prompt_tokens;
   r.generated_tokens += g.generated_tokens;
   r.prefill_ms += g.prefill_ms;
   r.decode_ms += g.decode_ms;
-}
-
-int64_t TotalTokens(const std::vector<PipelineDoc>& docs) {
-  int64_t t = 0;
-  for (const PipelineDoc& d : docs) t += d.tokens;
-  return t;
-}
-
-std::vector<std::string> Placeholders(const std::string& text) {
-  std::vector<std::string> names;
-  static const std::regex kRe(R"(\{\{\s*([^{}]*?)\s*\}\})");
-  std::string clean = std::regex_replace(text, std::regex(R"(\{\{\{\{)"), "");
-  for (auto it = std::sregex_iterator(clean.begin(), clean.end(), kRe);
-       it != std::sregex_iterator(); ++it) {
-    names.push_back((*it)[1].str());
-  }
-  return names;
 }
 
 std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,
@@ -56,7 +36,7 @@ std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,
   v["titles"] = titles;
   v["document_count"] = std::to_string(docs.size());
   v["params"] = params_json;
-  json params = json::parse(params_json, nullptr, false);
+  nlohmann::json params = nlohmann::json::parse(params_json, nullptr, false);
   if (params.is_object()) {
     for (const auto& [k, val] : params.items()) {
       if (val.is_string()) v["param." + k] = val.get<std::string>();
@@ -70,6 +50,33 @@ std::string Trim(std::string s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   size_t e = s.find_last_not_of(" \t\r\n");
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+}  // namespace internal
+
+namespace {
+
+using json = nlohmann::json;
+using internal::AddGeneration;
+using internal::kMargin;
+using internal::Trim;
+using internal::Vars;
+
+int64_t TotalTokens(const std::vector<PipelineDoc>& docs) {
+  int64_t t = 0;
+  for (const PipelineDoc& d : docs) t += d.tokens;
+  return t;
+}
+
+std::vector<std::string> Placeholders(const std::string& text) {
+  std::vector<std::string> names;
+  static const std::regex kRe(R"(\{\{\s*([^{}]*?)\s*\}\})");
+  std::string clean = std::regex_replace(text, std::regex(R"(\{\{\{\{)"), "");
+  for (auto it = std::sregex_iterator(clean.begin(), clean.end(), kRe);
+       it != std::sregex_iterator(); ++it) {
+    names.push_back((*it)[1].str());
+  }
+  return names;
 }
 
 // "pages 3-5" from the [page N] markers in `chunk`, or "" if it has none.
@@ -155,6 +162,48 @@ StatusOr<json> ParseOutputObject(const std::string& text,
 }
 
 }  // namespace
+
+// Checks the figures of every `verify: figures` section of the Markdown
+// `text` against all documents' pages. nullopt when no section asks for it;
+// else the new text and the result JSON (faithfulness, unverified).
+std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor::VerifySections(
+    const std::string& text, const std::vector<std::vector<Page>>& source) const {
+  std::vector<Page> pages;
+  for (const auto& doc : source) pages.insert(pages.end(), doc.begin(), doc.end());
+  bool any = false;
+  std::string out = text;
+  nlohmann::ordered_json unverified = nlohmann::ordered_json::array();
+  nlohmann::ordered_json citations = nlohmann::ordered_json::array();
+  int total = 0, found = 0;
+  for (const auto& sec : spec_.sections) {
+    if (!sec.verify_figures || sec.heading.empty()) continue;
+    any = true;
+    const std::string head = "## " + sec.heading + "\n";
+    const size_t at = out.find(head);
+    if (at == std::string::npos) continue;
+    const size_t body = at + head.size();
+    size_t end = out.find("\n\n## ", body);
+    if (end == std::string::npos) end = out.size();
+    FigureCheck check = VerifyFigureLines(out.substr(body, end - body), pages);
+    total += check.figures_total;
+    found += check.figures_found;
+    for (auto& line : check.unverified)
+      unverified.push_back({{"section", sec.heading}, {"line", line}});
+    for (auto& c : check.citations) citations.push_back(c);
+    std::string kept =
+        check.text.empty() ? "(no figure could be verified in the source)" : check.text;
+    out.replace(body, end - body, kept);
+  }
+  if (!any) return std::nullopt;
+  nlohmann::ordered_json result = {{"faithfulness",
+                                    {{"figures", total},
+                                     {"figures_found", found},
+                                     {"removed_lines", unverified.size()},
+                                     {"citations", citations.size()}}},
+                                   {"citations", std::move(citations)},
+                                   {"unverified", std::move(unverified)}};
+  return std::make_pair(out, result);
+}
 
 Status CheckPipelineTemplates(const PipelineSpec& spec) {
   std::set<std::string> known = {"document", "documents",      "title",
@@ -381,6 +430,10 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   std::vector<PipelineDoc> docs;
   ProcessorResult loaded = Load(job, cancel, &docs, &out);
   if (loaded.cancelled || !loaded.error_code.empty()) return loaded;
+  if (!spec_.fields.empty()) return RunFields(job, docs, std::move(out), cancel);
+  // The text as read, for checking figures after map-reduce replaced it.
+  std::vector<std::vector<Page>> source_pages;
+  for (const PipelineDoc& d : docs) source_pages.push_back(SplitPages(d.text));
 
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   store::ResultRecord& r = out.result;
@@ -461,6 +514,10 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     r.output_text = obj->dump(2);
   } else {
     r.output_text = Trim(answer);
+    if (auto checked = VerifySections(r.output_text, source_pages)) {
+      r.output_text = std::move(checked->first);
+      r.output_json = checked->second.dump();
+    }
   }
   r.model_fingerprint = generator_->fingerprint();
   r.pipeline_name = spec_.name;

@@ -36,12 +36,81 @@ Status ReadScalar(const std::string& src, const YAML::Node& parent, const char* 
   return OkStatus();
 }
 
+Status ParseFields(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "differences_prompt", spec.differences_prompt, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "differences_lead", spec.differences_lead, false));
+  ELLM_RETURN_IF_ERROR(
+      ReadScalar(src, root, "differences_max_tokens", spec.differences_max_tokens, false));
+  if (spec.differences_max_tokens <= 0) {
+    return At(src, root["differences_max_tokens"], "differences_max_tokens must be positive");
+  }
+  YAML::Node fields = root["fields"];
+  if (!fields) {
+    if (!spec.differences_prompt.empty())
+      return At(src, root["differences_prompt"], "differences_prompt needs fields");
+    return OkStatus();
+  }
+  if (!fields.IsSequence() || fields.size() == 0) return At(src, fields, "fields must be a list");
+  std::set<std::string> names;
+  for (const auto& n : fields) {
+    if (!n.IsMap()) return At(src, n, "each field is a mapping: name, label, type, lead");
+    for (const auto& kv : n) {
+      static const std::set<std::string> kFieldKeys = {"name", "label",    "type",
+                                                       "lead", "keywords", "max_tokens"};
+      if (!kFieldKeys.count(kv.first.as<std::string>())) {
+        return At(src, kv.first, "unknown field key '" + kv.first.as<std::string>() + "'");
+      }
+    }
+    PipelineSpec::Field f;
+    std::string type = "text";
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "name", f.name, true));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "label", f.label, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "type", type, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "lead", f.lead, true));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "keywords", f.keywords, false));
+    ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", f.max_tokens, false));
+    if (!std::regex_match(f.name, std::regex("[a-z0-9_]+"))) {
+      return At(src, n["name"], "field name '" + f.name + "' must be lowercase letters, digits, _");
+    }
+    if (!names.insert(f.name).second) return At(src, n["name"], "field '" + f.name + "' twice");
+    auto kind = ParseFactKind(type);
+    if (!kind.ok()) return At(src, n["type"], kind.status().message());
+    f.type = *kind;
+    if (f.label.empty()) f.label = f.name;
+    if (f.max_tokens <= 0) return At(src, n["max_tokens"], "max_tokens must be positive");
+    spec.fields.push_back(std::move(f));
+  }
+  if (!spec.sections.empty() || !spec.output_prefix.empty() ||
+      !spec.generation.json_schema.empty()) {
+    return At(src, fields,
+              "fields write the answer themselves: no sections, output_prefix or "
+              "generation.json_schema");
+  }
+  if (spec.max_documents > 2) return At(src, fields, "fields take one or two documents");
+  return OkStatus();
+}
+
 Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
   if (!root.IsMap()) return At(src, root, "expected a mapping at the top level");
-  static const std::set<std::string> kKeys = {
-      "name",          "version",    "system",         "prompt",      "documents",
-      "generation",    "output",     "overflow",       "format",      "schema",
-      "output_prefix", "map_prompt", "map_max_tokens", "description", "sections"};
+  static const std::set<std::string> kKeys = {"name",
+                                              "version",
+                                              "system",
+                                              "prompt",
+                                              "documents",
+                                              "generation",
+                                              "output",
+                                              "overflow",
+                                              "format",
+                                              "schema",
+                                              "output_prefix",
+                                              "map_prompt",
+                                              "map_max_tokens",
+                                              "description",
+                                              "sections",
+                                              "fields",
+                                              "differences_prompt",
+                                              "differences_max_tokens",
+                                              "differences_lead"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!kKeys.count(k)) return At(src, kv.first, "unknown key '" + k + "'");
@@ -93,7 +162,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
       for (const auto& kv : n) {
         std::string k = kv.first.as<std::string>();
-        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop") {
+        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop" && k != "verify") {
           return At(src, kv.first, "unknown section key '" + k + "'");
         }
       }
@@ -103,9 +172,16 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "stop", sec.stop, false));
       if (sec.max_tokens < 0) return At(src, n["max_tokens"], "max_tokens must be >= 0");
+      std::string verify;
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "verify", verify, false));
+      if (!verify.empty() && verify != "figures") {
+        return At(src, n["verify"], "verify '" + verify + "': expected figures");
+      }
+      sec.verify_figures = verify == "figures";
       spec.sections.push_back(sec);
     }
   }
+  ELLM_RETURN_IF_ERROR(ParseFields(root, src, spec));
   std::string format = "plain";
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "format", format, false));
   if (format == "plain")
@@ -149,7 +225,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   else
     return At(src, root["overflow"],
               "overflow '" + overflow + "': expected map-reduce, truncate or fail");
-  if (spec.output == OutputForm::kJson && spec.schema.empty()) {
+  if (spec.output == OutputForm::kJson && spec.schema.empty() && spec.fields.empty()) {
     return At(src, root["output"], "output: json needs a schema (keys and their types)");
   }
   if (spec.output == OutputForm::kJson) {
@@ -171,6 +247,9 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   }
   if (spec.output != OutputForm::kJson && !spec.schema.empty()) {
     return At(src, root["schema"], "schema is only for output: json");
+  }
+  if (!spec.fields.empty() && !spec.schema.empty()) {
+    return At(src, root["schema"], "a pipeline with fields has its own result form: no schema");
   }
   return OkStatus();
 }

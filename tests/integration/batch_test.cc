@@ -52,11 +52,14 @@ items:
   EXPECT_EQ(RunCli(args, &first), 1) << first;  // one item failed
   EXPECT_NE(first.find("batch:nightly-test:supply"), std::string::npos) << first;
   EXPECT_EQ(Count(db, "SELECT count(*) FROM jobs WHERE status='succeeded'"), 3) << first;
-  // The JSON pipeline's object parsed, passed its schema and carries the law.
+  // The extraction carries each value with the page and words that state it.
   EXPECT_EQ(Count(db,
                   "SELECT count(*) FROM results WHERE job_id='batch:nightly-test:terms' "
-                  "AND json_extract(output_json, '$.governing_law') = 'England and Wales' "
-                  "AND json_array_length(output_json, '$.parties') >= 2"),
+                  "AND json_extract(output_json, '$.fields.governing_law.source') = "
+                  "'England and Wales' "
+                  "AND json_extract(output_json, '$.fields.governing_law.page') = 2 "
+                  "AND json_extract(output_json, '$.fields.price.normalized') = 'EUR 118000000' "
+                  "AND json_extract(output_json, '$.fields.supplier.verified') = 1"),
             1)
       << first;
   EXPECT_EQ(Count(db,

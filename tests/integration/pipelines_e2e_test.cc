@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "daemon_harness.h"
 #include "ellm/ingest/kafka.h"
@@ -135,14 +136,47 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   store::JobRecord contracts = get("contracts");
   ASSERT_EQ(contracts.status, store::JobStatus::kSucceeded) << contracts.error_message;
   EXPECT_EQ(contracts.documents.size(), 2u);
-  EXPECT_NE(contracts.result->output_text.find("## Termination"), std::string::npos);
-  // A real clause value reaches the comparison: contract A's 30-day notice.
-  // Document 2's line is not asserted: the 270M model repeats Document 1's
-  // answer there with exact f32 arithmetic and with the default bf16 cache
-  // (an f16 cache's rounding happens to make it read contract B's 90 days).
-  EXPECT_NE(contracts.result->output_text.find("- Document 1, the termination notice: 30 days"),
+  // The comparison is computed from each contract read on its own: every
+  // cell cites its side and page, and the values are the contracts' own
+  // words (contract-a.pdf: 30 days, EUR 96 million, Spain; B: 90 days,
+  // EUR 118 million, England and Wales).
+  const std::string& table = contracts.result->output_text;
+  EXPECT_NE(table.find("| Termination notice | 30 days (A p.2) | 90 days (B p.2) | different |"),
             std::string::npos)
-      << contracts.result->output_text;
+      << table;
+  EXPECT_NE(table.find("| Total price | EUR 96 million (A p.1) | EUR 118 million (B p.1) | "
+                       "different |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| Governing law | Spain (A p.2) | England and Wales (B p.2) | different |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| Supplier | Aero Turbines SA (A p.1) | Aero Turbines SA (B p.1) | same |"),
+            std::string::npos)
+      << table;
+  ASSERT_TRUE(contracts.result->output_json.has_value());
+  auto comparison = nlohmann::json::parse(*contracts.result->output_json);
+  ASSERT_TRUE(comparison["comparison"].is_array()) << comparison.dump();
+  // Whatever the model answered, no value of one contract is shown as the
+  // other's: each side's cells come from its own document.
+  const std::set<std::string> only_a = {"30 days", "EUR 96 million", "Spain", "30 June 2026", "12"};
+  const std::set<std::string> only_b = {"90 days", "EUR 118 million", "England and Wales",
+                                        "31 December 2026", "14"};
+  for (const auto& row : comparison["comparison"]) {
+    for (const char* side : {"a", "b"}) {
+      const auto& cell = row[side];
+      if (cell["verified"] != true) continue;
+      EXPECT_TRUE(cell["page"].is_number()) << row.dump();
+      const std::string source = cell["source"].get<std::string>();
+      EXPECT_FALSE((side[0] == 'a' ? only_b : only_a).count(source)) << row.dump();
+    }
+  }
+  // Figures in the report summary are found on their pages.
+  ASSERT_TRUE(report.result->output_json.has_value());
+  auto faith = nlohmann::json::parse(*report.result->output_json);
+  EXPECT_GT(faith["faithfulness"]["figures_found"].get<int>(), 0) << faith.dump();
+  EXPECT_NE(report.result->output_text.find("4.2 billion [p. 2]"), std::string::npos)
+      << report.result->output_text;
 
   store::JobRecord long_report = get("long");
   ASSERT_EQ(long_report.status, store::JobStatus::kSucceeded) << long_report.error_message;

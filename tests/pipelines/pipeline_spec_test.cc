@@ -95,6 +95,49 @@ TEST(RenderTemplate, SubstitutesAndRejectsUnknownNames) {
 namespace ellm::pipelines {
 namespace {
 
+// fields: extraction with provenance; errors name the line and the key.
+TEST(PipelineSpec, ParsesFieldsAndRefusesWhatTheyExclude) {
+  const std::string base = R"(name: cmp
+version: "1"
+prompt: "{{document}}"
+documents: {min: 2, max: 2}
+differences_prompt: "{{differences}}"
+differences_lead: "In short,"
+fields:
+  - {name: price, label: Total price, type: amount, lead: "the price is", keywords: [price]}
+  - {name: law, lead: "the law is"}
+)";
+  auto s = ParsePipeline(base, "cmp.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->fields.size(), 2u);
+  EXPECT_EQ(s->fields[0].type, FactKind::kAmount);
+  EXPECT_EQ(s->fields[0].keywords, std::vector<std::string>{"price"});
+  EXPECT_EQ(s->fields[1].type, FactKind::kText);
+  EXPECT_EQ(s->fields[1].label, "law");
+  EXPECT_EQ(s->differences_lead, "In short,");
+  auto bad_type = ParsePipeline(base + "  - {name: x, type: money, lead: q}\n", "cmp.yaml");
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_NE(bad_type.status().message().find("cmp.yaml:10"), std::string::npos)
+      << bad_type.status().message();
+  EXPECT_NE(bad_type.status().message().find("'money'"), std::string::npos);
+  EXPECT_FALSE(ParsePipeline(base + "  - {name: price, lead: again}\n", "p").ok()) << "twice";
+  EXPECT_FALSE(ParsePipeline(base + "  - {name: Bad-Name, lead: q}\n", "p").ok());
+  EXPECT_FALSE(ParsePipeline(base + "  - {name: y}\n", "p").ok()) << "lead is required";
+  EXPECT_FALSE(ParsePipeline(base + "sections:\n  - {lead: '-'}\n", "p").ok());
+  EXPECT_FALSE(ParsePipeline("name: x\nversion: 1\nprompt: p\ndifferences_prompt: d\n", "p").ok())
+      << "differences_prompt needs fields";
+  // verify: figures on a section.
+  auto v = ParsePipeline(
+      "name: x\nversion: 1\nprompt: p\nsections:\n  - {heading: K, lead: '-', verify: figures}\n",
+      "p");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->sections[0].verify_figures);
+  EXPECT_FALSE(
+      ParsePipeline("name: x\nversion: 1\nprompt: p\nsections:\n  - {heading: K, verify: all}\n",
+                    "p")
+          .ok());
+}
+
 TEST(PipelineSpec, ParsesSectionsSchemaAndFormat) {
   auto s = ParsePipeline(R"(
 name: terms

@@ -49,6 +49,8 @@ using ProgressFn = std::function<void(const Progress&)>;
 
 struct Generation {
   std::string text;  // without the prompt, stop string excluded
+  // GenerateSections: each section's answer alone (its lead excluded).
+  std::vector<std::string> sections;
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   int64_t prefill_ms = 0;

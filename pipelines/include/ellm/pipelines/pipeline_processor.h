@@ -10,7 +10,14 @@
 //      again, up to kMaxLevels ("map-reduce"). overflow: truncate keeps the
 //      start of each document; overflow: fail is an error.
 //   4. Output: Markdown text, or a JSON object checked against the
-//      pipeline's schema before it is stored.
+//      pipeline's schema before it is stored. Sections with `verify:
+//      figures` keep only lines whose figures are found in the source, each
+//      cited with its page; the result JSON carries `faithfulness` and the
+//      removed lines under `unverified`.
+//
+// A pipeline with `fields` runs instead: each document alone, one answer
+// per field, each located in the document (provenance.h); two documents
+// are compared in code.
 //
 // Template placeholders: {{document}} (the first document's page-marked
 // text), {{documents}} (all, each under a "=== Document i: title ===" line),
@@ -20,13 +27,16 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ellm/ingest/document.h"
 #include "ellm/pipelines/generator.h"
 #include "ellm/pipelines/pipeline_spec.h"
 #include "ellm/pipelines/processor.h"
+#include "ellm/pipelines/provenance.h"
 
 namespace ellm::pipelines {
 
@@ -83,6 +93,16 @@ class PipelineProcessor : public Processor {
   // until all fit; sets r->strategy and adds the map steps' counts.
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
                             const std::atomic<bool>& cancel, store::ResultRecord* r);
+  // A pipeline with fields (run/fields.cc): each document's fields, located
+  // in it; with two documents, compared. `out` holds the loaded documents.
+  ProcessorResult RunFields(const ingest::JobMessage& job, const std::vector<PipelineDoc>& docs,
+                            ProcessorOutput out, const std::atomic<bool>& cancel);
+  std::optional<std::pair<std::string, nlohmann::ordered_json>> VerifySections(
+      const std::string& text, const std::vector<std::vector<Page>>& source) const;
+  // One document's field answers (chunked when it does not fit), resolved.
+  ProcessorResult ExtractFields(const ingest::JobMessage& job, const PipelineDoc& doc,
+                                const std::atomic<bool>& cancel, store::ResultRecord* r,
+                                std::vector<FieldValue>* values);
 
   PipelineSpec spec_;
   Generator* generator_;

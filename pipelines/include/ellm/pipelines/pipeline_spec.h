@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "ellm/pipelines/facts.h"
 
 namespace ellm::pipelines {
 
@@ -71,8 +72,40 @@ struct PipelineSpec {
     int max_tokens = 128;
     // Replaces generation.stop for this section when not empty.
     std::vector<std::string> stop;
+    // Every figure the section states is looked up in the source: a line
+    // whose figures are all found gets the page as " [p. N]"; a line with a
+    // figure found nowhere is removed and listed in the result's
+    // `unverified` (facts.h says what counts as the same figure).
+    bool verify_figures = false;
   };
   std::vector<Section> sections;
+  // Extraction with provenance: each document is read on its own, each field
+  // answered after its lead (one prefill, fields in order), the answer's
+  // value of `type` kept, then located in the document (facts.h Locate)
+  // with its page and source span; a value found nowhere stays, marked
+  // unverified. With two documents the fields are compared in code (same /
+  // different / missing) into a table whose cells cite their pages ("B
+  // p.7"). Excludes sections, output_prefix and generation.json_schema.
+  struct Field {
+    std::string name;   // [a-z0-9_]+, the key in the result JSON
+    std::string label;  // "Total price": the table's row name
+    FactKind type = FactKind::kText;
+    std::string lead;  // "According to the contract, the total price is"
+    // Words that stand near the value in the source ("price", "pay"): of
+    // several places where the value occurs, one beside them is cited.
+    std::vector<std::string> keywords;
+    int max_tokens = 32;
+  };
+  std::vector<Field> fields;
+  // Two documents with fields: the prompt for the short prose under the
+  // table, written from the computed differences alone (no document in
+  // context). Placeholders: {{differences}} (one line per term), {{title_a}},
+  // {{title_b}}. Empty: the table only.
+  std::string differences_prompt;
+  // Written after differences_prompt and kept in front of the prose: the
+  // sentence the model completes ("The most important change is that").
+  std::string differences_lead;
+  int differences_max_tokens = 96;
 };
 
 // Loads and validates one pipeline file. Errors name the file and, where

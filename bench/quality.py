@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""Quality harness for the shipped pipelines: documents with planted facts,
+run through `ellm`, scored. It never passes or fails; it prints numbers.
+
+    bench/quality.py --model models/gemma-3-270m-q4_k_m.gguf            # after
+    bench/quality.py --ellm OLD/ellm --pipelines OLD_DEFS --model M      # before
+
+What it makes (seeded, in --out): --pairs contract pairs (the supply
+agreement of configs/samples/make_samples.py with random parties, dates,
+quantity, price, notice, liability cap and law; B differs from A in a random
+half of the terms) and --reports annual reports (make_samples.py's report
+with random revenue, operating profit, net debt and dividend on page 2).
+PDFs are written with reportlab in its own venv (~/.cache/ellm/quality-venv).
+
+What it prints, per pipeline:
+  compare-contracts  comparison accuracy (terms whose same/different status is
+                     right, over all terms), differences found / planted,
+                     false differences, wrong-side values (a value of the other
+                     contract shown as this one's), citation accuracy (cited
+                     page holds the planted value)
+  extract-key-terms  valid-JSON rate, field accuracy, citation accuracy
+  summarize-report   figure recall (planted figures present), hallucinated-
+                     figure rate (figures in Key figures found nowhere in the
+                     report), lines with a page citation
+Both output forms are read: the computed table (pipelines with `fields`)
+and the older "- Document N, the X: value" lines, so one command scores a
+previous build for the "before" numbers.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+VENV = os.path.expanduser("~/.cache/ellm/quality-venv")
+
+TERMS = ["buyer", "supplier", "signed", "quantity", "price", "delivery", "termination_notice",
+         "liability_cap", "governing_law"]
+# Page of each term in the generated contract.
+TERM_PAGE = {"buyer": 1, "supplier": 1, "signed": 1, "quantity": 1, "price": 1, "delivery": 1,
+             "termination_notice": 2, "liability_cap": 2, "governing_law": 2}
+# The older markdown lines: "- Document N, the <label>: value".
+LEGACY_LABELS = {"total price": "price", "number of turbines": "quantity",
+                 "delivery date": "delivery", "termination notice": "termination_notice",
+                 "liability cap": "liability_cap", "governing law": "governing_law"}
+
+BUYERS = ["Northwind Energy plc", "Iberia Wind SL", "Atlantic Power AG", "Solway Renewables Ltd"]
+SUPPLIERS = ["Aero Turbines SA", "Nordic Blades AS", "Vento Systems SpA", "Helix Rotor GmbH"]
+LAWS = ["Spain", "England and Wales", "France", "Germany", "the Netherlands", "Portugal"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December"]
+
+
+def ensure_venv():
+    py = os.path.join(VENV, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "reportlab==4.2.5"], check=True)
+    return py
+
+
+# --- values and their normal forms -----------------------------------------
+
+SCALE = {"thousand": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9}
+FIGURE = re.compile(r"(?:(EUR|USD|GBP|€|\$|£)\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+                    r"(?:\s?(%|percent|thousand|million|billion|bn|mn|m)\b|(%))?"
+                    r"(?:\s(days|months|years|weeks))?", re.I)
+DATE = re.compile(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{4})\b")
+
+
+def figures(text):
+    """(kind, value) of each figure in text: dates first, then numbers."""
+    out = []
+    taken = []
+    for m in DATE.finditer(text):
+        out.append(("date", f"{m.group(3)}-{MONTHS.index(m.group(2)) + 1:02d}-{int(m.group(1)):02d}"))
+        taken.append(m.span())
+    for m in FIGURE.finditer(text):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        v = float(m.group(2).replace(",", "") + (m.group(3) or ""))
+        unit = (m.group(4) or m.group(5) or "").lower()
+        if m.group(6):
+            out.append(("duration", f"{v:g} {m.group(6).lower()}"))
+        elif unit in ("%", "percent"):
+            out.append(("percent", v))
+        else:
+            out.append(("figure", v * SCALE.get(unit, 1)))
+    return out
+
+
+def norm_value(term, text):
+    """The planted-comparable form of a term's value as written."""
+    if text is None:
+        return None
+    if term in ("buyer", "supplier", "governing_law"):
+        return " ".join(re.findall(r"[a-z0-9]+", text.lower())) or None
+    for kind, v in figures(text):
+        if term in ("signed", "delivery") and kind == "date":
+            return v
+        if term == "termination_notice" and kind == "duration":
+            return v
+        if term == "liability_cap" and kind == "percent":
+            return v
+        if term in ("price", "quantity") and kind == "figure":
+            return v
+    return None
+
+
+# --- documents -------------------------------------------------------------
+
+def random_terms(rng):
+    day = lambda: f"{rng.randint(1, 28)} {rng.choice(MONTHS)} {rng.choice([2025, 2026, 2027])}"
+    return {"buyer": rng.choice(BUYERS), "supplier": rng.choice(SUPPLIERS), "signed": day(),
+            "quantity": str(rng.randint(4, 60)),
+            "price": f"EUR {rng.randint(20, 400)} million", "delivery": day(),
+            "termination_notice": str(rng.choice([14, 30, 45, 60, 90, 120])),
+            "liability_cap": f"{rng.choice([25, 50, 75, 100, 150, 200])}%",
+            "governing_law": rng.choice(LAWS)}
+
+
+def planted_pairs(n, seed):
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        a = random_terms(rng)
+        b = dict(a)
+        other = random_terms(rng)
+        for t in rng.sample(TERMS, len(TERMS) // 2):
+            tries = 0
+            while other[t] == a[t] and tries < 20:
+                other = random_terms(rng)
+                tries += 1
+            b[t] = other[t]
+        pairs.append((a, b))
+    return pairs
+
+
+def planted_reports(n, seed):
+    rng = random.Random(seed + 1)
+    out = []
+    for _ in range(n):
+        out.append({"revenue": f"EUR {rng.randint(11, 99) / 10:.1f} billion",
+                     "operating_profit": f"EUR {rng.randint(120, 900)} million",
+                     "net_debt": f"EUR {rng.randint(5, 40) / 10:.1f} billion",
+                     "dividend": f"EUR {rng.randint(20, 150) / 100:.2f} per share"})
+    return out
+
+
+PDF_SCRIPT = r'''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import make_samples as ms
+spec = json.load(open(sys.argv[2]))
+for c in spec["contracts"]:
+    t = c["terms"]
+    pages = [(h, [p.format(seller=t["supplier"], date=t["signed"], count=t["quantity"],
+                           delivery=t["delivery"], price=t["price"], notice=t["termination_notice"],
+                           cap=t["liability_cap"], law=t["governing_law"])
+                  .replace("Northwind Energy plc", t["buyer"]) for p in paras])
+             for h, paras in ms.CONTRACT]
+    ms.write_pages(c["path"], "Supply Agreement", pages, "Supply Agreement - Confidential")
+for r in spec["reports"]:
+    f = r["figures"]
+    pages = []
+    for h, paras in ms.REPORT:
+        new = []
+        for p in paras:
+            p = p.replace("EUR 4.2 billion", f["revenue"]).replace("EUR 610 million", f["operating_profit"])
+            p = p.replace("EUR 1.9 billion", f["net_debt"]).replace("EUR 0.84 per share", f["dividend"])
+            new.append(p)
+        pages.append((h, new))
+    ms.write_pages(r["path"], "Annual Report 2025", pages, "Annual Report 2025")
+'''
+
+
+def make_documents(out, pairs, reports):
+    py = ensure_venv()
+    spec = {"contracts": [], "reports": []}
+    for i, (a, b) in enumerate(pairs):
+        for side, t in (("a", a), ("b", b)):
+            spec["contracts"].append({"path": os.path.join(out, f"pair{i:02d}-{side}.pdf"),
+                                      "terms": t})
+    for i, f in enumerate(reports):
+        spec["reports"].append({"path": os.path.join(out, f"report{i:02d}.pdf"), "figures": f})
+    with open(os.path.join(out, "planted.json"), "w") as fh:
+        json.dump({"pairs": pairs, "reports": reports}, fh, indent=1)
+    script, spec_path = os.path.join(out, "make_pdfs.py"), os.path.join(out, "pdfs.json")
+    with open(script, "w") as fh:
+        fh.write(PDF_SCRIPT)
+    with open(spec_path, "w") as fh:
+        json.dump(spec, fh)
+    subprocess.run([py, script, os.path.join(REPO, "configs", "samples"), spec_path], check=True)
+
+
+# --- running and reading ----------------------------------------------------
+
+def run(args, cmd):
+    full = [args.ellm] + cmd + ["--model", args.model, "--db", os.path.join(args.out, "q.db"),
+                                "--json"]
+    if args.pipelines:
+        full += ["--pipelines", args.pipelines]
+    t0 = time.time()
+    p = subprocess.run(full, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, time.time() - t0, p.stderr.strip()[-300:]
+    return json.loads(p.stdout), time.time() - t0, ""
+
+
+def sides_from_result(res):
+    """{term: (value text, page or None)} for A and B, from either output form."""
+    j = res.get("json") or {}
+    a, b = {}, {}
+    if isinstance(j, dict) and "comparison" in j:
+        for row in j["comparison"]:
+            for side, d in (("a", a), ("b", b)):
+                cell = row[side]
+                d[row["field"]] = (cell.get("value"), cell.get("page") if cell.get("verified") else None)
+        return a, b
+    for line in res.get("text", "").splitlines():
+        m = re.match(r"- Document ([12]), the ([a-z ]+):\s*(.*)", line)
+        if m and m.group(2) in LEGACY_LABELS:
+            d = a if m.group(1) == "1" else b
+            pm = re.search(r"\[page (\d+)\]", m.group(3))
+            d[LEGACY_LABELS[m.group(2)]] = (m.group(3), int(pm.group(1)) if pm else None)
+    return a, b
+
+
+def score_compare(args, pairs):
+    right = total = found = planted = false_diff = wrong_side = cited = cite_ok = 0
+    secs = []
+    for i, (ta, tb) in enumerate(pairs):
+        pa = os.path.join(args.out, f"pair{i:02d}-a.pdf")
+        pb = os.path.join(args.out, f"pair{i:02d}-b.pdf")
+        res, s, err = run(args, ["compare", pa, pb])
+        secs.append(s)
+        if res is None:
+            print(f"  pair {i}: failed: {err}", file=sys.stderr)
+            total += len(TERMS)
+            continue
+        ga, gb = sides_from_result(res)
+        for t in TERMS:
+            want_a, want_b = norm_value(t, ta[t] if t != "termination_notice" else ta[t] + " days"), \
+                norm_value(t, tb[t] if t != "termination_notice" else tb[t] + " days")
+            va = norm_value(t, (ga.get(t) or (None, None))[0])
+            vb = norm_value(t, (gb.get(t) or (None, None))[0])
+            planted_diff = want_a != want_b
+            got_diff = va != vb
+            total += 1
+            right += planted_diff == got_diff and (not planted_diff or (va == want_a and vb == want_b))
+            planted += planted_diff
+            found += planted_diff and got_diff and va == want_a and vb == want_b
+            false_diff += (not planted_diff) and got_diff
+            wrong_side += (va is not None and va == want_b and want_a != want_b)
+            wrong_side += (vb is not None and vb == want_a and want_a != want_b)
+            for v, want, page in ((va, want_a, (ga.get(t) or (None, None))[1]),
+                                  (vb, want_b, (gb.get(t) or (None, None))[1])):
+                if page is not None:
+                    cited += 1
+                    cite_ok += v == want and page == TERM_PAGE[t]
+    pct = lambda x, y: f"{100.0 * x / y:.1f}%" if y else "n/a"
+    print(f"compare-contracts ({len(pairs)} pairs, {total} terms, median {sorted(secs)[len(secs) // 2]:.1f} s/pair)")
+    print(f"  comparison accuracy      {pct(right, total)} ({right}/{total})")
+    print(f"  differences found        {found}/{planted}; false differences {false_diff}")
+    print(f"  wrong-side values        {wrong_side}")
+    print(f"  citation accuracy        {pct(cite_ok, cited)} ({cite_ok}/{cited} cited cells)")
+    return {"accuracy": right / total if total else 0, "wrong_side": wrong_side}
+
+
+def score_extract(args, pairs, n):
+    valid = fields_ok = fields = cited = cite_ok = 0
+    for i, (ta, _) in enumerate(pairs[:n]):
+        res, _, err = run(args, ["summarize", os.path.join(args.out, f"pair{i:02d}-a.pdf"),
+                                 "--pipeline", "extract-key-terms"])
+        if res is None or not isinstance(res.get("json"), dict):
+            continue
+        valid += 1
+        j = res["json"]
+        if "fields" in j:
+            for t in TERMS:
+                f = j["fields"].get(t) or {}
+                want = norm_value(t, ta[t] if t != "termination_notice" else ta[t] + " days")
+                got = norm_value(t, f.get("value"))
+                fields += 1
+                fields_ok += got == want
+                if f.get("verified"):
+                    cited += 1
+                    cite_ok += got == want and f.get("page") == TERM_PAGE[t]
+        else:  # the older {parties, dates, amounts, governing_law}
+            fields += 2
+            fields_ok += norm_value("governing_law", j.get("governing_law")) == \
+                norm_value("governing_law", ta["governing_law"])
+            fields_ok += any(norm_value("price", x) == norm_value("price", ta["price"])
+                             for x in j.get("amounts", []))
+    pct = lambda x, y: f"{100.0 * x / y:.1f}%" if y else "n/a"
+    print(f"extract-key-terms ({n} contracts)")
+    print(f"  valid JSON               {pct(valid, n)}")
+    print(f"  field accuracy           {pct(fields_ok, fields)} ({fields_ok}/{fields})")
+    print(f"  citation accuracy        {pct(cite_ok, cited)} ({cite_ok}/{cited} cited fields)")
+
+
+def score_summaries(args, reports):
+    recall = planted = halluc = stated = cited_lines = lines = 0
+    for i, f in enumerate(reports):
+        path = os.path.join(args.out, f"report{i:02d}.pdf")
+        res, _, err = run(args, ["summarize", path])
+        if res is None:
+            print(f"  report {i}: failed: {err}", file=sys.stderr)
+            planted += len(f)
+            continue
+        text = res.get("text", "")
+        src = subprocess.run([args.ellm, "extract", path], capture_output=True, text=True).stdout
+        src_figs = figures(src)
+        out_figs = figures(re.sub(r"\[(?:p\.|page) \d+(?:, \d+)*\]", "", text))
+        for name, value in f.items():
+            planted += 1
+            want = figures(value)[0]
+            recall += want in out_figs
+        m = re.search(r"## Key figures\n(.*?)(?:\n\n## |\Z)", text, re.S)
+        for line in (m.group(1).splitlines() if m else []):
+            clean = re.sub(r"\[(?:p\.|page) \d+(?:, \d+)*\]", "", line)
+            figs = figures(clean)
+            if not figs:
+                continue
+            lines += 1
+            cited_lines += bool(re.search(r"\[(?:p\.|page) \d+", line))
+            for fig in figs:
+                stated += 1
+                halluc += fig not in src_figs
+    pct = lambda x, y: f"{100.0 * x / y:.1f}%" if y else "n/a"
+    print(f"summarize-report ({len(reports)} reports)")
+    print(f"  figure recall            {pct(recall, planted)} ({recall}/{planted} planted figures)")
+    print(f"  hallucinated figures     {pct(halluc, stated)} ({halluc}/{stated} in Key figures)")
+    print(f"  lines with a citation    {pct(cited_lines, lines)} ({cited_lines}/{lines})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ellm", default=os.path.join(REPO, "build", "release", "cli", "ellm"))
+    ap.add_argument("--model", default=os.environ.get("ELLM_TEST_MODEL",
+                                                      os.path.join(REPO, "models", "gemma-3-270m-q4_k_m.gguf")))
+    ap.add_argument("--pipelines", default="", help="pipeline directory (default: the binary's)")
+    ap.add_argument("--out", default="/tmp/ellm-quality")
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--reports", type=int, default=5)
+    ap.add_argument("--extract", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=2026)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if os.path.exists(os.path.join(args.out, "q.db")):
+        os.remove(os.path.join(args.out, "q.db"))
+    pairs = planted_pairs(args.pairs, args.seed)
+    reports = planted_reports(args.reports, args.seed)
+    make_documents(args.out, pairs, reports)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"quality harness: {args.ellm} {args.pipelines or '(shipped pipelines)'}; model "
+          f"{os.path.basename(args.model)}; CPU {cpu}; seed {args.seed}")
+    score_compare(args, pairs)
+    score_extract(args, pairs, min(args.extract, len(pairs)))
+    score_summaries(args, reports)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+#include "ellm/pipelines/provenance.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+namespace ellm::pipelines {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+std::string Trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// Page markers a model copies from its input ("[page 2]", "(p. 2)"): they
+// carry numbers that are not figures, and we cite pages ourselves.
+std::string StripPageMarkers(const std::string& line) {
+  static const std::regex kMarker(
+      R"(\s*[\[(](?:page|pages|p\.|pp\.|p)\s*\d+(?:\s*[-,]\s*\d+)*[\])])", std::regex::icase);
+  return std::regex_replace(line, kMarker, "");
+}
+
+std::string PagesText(const std::set<int>& pages) {
+  std::string s;
+  for (int p : pages) s += (s.empty() ? "" : ", ") + std::to_string(p);
+  return s;
+}
+
+// Escapes a table cell's pipes and line breaks.
+std::string Cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FieldValue ResolveField(const PipelineSpec::Field& field, const std::string& answer,
+                        const std::vector<Page>& pages) {
+  FieldValue v;
+  v.answer = Trim(answer);
+  std::string text = v.answer;
+  if (field.type == FactKind::kText) {
+    for (const char* brk : {", ", "; ", " ("}) {
+      const size_t at = text.find(brk);
+      if (at != std::string::npos) text.resize(at);
+    }
+  }
+  const std::optional<Fact> fact = FirstFactOf(field.type, text);
+  if (!fact) return v;
+  v.value = text.substr(fact->begin, fact->end - fact->begin);
+  v.normalized = field.type == FactKind::kText ? NormalizeWords(v.value) : fact->Normalized();
+  if (v.normalized.empty()) {
+    v.value.clear();
+    return v;
+  }
+  v.source = Locate(*fact, v.value, pages, field.keywords);
+  return v;
+}
+
+const char* AgreementName(Agreement a) {
+  switch (a) {
+    case Agreement::kSame:
+      return "same";
+    case Agreement::kDifferent:
+      return "different";
+    case Agreement::kOnlyInA:
+      return "only in A";
+    case Agreement::kOnlyInB:
+      return "only in B";
+    case Agreement::kInNeither:
+      return "in neither";
+  }
+  return "?";
+}
+
+Agreement CompareField(const FieldValue& a, const FieldValue& b) {
+  if (!a.present() && !b.present()) return Agreement::kInNeither;
+  if (!b.present()) return Agreement::kOnlyInA;
+  if (!a.present()) return Agreement::kOnlyInB;
+  return a.normalized == b.normalized ? Agreement::kSame : Agreement::kDifferent;
+}
+
+std::string CitedCell(const FieldValue& v, const std::string& side) {
+  if (!v.present()) return "—";
+  if (!v.verified()) return Cell(v.value) + " (unverified)";
+  std::string where = side;
+  if (v.source->page > 0) where += (where.empty() ? "p." : " p.") + std::to_string(v.source->page);
+  return Cell(v.source->text) + (where.empty() ? "" : " (" + where + ")");
+}
+
+std::string RenderFieldsTable(const std::vector<PipelineSpec::Field>& fields,
+                              const std::vector<FieldValue>& values) {
+  std::string out = "| Term | Value |\n|---|---|\n";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    out += "| " + Cell(fields[i].label) + " | " + CitedCell(values[i], "") + " |\n";
+  }
+  return out;
+}
+
+std::string RenderComparisonTable(const std::vector<PipelineSpec::Field>& fields,
+                                  const std::vector<FieldValue>& a,
+                                  const std::vector<FieldValue>& b) {
+  std::string out = "| Term | A | B | |\n|---|---|---|---|\n";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    out += "| " + Cell(fields[i].label) + " | " + CitedCell(a[i], "A") + " | " +
+           CitedCell(b[i], "B") + " | " + AgreementName(CompareField(a[i], b[i])) + " |\n";
+  }
+  return out;
+}
+
+std::string DifferencesList(const std::vector<PipelineSpec::Field>& fields,
+                            const std::vector<FieldValue>& a, const std::vector<FieldValue>& b) {
+  std::string out;
+  auto said = [](const FieldValue& v) {
+    return v.verified() ? v.source->text : v.present() ? v.value : std::string("not stated");
+  };
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const Agreement g = CompareField(a[i], b[i]);
+    if (g == Agreement::kInNeither) continue;
+    out += "- " + fields[i].label + ": ";
+    if (g == Agreement::kSame) {
+      out += said(a[i]) + " in both.\n";
+    } else {
+      out += said(a[i]) + " in A, " + said(b[i]) + " in B.\n";
+    }
+  }
+  return out;
+}
+
+ordered_json FieldsJson(const std::vector<PipelineSpec::Field>& fields,
+                        const std::vector<FieldValue>& values) {
+  ordered_json out = ordered_json::object();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldValue& v = values[i];
+    ordered_json f = {
+        {"label", fields[i].label}, {"type", FactKindName(fields[i].type)}, {"answer", v.answer}};
+    f["value"] = v.present() ? ordered_json(v.value) : ordered_json(nullptr);
+    f["normalized"] = v.present() ? ordered_json(v.normalized) : ordered_json(nullptr);
+    f["verified"] = v.verified();
+    if (v.verified()) {
+      f["page"] = v.source->page > 0 ? ordered_json(v.source->page) : ordered_json(nullptr);
+      f["source"] = v.source->text;
+      f["span"] = {v.source->begin, v.source->end};
+    } else {
+      f["page"] = nullptr;
+    }
+    out[fields[i].name] = std::move(f);
+  }
+  return out;
+}
+
+FigureCheck VerifyFigureLines(const std::string& body, const std::vector<Page>& pages) {
+  FigureCheck out;
+  size_t at = 0;
+  while (at <= body.size()) {
+    size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    const std::string raw = body.substr(at, nl - at);
+    at = nl + 1;
+    const std::string line = StripPageMarkers(raw);
+    const std::vector<Fact> figures = FiguresIn(line);
+    if (figures.empty()) {
+      if (!Trim(raw).empty() || nl < body.size()) out.text += raw + "\n";
+      continue;
+    }
+    std::set<int> cited;
+    bool all_found = true;
+    for (const Fact& f : figures) {
+      ++out.figures_total;
+      // Figures of one line are looked up near each other: the first one
+      // found fixes the page the others are looked for on first.
+      const int hint = cited.empty() ? 0 : *cited.begin();
+      const std::string spelled = line.substr(f.begin, f.end - f.begin);
+      if (auto where = Locate(f, spelled, pages, {}, hint)) {
+        ++out.figures_found;
+        if (where->page > 0) cited.insert(where->page);
+      } else {
+        all_found = false;
+      }
+    }
+    if (!all_found) {
+      out.unverified.push_back(Trim(line));
+      continue;
+    }
+    std::string kept = line;
+    while (!kept.empty() && kept.back() == ' ') kept.pop_back();
+    if (!cited.empty()) kept += " [p. " + PagesText(cited) + "]";
+    out.text += kept + "\n";
+    out.citations.push_back(
+        {{"line", Trim(kept)}, {"pages", std::vector<int>(cited.begin(), cited.end())}});
+  }
+  while (!out.text.empty() && out.text.back() == '\n') out.text.pop_back();
+  return out;
+}
+
+std::string KeepSupportedSentences(const std::string& prose, const std::string& allowed,
+                                   int* dropped) {
+  const std::vector<Fact> known = FiguresIn(allowed);
+  std::string out;
+  *dropped = 0;
+  size_t at = 0;
+  while (at < prose.size()) {
+    // A sentence ends at ". " / "! " / "? " or a line end.
+    size_t end = prose.size();
+    for (size_t i = at; i < prose.size(); ++i) {
+      const char c = prose[i];
+      if (c == '\n' || ((c == '.' || c == '!' || c == '?') &&
+                        (i + 1 == prose.size() || prose[i + 1] == ' ' || prose[i + 1] == '\n'))) {
+        end = i + 1;
+        break;
+      }
+    }
+    const std::string sentence = prose.substr(at, end - at);
+    at = end;
+    bool supported = true;
+    for (const Fact& f : FiguresIn(sentence)) {
+      const bool found =
+          std::any_of(known.begin(), known.end(), [&](const Fact& k) { return SameValue(f, k); });
+      if (!found) supported = false;
+    }
+    if (supported) {
+      out += sentence;
+    } else {
+      ++*dropped;
+    }
+  }
+  return Trim(out);
+}
+
+}  // namespace ellm::pipelines

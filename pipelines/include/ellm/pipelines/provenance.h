@@ -1,0 +1,84 @@
+// Provenance: what a model's answers become once checked against the
+// document. Pure functions over text (no model): a field's answer resolved
+// to a typed value and located in the source; two documents' fields
+// compared in code; the tables and JSON a result carries; a summary's
+// figures looked up page by page. The runner (run/fields.cc,
+// run/pipeline_processor.cc) feeds them the model's words.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ellm/pipelines/facts.h"
+#include "ellm/pipelines/pipeline_spec.h"
+
+namespace ellm::pipelines {
+
+// One field as one document gives it.
+struct FieldValue {
+  std::string answer;      // the model's words after the field's lead
+  std::string value;       // the value of the field's type in `answer`; "" none
+  std::string normalized;  // Fact::Normalized(), or the lowercased words of a text value
+  // Where the document states the value (the span's text is the document's
+  // own spelling); nullopt: found nowhere, the value is unverified.
+  std::optional<SourceSpan> source;
+
+  bool present() const { return !value.empty(); }
+  bool verified() const { return source.has_value(); }
+};
+
+// Resolves the model's `answer` for `field` against `pages`: the first
+// value of the field's type in it (a text value: the answer up to its first
+// ", ", "; " or " (", trimmed of punctuation), located by facts.h Locate with
+// the field's keywords.
+FieldValue ResolveField(const PipelineSpec::Field& field, const std::string& answer,
+                        const std::vector<Page>& pages);
+
+enum class Agreement { kSame, kDifferent, kOnlyInA, kOnlyInB, kInNeither };
+// "same", "different", "only in A", "only in B", "in neither".
+const char* AgreementName(Agreement a);
+// Values compare by their normalized form (text: by words); a value that is
+// absent counts as missing, an unverified one still counts.
+Agreement CompareField(const FieldValue& a, const FieldValue& b);
+
+// "EUR 96 million (A p.1)": the document's spelling and its page; an
+// unverified value as the model wrote it, marked "(unverified)"; "—" none.
+std::string CitedCell(const FieldValue& v, const std::string& side);
+
+// Markdown. One document: | Term | Value |. Two: | Term | A | B | Agreement |,
+// each cell cited; then nothing else (the prose is the runner's).
+std::string RenderFieldsTable(const std::vector<PipelineSpec::Field>& fields,
+                              const std::vector<FieldValue>& values);
+std::string RenderComparisonTable(const std::vector<PipelineSpec::Field>& fields,
+                                  const std::vector<FieldValue>& a,
+                                  const std::vector<FieldValue>& b);
+// One line per field for the prose prompt: "- Total price: EUR 96 million in
+// A, EUR 118 million in B (different)."
+std::string DifferencesList(const std::vector<PipelineSpec::Field>& fields,
+                            const std::vector<FieldValue>& a, const std::vector<FieldValue>& b);
+
+// {"price": {"label", "type", "answer", "value", "normalized", "verified",
+// "page", "source", "span": [begin, end]}, ...} in field order.
+nlohmann::ordered_json FieldsJson(const std::vector<PipelineSpec::Field>& fields,
+                                  const std::vector<FieldValue>& values);
+
+// A summary section's lines checked figure by figure (facts.h FiguresIn;
+// page markers the model wrote are dropped first, ours replace them).
+struct FigureCheck {
+  std::string text;                     // kept lines, each with " [p. N]" when it has figures
+  std::vector<std::string> unverified;  // removed lines (a figure found nowhere)
+  int figures_total = 0;                // figures in all lines, kept or not
+  int figures_found = 0;
+  nlohmann::ordered_json citations = nlohmann::ordered_json::array();  // {line, pages}
+};
+FigureCheck VerifyFigureLines(const std::string& body, const std::vector<Page>& pages);
+
+// Drops the sentences of `prose` that state a figure absent from `allowed`
+// (the computed differences): the model may rephrase them, not add any.
+// Returns the kept text; `dropped` counts what went.
+std::string KeepSupportedSentences(const std::string& prose, const std::string& allowed,
+                                   int* dropped);
+
+}  // namespace ellm::pipelines

@@ -1,0 +1,172 @@
+// Pipelines with `fields`: extraction with provenance, and comparisons
+// computed in code (pipeline_spec.h, PipelineSpec::Field).
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ellm/pipelines/pipeline_processor.h"
+#include "run/pipeline_internal.h"
+
+namespace ellm::pipelines {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+using internal::AddGeneration;
+using internal::kMargin;
+using internal::Trim;
+using internal::Vars;
+
+// A field's answer ends with its sentence or line.
+const std::vector<std::string> kFieldStops = {". ", ".\n", "\n", "; "};
+
+// "contract-a.pdf" for "/inbox/contract-a.pdf" or "inline:contract-a.pdf".
+std::string FileName(const std::string& path) {
+  std::string p = path.rfind("inline:", 0) == 0 ? path.substr(7) : path;
+  return std::filesystem::path(p).filename().string();
+}
+
+ordered_json Faithfulness(const std::vector<FieldValue>& values) {
+  int present = 0, verified = 0;
+  for (const FieldValue& v : values) {
+    present += v.present();
+    verified += v.verified();
+  }
+  return {{"fields", values.size()}, {"answered", present}, {"verified", verified}};
+}
+
+}  // namespace
+
+ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
+                                                 const PipelineDoc& doc,
+                                                 const std::atomic<bool>& cancel,
+                                                 store::ResultRecord* r,
+                                                 std::vector<FieldValue>* values) {
+  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
+  const std::vector<Page> pages = SplitPages(doc.text);
+  std::vector<Generator::Section> sections;
+  int64_t answer_room = 0;
+  for (const PipelineSpec::Field& f : spec_.fields) {
+    sections.push_back({"\n" + f.lead, f.max_tokens, kFieldStops});
+    answer_room += f.max_tokens + count(f.lead) + 4;
+  }
+  PipelineDoc empty = doc;
+  empty.text.clear();
+  auto overhead = RenderTemplate(spec_.prompt_template, Vars({empty}, job.params_json));
+  if (!overhead.ok()) return ProcessorResult::Failed("pipeline_error", overhead.status().message());
+  const int64_t available =
+      generator_->context() - answer_room - count(*overhead) - count(spec_.system_prompt) - kMargin;
+  std::vector<std::string> chunks = {doc.text};
+  if (doc.tokens > available) {
+    if (spec_.overflow == OverflowStrategy::kFail || available < 64) {
+      return ProcessorResult::Failed("context_overflow",
+                                     "'" + doc.title + "' has " + std::to_string(doc.tokens) +
+                                         " tokens; the context leaves room for " +
+                                         std::to_string(std::max<int64_t>(available, 0)));
+    }
+    // Each field is asked of every chunk; the first answer found in the
+    // document wins (a value is on some page, not spread over the text).
+    chunks = SplitForBudget(doc.text, available, count);
+    if (spec_.overflow == OverflowStrategy::kTruncate) chunks.resize(1);
+  }
+  values->assign(spec_.fields.size(), FieldValue{});
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    PipelineDoc part = doc;
+    part.text = chunks[k];
+    auto prompt = RenderTemplate(spec_.prompt_template, Vars({part}, job.params_json));
+    if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+    // The document's block may recur in other jobs (a contract compared
+    // with several others): offer it to the prefix cache.
+    size_t shared = prompt->find(part.text);
+    shared = shared == std::string::npos ? 0 : shared + part.text.size();
+    auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
+                                          spec_.generation, sections, cancel, progress_, shared);
+    if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+    if (g->cancelled) return ProcessorResult::Cancelled();
+    AddGeneration(*r, *g);
+    for (size_t i = 0; i < spec_.fields.size() && i < g->sections.size(); ++i) {
+      FieldValue v = ResolveField(spec_.fields[i], g->sections[i], pages);
+      FieldValue& best = (*values)[i];
+      if ((v.verified() && !best.verified()) || (v.present() && !best.present()) ||
+          (k == 0 && !best.present())) {
+        best = std::move(v);
+      }
+    }
+  }
+  if (chunks.size() > 1) {
+    r->strategy = "chunked (" + std::to_string(chunks.size()) + " chunks per document)";
+  }
+  return {};
+}
+
+ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
+                                             const std::vector<PipelineDoc>& docs,
+                                             ProcessorOutput out, const std::atomic<bool>& cancel) {
+  store::ResultRecord& r = out.result;
+  r.strategy = "single-pass";
+  std::vector<std::vector<FieldValue>> values(docs.size());
+  for (size_t d = 0; d < docs.size(); ++d) {
+    ProcessorResult step = ExtractFields(job, docs[d], cancel, &r, &values[d]);
+    if (step.cancelled || !step.error_code.empty()) return step;
+  }
+  ordered_json result = ordered_json::object();
+  std::string text;
+  if (docs.size() == 1) {
+    result["fields"] = FieldsJson(spec_.fields, values[0]);
+    result["faithfulness"] = Faithfulness(values[0]);
+    text = "## Key terms\n\n" + RenderFieldsTable(spec_.fields, values[0]);
+  } else {
+    const std::vector<FieldValue>&a = values[0], &b = values[1];
+    ordered_json rows = ordered_json::array();
+    ordered_json fa = FieldsJson(spec_.fields, a), fb = FieldsJson(spec_.fields, b);
+    int differ = 0;
+    for (size_t i = 0; i < spec_.fields.size(); ++i) {
+      const Agreement g = CompareField(a[i], b[i]);
+      differ += g != Agreement::kSame && g != Agreement::kInNeither;
+      const std::string& name = spec_.fields[i].name;
+      rows.push_back({{"field", name},
+                      {"label", spec_.fields[i].label},
+                      {"status", AgreementName(g)},
+                      {"a", fa[name]},
+                      {"b", fb[name]}});
+    }
+    const std::string name_a = FileName(out.documents[0].path);
+    const std::string name_b = FileName(out.documents[1].path);
+    result["documents"] = {{"A", name_a}, {"B", name_b}};
+    result["comparison"] = std::move(rows);
+    result["faithfulness"] = {{"A", Faithfulness(a)}, {"B", Faithfulness(b)}};
+    text = "A: " + name_a + " (" + docs[0].title + ")\nB: " + name_b + " (" + docs[1].title +
+           ")\n\n## Key terms compared\n\n" + RenderComparisonTable(spec_.fields, a, b);
+    const std::string differences = DifferencesList(spec_.fields, a, b);
+    if (!spec_.differences_prompt.empty() && differ > 0) {
+      auto prompt = RenderTemplate(
+          spec_.differences_prompt,
+          {{"differences", differences}, {"title_a", docs[0].title}, {"title_b", docs[1].title}});
+      if (!prompt.ok()) {
+        return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+      }
+      GenerationSettings settings = spec_.generation;
+      settings.max_tokens = spec_.differences_max_tokens;
+      settings.stop.push_back("\n");  // a short paragraph: one line
+      auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, settings,
+                                            {{spec_.differences_lead, settings.max_tokens}}, cancel,
+                                            progress_);
+      if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+      if (g->cancelled) return ProcessorResult::Cancelled();
+      AddGeneration(r, *g);
+      int dropped = 0;
+      const std::string prose = KeepSupportedSentences(g->text, differences, &dropped);
+      result["differences_prose"] = {{"kept", prose}, {"dropped_sentences", dropped}};
+      if (!prose.empty()) text += "\n## Differences\n\n" + prose + "\n";
+    }
+  }
+  r.output_json = result.dump();
+  r.output_text = spec_.output == OutputForm::kJson ? result.dump(2) : Trim(text);
+  r.model_fingerprint = generator_->fingerprint();
+  r.pipeline_name = spec_.name;
+  r.pipeline_version = spec_.version;
+  ProcessorResult done;
+  done.output = std::move(out);
+  return done;
+}
+
+}  // namespace ellm::pipelines

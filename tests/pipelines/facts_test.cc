@@ -1,0 +1,193 @@
+#include "ellm/pipelines/facts.h"
+
+#include <gtest/gtest.h>
+
+#include "ellm/pipelines/provenance.h"
+
+namespace ellm::pipelines {
+namespace {
+
+std::vector<std::string> Normalized(std::string_view text) {
+  std::vector<std::string> out;
+  for (const Fact& f : FindFacts(text)) out.push_back(f.Normalized());
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+TEST(Facts, AmountsInEverySpellingNormaliseAlike) {
+  EXPECT_EQ(Normalized("Revenue rose 12% to EUR 4.2 billion."), (V{"12%", "EUR 4200000000"}));
+  EXPECT_EQ(Normalized("4,200 million euros"), V{"EUR 4200000000"});
+  EXPECT_EQ(Normalized("\xE2\x82\xAC"
+                       "4.2bn"),
+            V{"EUR 4200000000"});
+  EXPECT_EQ(Normalized("USD 96m, $ 1,250,000 and GBP 3.5 mn"),
+            (V{"USD 96000000", "USD 1250000", "GBP 3500000"}));
+  EXPECT_EQ(Normalized("a dividend of EUR 0.84 per share"), V{"EUR 0.84"});
+  EXPECT_EQ(Normalized("610 million"), V{"610000000"});
+  EXPECT_EQ(Normalized("two million pounds"), V{"GBP 2000000"});
+}
+
+TEST(Facts, PercentsNumbersAndWordsApart) {
+  EXPECT_EQ(Normalized("50 %, 7.5 percent and 3 per cent"), (V{"50%", "7.5%", "3%"}));
+  EXPECT_EQ(Normalized("12 wind turbines of type NX-5, ratio 2.1"), (V{"12", "5", "2.1"}));
+  // Small counts in words are no figures; with a unit they are durations.
+  EXPECT_EQ(Normalized("two manufacturers and three months"), V{"3 months"});
+  EXPECT_EQ(Normalized("ninety (90) days written notice"), V{"90 days"});
+  EXPECT_EQ(Normalized("within 30 business days or 1 year"), (V{"30 days", "1 year"}));
+}
+
+TEST(Facts, DatesInCommonFormats) {
+  EXPECT_EQ(Normalized("by 30 June 2026."), V{"2026-06-30"});
+  EXPECT_EQ(Normalized("on June 30, 2026"), V{"2026-06-30"});
+  EXPECT_EQ(Normalized("the 3rd of March, 2025"), V{"2025-03-03"});
+  EXPECT_EQ(Normalized("2026-06-30 or 30/06/2026 or 30.06.2026 or 06/30/2026"),
+            (V{"2026-06-30", "2026-06-30", "2026-06-30", "2026-06-30"}));
+  EXPECT_EQ(Normalized("payable in May 2026"), V{"2026-05"});
+  EXPECT_EQ(Normalized("31 Dec. 2026"), V{"2026-12-31"});
+  // No day 32, no month 13: not a date; its parts are numbers.
+  EXPECT_EQ(Normalized("32/13/2026"), (V{"32", "13", "2026"}));
+}
+
+TEST(Facts, SameValueAcrossSpellingsOnly) {
+  auto one = [](std::string_view t) { return FindFacts(t).at(0); };
+  EXPECT_TRUE(SameValue(one("EUR 4.2 billion"), one("4,200 million euros")));
+  EXPECT_TRUE(SameValue(one("96 million"), one("EUR 96 million")));  // currency unsaid
+  EXPECT_FALSE(SameValue(one("USD 96 million"), one("EUR 96 million")));
+  EXPECT_FALSE(SameValue(one("96"), one("EUR 96 million")));
+  EXPECT_TRUE(SameValue(one("2 weeks"), one("14 days")));
+  EXPECT_TRUE(SameValue(one("1 year"), one("12 months")));
+  EXPECT_FALSE(SameValue(one("90 days"), one("3 months")));
+  EXPECT_FALSE(SameValue(one("50%"), one("50")));
+  EXPECT_TRUE(SameValue(one("June 30, 2026"), one("30/06/2026")));
+}
+
+TEST(Facts, FirstFactOfAFieldType) {
+  auto value = [](FactKind k, std::string_view t) {
+    auto f = FirstFactOf(k, t);
+    return f ? std::string(t.substr(f->begin, f->end - f->begin)) : std::string("<none>");
+  };
+  EXPECT_EQ(value(FactKind::kPercent, " 100% of the total price, except for death"), "100%");
+  EXPECT_EQ(value(FactKind::kPercent, " EUR 118 million, including"), "<none>");
+  EXPECT_EQ(value(FactKind::kNumber, " limited to 14."), "14");
+  EXPECT_EQ(value(FactKind::kNumber, "twelve turbines"), "twelve");
+  EXPECT_EQ(value(FactKind::kAmount, " EUR 96 million."), "EUR 96 million");
+  EXPECT_EQ(value(FactKind::kDate, " 31 December 2026."), "31 December 2026");
+  EXPECT_EQ(value(FactKind::kDuration, " 30 days from the date"), "30 days");
+  EXPECT_EQ(value(FactKind::kText, " England and Wales. "), "England and Wales");
+  EXPECT_EQ(value(FactKind::kText, " . "), "<none>");
+}
+
+const char kContract[] =
+    "[page 1]\nSupply Agreement\n\nThe Supplier shall deliver 12 wind turbines to the Buyer's "
+    "sites in Spain.\n\nThe Buyer shall pay a total price of EUR 96 million.\n\n[page 2]\n"
+    "Termination\n\nEither party may terminate with 30 days written notice.\n\nThis Agreement is "
+    "governed by the laws of Spain.\n";
+
+TEST(Facts, SplitPagesAtMarkers) {
+  auto pages = SplitPages(kContract);
+  ASSERT_EQ(pages.size(), 2u);
+  EXPECT_EQ(pages[0].number, 1);
+  EXPECT_EQ(pages[1].number, 2);
+  EXPECT_EQ(pages[1].text.rfind("Termination", 0), 0u);
+  auto plain = SplitPages("no markers\nat all\n");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].number, 0);
+}
+
+TEST(Facts, LocatePrefersTheParagraphWithAKeyword) {
+  auto pages = SplitPages(kContract);
+  Fact text;  // kText
+  auto law = Locate(text, "spain", pages, {"governed", "law"});
+  ASSERT_TRUE(law);
+  EXPECT_EQ(law->page, 2);
+  EXPECT_EQ(law->text, "Spain");
+  auto first = Locate(text, "Spain", pages);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->page, 1);
+  auto price = Locate(FindFacts("96,000,000 EUR").at(0), "", pages);
+  ASSERT_TRUE(price);
+  EXPECT_EQ(price->page, 1);
+  EXPECT_EQ(price->text, "EUR 96 million");
+  EXPECT_FALSE(Locate(FindFacts("EUR 97 million").at(0), "", pages));
+  EXPECT_FALSE(Locate(text, "Portugal", pages));
+  EXPECT_FALSE(Locate(text, "Spa", pages));  // whole words only
+}
+
+PipelineSpec::Field MakeField(std::string name, FactKind type, std::vector<std::string> keys = {}) {
+  PipelineSpec::Field f;
+  f.name = name;
+  f.label = name;
+  f.type = type;
+  f.keywords = std::move(keys);
+  return f;
+}
+
+TEST(Provenance, ComparisonIsComputedAndCitesEachSide) {
+  const std::string b_text = std::string(kContract);
+  std::string a_text = b_text;
+  a_text.replace(a_text.find("EUR 96 million"), 14, "EUR 118 million");
+  const auto pa = SplitPages(a_text), pb = SplitPages(b_text);
+  std::vector<PipelineSpec::Field> fields = {
+      MakeField("price", FactKind::kAmount), MakeField("law", FactKind::kText, {"governed"}),
+      MakeField("notice", FactKind::kDuration), MakeField("cap", FactKind::kPercent)};
+  std::vector<FieldValue> a = {
+      ResolveField(fields[0], " EUR 118 million.", pa), ResolveField(fields[1], " Spain.", pa),
+      ResolveField(fields[2], " thirty days", pa), ResolveField(fields[3], " the total price", pa)};
+  std::vector<FieldValue> b = {ResolveField(fields[0], " 96 million euros", pb),
+                               ResolveField(fields[1], " spain, as agreed", pb),
+                               ResolveField(fields[2], " 30 days.", pb),
+                               ResolveField(fields[3], " 50%", pb)};
+  EXPECT_TRUE(a[0].verified());
+  EXPECT_EQ(b[0].source->text, "EUR 96 million");  // the document's spelling
+  EXPECT_EQ(CompareField(a[0], b[0]), Agreement::kDifferent);
+  EXPECT_EQ(CompareField(a[1], b[1]), Agreement::kSame);
+  EXPECT_EQ(a[1].source->page, 2);
+  EXPECT_EQ(CompareField(a[3], b[3]), Agreement::kOnlyInB);
+  EXPECT_FALSE(b[3].verified());  // 50% is nowhere in B
+  const std::string table = RenderComparisonTable(fields, a, b);
+  EXPECT_NE(table.find("| price | EUR 118 million (A p.1) | EUR 96 million (B p.1) | different |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| law | Spain (A p.2) | Spain (B p.2) | same |"), std::string::npos);
+  EXPECT_NE(table.find("| cap | — | 50% (unverified) | only in B |"), std::string::npos);
+  // "thirty days" in words is the 30 days B states in digits.
+  EXPECT_EQ(CompareField(a[2], b[2]), Agreement::kSame);
+  EXPECT_EQ(a[2].normalized, "30 days");
+  auto json = FieldsJson(fields, b);
+  EXPECT_EQ(json["price"]["page"], 1);
+  EXPECT_EQ(json["price"]["normalized"], "EUR 96000000");
+  EXPECT_EQ(json["cap"]["verified"], false);
+  EXPECT_TRUE(json["cap"]["page"].is_null());
+}
+
+TEST(Provenance, FigureLinesAreCitedOrRemoved) {
+  const auto pages = SplitPages(
+      "[page 1]\nAbout us\n\n[page 2]\nRevenue rose 12% to EUR 4.2 billion. Net debt fell to "
+      "EUR 1.9 billion.\n\n[page 3]\nThe dividend is EUR 0.84 per share, payable in May 2026.\n");
+  auto check = VerifyFigureLines(
+      "- Revenue: 4,200 million euros, up 12% [page 9]\n- Net debt: EUR 1.9 billion\n"
+      "- Profit: EUR 700 million\n- Dividend: EUR 0.84 (May 2026)\n- Strong year",
+      pages);
+  EXPECT_EQ(check.text,
+            "- Revenue: 4,200 million euros, up 12% [p. 2]\n- Net debt: EUR 1.9 billion [p. 2]\n"
+            "- Dividend: EUR 0.84 (May 2026) [p. 3]\n- Strong year");
+  ASSERT_EQ(check.unverified.size(), 1u);
+  EXPECT_EQ(check.unverified[0], "- Profit: EUR 700 million");
+  EXPECT_EQ(check.figures_total, 6);
+  EXPECT_EQ(check.figures_found, 5);
+  EXPECT_EQ(check.citations.size(), 3u);
+}
+
+TEST(Provenance, ProseKeepsOnlySentencesWithKnownFigures) {
+  int dropped = 0;
+  std::string kept = KeepSupportedSentences(
+      "B costs EUR 118 million, more than A. B also adds a EUR 5 million bonus. Both are "
+      "governed by Spanish law.",
+      "- price: EUR 96 million in A, EUR 118 million in B.\n", &dropped);
+  EXPECT_EQ(kept, "B costs EUR 118 million, more than A. Both are governed by Spanish law.");
+  EXPECT_EQ(dropped, 1);
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
