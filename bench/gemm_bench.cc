@@ -46,9 +46,12 @@ Setup MakeSetup(TensorType t, int64_t rows, int64_t cols, int64_t tokens) {
   std::mt19937 rng(42);
   for (auto& b : s.w) b = static_cast<uint8_t>(rng());
   // Sane f16 scales: random bytes could be subnormal or NaN.
-  const int at = t == TensorType::kQ6_K ? 208 : t == TensorType::kQ3_K ? 108 : 0;
+  const int at = t == TensorType::kQ6_K   ? 208
+                 : t == TensorType::kQ3_K ? 108
+                 : t == TensorType::kQ2_K ? 80
+                                          : 0;
   const int count = t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ4_1 ||
-                            t == TensorType::kQ5_1
+                            t == TensorType::kQ5_1 || t == TensorType::kQ2_K
                         ? 2
                         : 1;
   const uint16_t h = quant::Fp32ToFp16(0.01f);
@@ -168,6 +171,7 @@ ELLM_GEMM_BENCH(Q4_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q5_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q6_K, Q6_KShapes);
 ELLM_GEMM_BENCH(Q3_K, Q4_KShapes);
+ELLM_GEMM_BENCH(Q2_K, Q4_KShapes);
 ELLM_GEMM_BENCH(IQ4_NL, Q5_0Shapes);
 ELLM_GEMM_BENCH(IQ4_XS, Q4_KShapes);
 

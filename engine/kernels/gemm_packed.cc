@@ -14,6 +14,7 @@
 #include "quant/fp16.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
+#include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
 #include "quant/q4_1.h"
@@ -194,6 +195,26 @@ void PackGroupQ6_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t col
   }
 }
 
+// Q2_K: the scale bytes as GGUF has them, one 2-bit q per byte.
+void PackGroupQ2_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t s = 0; s < cols / kQkK; ++s) {
+      const auto* x = reinterpret_cast<const BlockQ2_K*>(src + r * row_bytes) + s;
+      uint8_t* out = dst + s * internal::kQ2KPackedBytes;
+      std::memcpy(out + internal::kQ2KPackedD + 2 * r, &x->d, 2);
+      std::memcpy(out + internal::kQ2KPackedDmin + 2 * r, &x->dmin, 2);
+      for (int g = 0; g < 16; ++g) {
+        out[internal::kQ2KPackedSc + 16 * (g / 2) + 2 * r + g % 2] = x->scales[g];
+      }
+      uint8_t* q = out + internal::kQ2KPackedQ;
+      for (int e = 0; e < kQkK; ++e) {
+        const int h = e / 128, j = (e / 32) % 4, l = e % 32;
+        q[ChunkByte(e / 4, r, e % 4)] = static_cast<uint8_t>((x->qs[32 * h + l] >> (2 * j)) & 3);
+      }
+    }
+  }
+}
+
 // Q3_K: Q6_K's wide layout with u = q + 4 (the 2-bit low part and the hmask
 // bit, which is set when q is not lowered by 4) and the scales sc - 32.
 void PackGroupQ3_K(const uint8_t* src, size_t row_bytes, int n_rows, int64_t cols, uint8_t* dst) {
@@ -312,6 +333,23 @@ void CompactQ6_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   }
 }
 
+// Q2_K: the header as wide, the 2-bit quants four to a byte.
+void CompactQ2_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
+  using namespace internal;  // NOLINT(build/namespaces): the layout constants
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = wide + s * kQ2KPackedBytes;
+    uint8_t* out = stored + s * kQ2KStoredBytes;
+    std::memcpy(out, in, kQ2KPackedQ);
+    std::memset(out + kQ2KPackedQ, 0, kQ2KStoredBytes - kQ2KPackedQ);
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        out[kQ2KPackedQ + 32 * (c / 4) + i] |=
+            static_cast<uint8_t>((in[kQ2KPackedQ + 32 * c + i] & 3) << (2 * (c % 4)));
+      }
+    }
+  }
+}
+
 // Q3_K: the scales and the 3-bit quants squeezed as gemm_packed.h says.
 void CompactQ3_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   using namespace internal;  // NOLINT(build/namespaces): the layout constants
@@ -364,6 +402,7 @@ bool CanPack(TensorType type) {
     case TensorType::kQ4_0:
     case TensorType::kQ5_1:
     case TensorType::kQ4_1:
+    case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
@@ -392,6 +431,8 @@ size_t PackedGroupBytes(TensorType type, int64_t cols) {
       return static_cast<size_t>(cols / kQkK) * internal::kQ6KStoredBytes;
     case TensorType::kQ3_K:
       return static_cast<size_t>(cols / kQkK) * internal::kQ3KStoredBytes;
+    case TensorType::kQ2_K:
+      return static_cast<size_t>(cols / kQkK) * internal::kQ2KStoredBytes;
     default:
       return internal::WideGroupBytes(type, cols);
   }
@@ -421,6 +462,9 @@ void PackGroup(TensorType type, const uint8_t* src, size_t row_bytes, int n_rows
     case TensorType::kQ3_K:
       PackGroupQ3_K(src, row_bytes, n_rows, cols, wide);
       return CompactQ3_K(wide, cols, dst);
+    case TensorType::kQ2_K:
+      PackGroupQ2_K(src, row_bytes, n_rows, cols, wide);
+      return CompactQ2_K(wide, cols, dst);
     case TensorType::kIQ4_XS:
       PackGroupIq4Xs(src, row_bytes, n_rows, cols, wide);
       return CompactIq4Xs(wide, cols, dst);
@@ -489,6 +533,25 @@ void UnpackRowQ6_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
   }
 }
 
+// The inverse of PackGroupQ2_K and CompactQ2_K for row r.
+void UnpackRowQ2_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
+  using namespace internal;  // NOLINT(build/namespaces): the layout constants
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = group + s * kQ2KStoredBytes;
+    auto* x = reinterpret_cast<BlockQ2_K*>(dst) + s;
+    std::memcpy(&x->d, in + kQ2KPackedD + 2 * r, 2);
+    std::memcpy(&x->dmin, in + kQ2KPackedDmin + 2 * r, 2);
+    for (int g = 0; g < 16; ++g) x->scales[g] = in[kQ2KPackedSc + 16 * (g / 2) + 2 * r + g % 2];
+    std::memset(x->qs, 0, sizeof(x->qs));
+    for (int e = 0; e < kQkK; ++e) {
+      const int c = e / 4, i = 4 * r + e % 4;  // chunk, byte in the chunk
+      const int q = (in[kQ2KPackedQ + 32 * (c / 4) + i] >> (2 * (c % 4))) & 3;
+      const int h = e / 128, j = (e / 32) % 4, l = e % 32;
+      x->qs[32 * h + l] |= static_cast<uint8_t>(q << (2 * j));
+    }
+  }
+}
+
 // The inverse of PackGroupQ3_K and CompactQ3_K for row r (and of
 // UnpackQ3_KScales).
 void UnpackRowQ3_K(const uint8_t* group, int r, int64_t cols, uint8_t* dst) {
@@ -551,6 +614,7 @@ void UnpackRow(const PackedMatrix& m, int64_t row, uint8_t* dst) {
   if (m.type == TensorType::kQ5_K) return UnpackRowK4<BlockQ5_K, true>(group, r, m.cols, dst);
   if (m.type == TensorType::kQ6_K) return UnpackRowQ6_K(group, r, m.cols, dst);
   if (m.type == TensorType::kQ3_K) return UnpackRowQ3_K(group, r, m.cols, dst);
+  if (m.type == TensorType::kQ2_K) return UnpackRowQ2_K(group, r, m.cols, dst);
   if (m.type == TensorType::kIQ4_XS) return UnpackRowIq4Xs(group, r, m.cols, dst);
   const int64_t nb = m.cols / 32;
   const uint32_t block_bytes = Traits(m.type).block_bytes;
@@ -634,6 +698,8 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
     case TensorType::kQ6_K:
     case TensorType::kQ3_K:
       return static_cast<size_t>(cols / kQkK) * kQ6KPackedBytes;
+    case TensorType::kQ2_K:
+      return static_cast<size_t>(cols / kQkK) * kQ2KPackedBytes;
     case TensorType::kIQ4_XS:
       return static_cast<size_t>(cols / kQkK) * kIq4XsPackedBytes;
     default:
@@ -645,7 +711,7 @@ size_t WideGroupBytes(TensorType type, int64_t cols) {
 bool IsCompact(TensorType type) {
   return type == TensorType::kQ5_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_1 ||
          type == TensorType::kQ4_1 || type == TensorType::kQ6_K || type == TensorType::kQ3_K ||
-         type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
+         type == TensorType::kQ2_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
 }
 
 ThreadBuffer::~ThreadBuffer() {

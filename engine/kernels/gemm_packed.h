@@ -34,6 +34,10 @@
 //     d[8] f16, 16 bytes of padding; sc: 8 pairs x 8 rows x 2 i8 (the scales
 //     of 16-element groups 2p and 2p + 1); q: 64 chunks of unsigned 6-bit q
 //     (value d * sc * (q - 32)).
+//   Q2_K (super-blocks of 256): per super-block 2208 bytes: d[8] f16,
+//     dmin[8] f16; sc: 8 pairs x 8 rows x 2 bytes, GGUF's scale bytes of
+//     16-element groups 2p and 2p + 1 (sc in the low nibble, m in the high
+//     one); q: 64 chunks of 2-bit q (value d * sc * q - dmin * m).
 //   Q3_K (super-blocks of 256): Q6_K's, the quant bytes the unsigned 3-bit
 //     u = q + 4 (value d * sc * (u - 4)).
 //   IQ4_NL (blocks of 32): Q8_0's, the quant bytes the signed values
@@ -66,6 +70,9 @@
 //     vector of chunks 4g (low) and 4g + 1 (high), one of 4g + 2 and 4g + 3,
 //     and one of high bit pairs (bits 2j+1:2j of byte i = bits 5:4 of chunk
 //     4g + j's byte i).
+//   Q2_K: per super-block 672 bytes (as the file's): d, dmin, sc as wide
+//     (160 bytes), then per 16-element group g a vector of 2-bit q (bits
+//     2j + 1:2j of byte i: chunk 4g + j's byte i).
 //   Q3_K: per super-block 896 bytes: d[8] f16; the 6-bit scales sc + 32 of
 //     pair p of 16-element groups (value j = 2r + k: row r, group 2p + k)
 //     as 8 bytes of low nibbles (byte r: j = 2r low, 2r + 1 high) at 16 +
@@ -108,8 +115,8 @@ namespace ellm::kernels {
 inline constexpr int kPackRows = 8;       // rows per interleaved group
 inline constexpr size_t kPackAlign = 64;  // alignment the packed buffer must have
 
-// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q5_1, Q4_1, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
+// True when `type` has a packed layout: Q8_0, Q5_0, Q4_0, Q5_1, Q4_1, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool CanPack(quant::TensorType type);
 
 // Bytes of one stored packed group of rows of `cols` elements (a multiple of 32).

@@ -147,6 +147,13 @@ inline void Q3_KChunks(const uint8_t* sb, int g, __m256i q[4]) {
   }
 }
 
+// The 4 chunks (wide bytes, q in [0, 3]) of 16-element group g of the
+// stored Q2_K super-block sb.
+inline void Q2_KChunks(const uint8_t* sb, int g, __m256i q[4]) {
+  const __m256i low = Load256(sb + kQ2KPackedQ + 32 * g);
+  for (int j = 0; j < 4; ++j) q[j] = _mm256_and_si256(MoveBits(low, 2 * j, 0), _mm256_set1_epi8(3));
+}
+
 // ---- Q8_0, Q5_0, Q4_0 against Q8_0 ----
 
 // kOffset: 0 for Q8_0 (signed quants), else the value subtracted from the
@@ -440,6 +447,71 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- Q2_K against Q8_K ----
+
+// kStored: `group` is the matrix's own stored group, unpacked in registers
+// (GroupPrefetch), else a wide copy. q in [0, 3]: every i16 and i32 sum is
+// far from overflow. Each pair of 16-element groups' scale bytes gives the
+// scales (low nibbles) for VPMADDWD on the dots and the mins (high
+// nibbles) for VPMADDWD on the bsums. Float work as DotQ2_K.
+template <int T, bool kStored = false>
+void TileQ2_K(const PackedMatrix& w, const uint8_t* group, const GemmActivations& a, int64_t t0,
+              float* out, int64_t out_stride) {
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t)
+    act[t] = reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  [[maybe_unused]] const GroupPrefetch next(w, 1, w.cols / kQkK);
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    if constexpr (kStored) next(group, s);
+    const uint8_t* sb = group + s * (kStored ? kQ2KStoredBytes : kQ2KPackedBytes);
+    __m256i isum[T], msum[T];
+    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      // i16 lanes 2r, 2r + 1: row r's scales (mins) of groups 2p, 2p + 1.
+      const __m128i raw = Load128(sb + kQ2KPackedSc + 16 * p);
+      const __m256i pair = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+      for (int t = 0; t < T; ++t) {
+        msum[t] =
+            _mm256_add_epi32(msum[t], _mm256_madd_epi16(mins, Bcast4(act[t][s].bsums + 2 * p)));
+      }
+      for (int k = 0; k < 2; ++k) {
+        const __m256i sc = k == 0
+                               ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xa0), 0xa0)
+                               : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
+        const int g = 2 * p + k;
+        __m256i wq[4];
+        if constexpr (kStored) {
+          Q2_KChunks(sb, g, wq);
+        } else {
+          for (int c = 0; c < 4; ++c) wq[c] = Load256(sb + kQ2KPackedQ + 32 * (4 * g + c));
+        }
+        for (int t = 0; t < T; ++t) {
+          const int8_t* ab = act[t][s].qs + 16 * g;
+          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[0], Bcast4(ab)),
+                                               _mm256_maddubs_epi16(wq[1], Bcast4(ab + 4)));
+          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(wq[2], Bcast4(ab + 8)),
+                                               _mm256_maddubs_epi16(wq[3], Bcast4(ab + 12)));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_add_epi16(s01, s23), sc));
+        }
+      }
+    }
+    const __m256 d = Halves8(sb + kQ2KPackedD);
+    const __m256 dmin = Halves8(sb + kQ2KPackedDmin);
+    for (int t = 0; t < T; ++t) {
+      const __m256 da = _mm256_set1_ps(act[t][s].d);
+      const __m256 x =
+          _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])),
+                        _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum[t])));
+      acc[t] = _mm256_add_ps(acc[t], x);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
 // ---- stored -> wide (gemm_packed_ref.cc's Expand*, 32 bytes at a time) ----
 
 inline void Store256(uint8_t* p, __m256i v) {
@@ -476,6 +548,19 @@ void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
         Store256(out + kIq4XsPackedQ + 256 * g + 32 * c,
                  Iq4Values(StoredChunk<false>(q, _mm256_setzero_si256(), c)));
       }
+    }
+  }
+}
+
+void ExpandQ2_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ2KStoredBytes;
+    uint8_t* out = wide + s * kQ2KPackedBytes;
+    for (size_t k = 0; k < kQ2KPackedQ; k += 32) Store256(out + k, Load256(in + k));
+    for (int g = 0; g < 16; ++g) {
+      __m256i q[4];
+      Q2_KChunks(in, g, q);
+      for (int j = 0; j < 4; ++j) Store256(out + kQ2KPackedQ + 32 * (4 * g + j), q[j]);
     }
   }
 }
@@ -611,6 +696,11 @@ struct Q5_KKernel {
   static constexpr auto RunStored = TileQ4_K<T, true, true>;
 };
 template <int T>
+struct Q2_KKernel {
+  static constexpr auto Run = TileQ2_K<T>;
+  static constexpr auto RunStored = TileQ2_K<T, true>;
+};
+template <int T>
 struct Q3_KKernel {
   static constexpr auto Run = TileQ6_K<T, false, true>;
   static constexpr auto RunStored = TileQ6_K<T, true, true>;
@@ -629,6 +719,8 @@ void Avx2ExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols
       return ExpandQ6_K(stored, cols, wide);
     case quant::TensorType::kQ3_K:
       return ExpandQ3_K(stored, cols, wide);
+    case quant::TensorType::kQ2_K:
+      return ExpandQ2_K(stored, cols, wide);
     case quant::TensorType::kQ5_0:
       return Expand32<true>(stored, cols, wide);
     case quant::TensorType::kQ5_1:
@@ -661,6 +753,8 @@ GemmPackedFn Avx2GemmPacked(quant::TensorType type) {
       return Gemm<Q4_KKernel>;
     case TT::kQ5_K:
       return Gemm<Q5_KKernel>;
+    case TT::kQ2_K:
+      return Gemm<Q2_KKernel>;
     case TT::kQ3_K:
       return Gemm<Q3_KKernel>;
     case TT::kQ6_K:

@@ -27,7 +27,8 @@
 //
 // The loop over pairs and tokens (Gemm) and the helpers every type's
 // kernels share are in gemm_packed_avx512_common.h; IQ4_XS's kernels in
-// gemm_packed_iq4_avx512.cc, Q3_K's in gemm_packed_q3_k_avx512.cc.
+// gemm_packed_iq4_avx512.cc, Q3_K's and Q2_K's in gemm_packed_q3_k_avx512.cc
+// and gemm_packed_q2_k_avx512.cc.
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
@@ -740,6 +741,8 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
       return Avx512VnniGemmPackedIq4Xs();
     case TT::kQ3_K:
       return Avx512VnniGemmPackedQ3_K();
+    case TT::kQ2_K:
+      return Avx512VnniGemmPackedQ2_K();
     default:
       return nullptr;
   }

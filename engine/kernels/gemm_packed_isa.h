@@ -59,6 +59,12 @@ inline constexpr size_t kQ6KStoredGroups = 160, kQ6KStoredGroupBytes = 96, kQ6KS
 inline constexpr size_t kQ3KStoredScLow = 16, kQ3KStoredScHigh = 80, kQ3KStoredLow = 128,
                         kQ3KStoredHigh = 640, kQ3KStoredBytes = 896;
 
+// Q2_K super-block: wide 2208 bytes (d, dmin, the scale bytes, 64 chunks of
+// 2-bit q one per byte); stored 672 (the same 160-byte header, then per
+// 16-element group a vector of 2-bit lows, as Q3_K's).
+inline constexpr size_t kQ2KPackedD = 0, kQ2KPackedDmin = 16, kQ2KPackedSc = 32, kQ2KPackedQ = 160,
+                        kQ2KPackedBytes = 2208, kQ2KStoredBytes = 672;
+
 // IQ4_NL's stored blocks are Q4_0's (kStoredBlockQ4_0). IQ4_XS: the header
 // as wide, then per 32-element group 4 nibble vectors (as a Q4_0 block).
 inline constexpr size_t kIq4XsStoredGroupBytes = 128, kIq4XsStoredBytes = 1120;
@@ -146,7 +152,9 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type);
 // IQ4_XS's kernel at that level (gemm_packed_iq4_avx512.cc), for
 // Avx512VnniGemmPacked's table.
 GemmPackedFn Avx512VnniGemmPackedIq4Xs();
-// Q3_K's (gemm_packed_q3_k_avx512.cc), likewise.
+// Q3_K's (gemm_packed_q3_k_avx512.cc) and Q2_K's (gemm_packed_q2_k_avx512.cc),
+// likewise.
 GemmPackedFn Avx512VnniGemmPackedQ3_K();
+GemmPackedFn Avx512VnniGemmPackedQ2_K();
 
 }  // namespace ellm::kernels::internal

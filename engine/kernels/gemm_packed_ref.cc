@@ -114,6 +114,29 @@ float DotPackedQ6_K(const PackedMatrix& w, const uint8_t* group, int r, const Bl
   return sum;
 }
 
+// Q2_K, as DotQ2_K: exact sums of sc * sumi and of m * bsum over the
+// super-block, then dall * isum - dmin * summs.
+float DotPackedQ2_K(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
+  float sum = 0.0f;
+  for (int64_t s = 0; s < w.cols / kQkK; ++s) {
+    const uint8_t* sb = group + s * kQ2KPackedBytes;
+    int isum = 0, summs = 0;
+    for (int g = 0; g < 16; ++g) {
+      int isuml = 0;
+      for (int e = 16 * g; e < 16 * g + 16; ++e) {
+        isuml += sb[kQ2KPackedQ + ChunkByte(e, r)] * y[s].qs[e];
+      }
+      const int sc = sb[kQ2KPackedSc + 16 * (g / 2) + 2 * r + g % 2];
+      isum += (sc & 0x0f) * isuml;
+      summs += y[s].bsums[g] * (sc >> 4);
+    }
+    const float dall = y[s].d * PackedHalf(sb + kQ2KPackedD, r);
+    const float dmin = y[s].d * PackedHalf(sb + kQ2KPackedDmin, r);
+    sum += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sum;
+}
+
 // IQ4_XS (wide layout: the table's values), as DotIq4Xs: exact integer sums
 // of (ls - 32) * sumi over the super-block, one multiply by d * y.d.
 float DotPackedIq4Xs(const PackedMatrix& w, const uint8_t* group, int r, const BlockQ8_K* y) {
@@ -192,6 +215,20 @@ void ExpandIq4Xs(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   }
 }
 
+void ExpandQ2_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const uint8_t* in = stored + s * kQ2KStoredBytes;
+    uint8_t* out = wide + s * kQ2KPackedBytes;
+    std::memcpy(out, in, kQ2KPackedQ);
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        out[kQ2KPackedQ + 32 * c + i] =
+            static_cast<uint8_t>((in[kQ2KPackedQ + 32 * (c / 4) + i] >> (2 * (c % 4))) & 3);
+      }
+    }
+  }
+}
+
 void ExpandQ3_K(const uint8_t* stored, int64_t cols, uint8_t* wide) {
   for (int64_t s = 0; s < cols / kQkK; ++s) {
     const uint8_t* in = stored + s * kQ3KStoredBytes;
@@ -240,6 +277,8 @@ void RefExpandGroup(quant::TensorType type, const uint8_t* stored, int64_t cols,
       return ExpandQ6_K(stored, cols, wide);
     case TensorType::kQ3_K:
       return ExpandQ3_K(stored, cols, wide);
+    case TensorType::kQ2_K:
+      return ExpandQ2_K(stored, cols, wide);
     case TensorType::kIQ4_XS:
       return ExpandIq4Xs(stored, cols, wide);
     default:
@@ -268,6 +307,8 @@ GemmPackedFn RefGemmPacked(quant::TensorType type) {
       return Gemm<BlockQ8_K, DotPackedQ6_K<32>>;
     case T::kQ3_K:
       return Gemm<BlockQ8_K, DotPackedQ6_K<4>>;
+    case T::kQ2_K:
+      return Gemm<BlockQ8_K, DotPackedQ2_K>;
     // IQ4_NL's wide layout is Q8_0's (signed values, the table's), and
     // DotIq4Nl's (y.d * x.d) * sumi is DotQ8_0's sumi * (x.d * y.d): f32
     // products commute, so the bits are the same.

@@ -41,6 +41,8 @@ std::vector<int> ScaleOffsets(TensorType t) {
       return {208};
     case TensorType::kQ3_K:
       return {108};
+    case TensorType::kQ2_K:
+      return {80, 82};
     default:
       return {0};
   }
@@ -118,10 +120,10 @@ std::vector<int64_t> Columns(TensorType t) {
   return {256, 768, 1024, 2048};
 }
 
-const TensorType kTypes[] = {TensorType::kQ8_0,   TensorType::kQ5_0,  TensorType::kQ4_0,
-                             TensorType::kQ5_1,   TensorType::kQ4_1,  TensorType::kQ3_K,
-                             TensorType::kQ4_K,   TensorType::kQ5_K,  TensorType::kQ6_K,
-                             TensorType::kIQ4_NL, TensorType::kIQ4_XS};
+const TensorType kTypes[] = {TensorType::kQ8_0, TensorType::kQ5_0,   TensorType::kQ4_0,
+                             TensorType::kQ5_1, TensorType::kQ4_1,   TensorType::kQ2_K,
+                             TensorType::kQ3_K, TensorType::kQ4_K,   TensorType::kQ5_K,
+                             TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
 
 std::string Where(const Problem& p, int64_t r, int64_t t) {
   return std::string(quant::TypeName(p.type)) + " rows=" + std::to_string(p.rows) +

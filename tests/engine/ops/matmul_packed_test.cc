@@ -34,11 +34,15 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
   m.bytes.resize(row_bytes * rows);
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : m.bytes) b = static_cast<uint8_t>(byte(rng));
-  const int scale_at = type == TensorType::kQ6_K ? 208 : type == TensorType::kQ3_K ? 108 : 0;
+  const int scale_at = type == TensorType::kQ6_K   ? 208
+                       : type == TensorType::kQ3_K ? 108
+                       : type == TensorType::kQ2_K ? 80
+                                                   : 0;
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   for (size_t off = 0; off < m.bytes.size(); off += tr.block_bytes) {
     const bool two = type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
-                     type == TensorType::kQ4_1 || type == TensorType::kQ5_1;
+                     type == TensorType::kQ4_1 || type == TensorType::kQ5_1 ||
+                     type == TensorType::kQ2_K;
     for (int k = 0; k < (two ? 2 : 1); ++k) {
       const uint16_t h = quant::Fp32ToFp16(scale(rng));
       std::memcpy(m.bytes.data() + off + scale_at + 2 * k, &h, 2);
@@ -55,15 +59,17 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
 double Bound(const model::Weight& w, int64_t r, const float* x) {
   std::vector<float> wf(w.cols), mf(w.cols, 0.0f);
   quant::DequantizeRow(w.type, w.Row(r), wf.data(), w.cols);
-  // Quants zeroed (fifth bits too), scales kept: the min term.
-  size_t scales = 0;
-  if (w.type == TensorType::kQ4_K || w.type == TensorType::kQ5_K) scales = 16;
-  if (w.type == TensorType::kQ4_1 || w.type == TensorType::kQ5_1) scales = 4;
-  if (scales != 0) {
-    const size_t block = quant::Traits(w.type).block_bytes;
+  // Quants zeroed (fifth bits too), scales kept: the min term. [begin,
+  // end): a block's quant bytes.
+  const size_t block = quant::Traits(w.type).block_bytes;
+  size_t begin = 0, end = 0;
+  if (w.type == TensorType::kQ4_K || w.type == TensorType::kQ5_K) begin = 16, end = block;
+  if (w.type == TensorType::kQ4_1 || w.type == TensorType::kQ5_1) begin = 4, end = block;
+  if (w.type == TensorType::kQ2_K) begin = 16, end = 80;
+  if (end != 0) {
     std::vector<uint8_t> zeroed(w.Row(r), w.Row(r) + w.row_bytes);
     for (size_t b = 0; b < zeroed.size(); b += block) {
-      std::memset(zeroed.data() + b + scales, 0, block - scales);
+      std::memset(zeroed.data() + b + begin, 0, end - begin);
     }
     quant::DequantizeRow(w.type, zeroed.data(), mf.data(), w.cols);
   }
@@ -80,11 +86,11 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
     TensorType type;
     int64_t rows, cols;
   };
-  const Case cases[] = {{TensorType::kQ5_0, 1024, 640}, {TensorType::kQ5_0, 100, 2048},
-                        {TensorType::kQ8_0, 257, 640},  {TensorType::kQ4_0, 64, 640},
-                        {TensorType::kQ5_1, 45, 640},   {TensorType::kQ4_1, 29, 2048},
-                        {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ5_K, 45, 1024},
-                        {TensorType::kQ3_K, 37, 768},   {TensorType::kQ6_K, 77, 2048}};
+  const Case cases[] = {
+      {TensorType::kQ5_0, 1024, 640}, {TensorType::kQ5_0, 100, 2048}, {TensorType::kQ8_0, 257, 640},
+      {TensorType::kQ4_0, 64, 640},   {TensorType::kQ5_1, 45, 640},   {TensorType::kQ4_1, 29, 2048},
+      {TensorType::kQ4_K, 640, 1024}, {TensorType::kQ5_K, 45, 1024},  {TensorType::kQ3_K, 37, 768},
+      {TensorType::kQ2_K, 19, 1024},  {TensorType::kQ6_K, 77, 2048}};
   for (const Case& c : cases) {
     Matrix m = RandomMatrix(c.type, c.rows, c.cols, rng);
     const PackSource src{c.type, c.rows, c.cols, m.w.data, m.w.row_bytes, false};
@@ -124,9 +130,10 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
 // stored rows, in every format UnpackRow serves.
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
   std::mt19937 rng(5);
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0,
-                          TensorType::kQ5_1, TensorType::kQ4_1, TensorType::kQ3_K,
-                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_0, TensorType::kQ5_1,
+        TensorType::kQ4_1, TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+        TensorType::kQ5_K, TensorType::kQ6_K}) {
     Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
