@@ -21,7 +21,9 @@ What it prints, per pipeline:
   extract-key-terms  valid-JSON rate, field accuracy, citation accuracy
   summarize-report   figure recall (planted figures present), hallucinated-
                      figure rate (figures in Key figures found nowhere in the
-                     report), lines with a page citation
+                     report), lines with a page citation, citation accuracy
+                     (the cited page holds every figure of the line); also
+                     on a --long page report at --long-ctx (map-reduce)
 Both output forms are read: the computed table (pipelines with `fields`)
 and the older "- Document N, the X: value" lines, so one command scores a
 previous build for the "before" numbers.
@@ -175,11 +177,14 @@ for r in spec["reports"]:
             p = p.replace("EUR 1.9 billion", f["net_debt"]).replace("EUR 0.84 per share", f["dividend"])
             new.append(p)
         pages.append((h, new))
+    if r.get("pages"):
+        base = ms.long_report(r["pages"])
+        pages = pages[:-1] + base[len(ms.REPORT) - 1:-1] + pages[-1:]
     ms.write_pages(r["path"], "Annual Report 2025", pages, "Annual Report 2025")
 '''
 
 
-def make_documents(out, pairs, reports):
+def make_documents(out, pairs, reports, long_pages=0):
     py = ensure_venv()
     spec = {"contracts": [], "reports": []}
     for i, (a, b) in enumerate(pairs):
@@ -188,6 +193,9 @@ def make_documents(out, pairs, reports):
                                       "terms": t})
     for i, f in enumerate(reports):
         spec["reports"].append({"path": os.path.join(out, f"report{i:02d}.pdf"), "figures": f})
+    if long_pages and reports:
+        spec["reports"].append({"path": os.path.join(out, "long.pdf"), "figures": reports[0],
+                                "pages": long_pages})
     with open(os.path.join(out, "planted.json"), "w") as fh:
         json.dump({"pairs": pairs, "reports": reports}, fh, indent=1)
     script, spec_path = os.path.join(out, "make_pdfs.py"), os.path.join(out, "pdfs.json")
@@ -252,7 +260,10 @@ def score_compare(args, pairs):
             planted_diff = want_a != want_b
             got_diff = va != vb
             total += 1
-            right += planted_diff == got_diff and (not planted_diff or (va == want_a and vb == want_b))
+            ok = planted_diff == got_diff and (not planted_diff or (va == want_a and vb == want_b))
+            right += ok
+            if not ok and args.verbose:
+                print(f"  pair {i} {t}: planted {want_a!r} / {want_b!r}, got {va!r} / {vb!r}")
             planted += planted_diff
             found += planted_diff and got_diff and va == want_a and vb == want_b
             false_diff += (not planted_diff) and got_diff
@@ -304,20 +315,24 @@ def score_extract(args, pairs, n):
     print(f"  citation accuracy        {pct(cite_ok, cited)} ({cite_ok}/{cited} cited fields)")
 
 
-def score_summaries(args, reports):
-    recall = planted = halluc = stated = cited_lines = lines = 0
+def score_summaries(args, reports, name=None, ctx=0):
+    recall = planted = halluc = stated = cited_lines = lines = cite_ok = 0
+    strategies = set()
     for i, f in enumerate(reports):
-        path = os.path.join(args.out, f"report{i:02d}.pdf")
-        res, _, err = run(args, ["summarize", path])
+        path = os.path.join(args.out, name or f"report{i:02d}.pdf")
+        res, _, err = run(args, ["summarize", path] + (["--ctx", str(ctx)] if ctx else []))
         if res is None:
             print(f"  report {i}: failed: {err}", file=sys.stderr)
             planted += len(f)
             continue
         text = res.get("text", "")
-        src = subprocess.run([args.ellm, "extract", path], capture_output=True, text=True).stdout
-        src_figs = figures(src)
+        strategies.add(res.get("strategy", "?"))
+        doc = json.loads(subprocess.run([args.ellm, "extract", path, "--json"], capture_output=True,
+                                        text=True).stdout)
+        page_figs = {p["number"]: figures(p["text"]) for p in doc["pages"]}
+        src_figs = [x for figs in page_figs.values() for x in figs]
         out_figs = figures(re.sub(r"\[(?:p\.|page) \d+(?:, \d+)*\]", "", text))
-        for name, value in f.items():
+        for value in f.values():
             planted += 1
             want = figures(value)[0]
             recall += want in out_figs
@@ -328,15 +343,21 @@ def score_summaries(args, reports):
             if not figs:
                 continue
             lines += 1
-            cited_lines += bool(re.search(r"\[(?:p\.|page) \d+", line))
+            cm = re.search(r"\[(?:p\.|page) (\d+(?:, \d+)*)\]", line)
+            cited_lines += bool(cm)
+            if cm:
+                cited = [int(x) for x in cm.group(1).split(", ")]
+                cite_ok += all(any(fig in page_figs.get(p, []) for p in cited) for fig in figs)
             for fig in figs:
                 stated += 1
                 halluc += fig not in src_figs
     pct = lambda x, y: f"{100.0 * x / y:.1f}%" if y else "n/a"
-    print(f"summarize-report ({len(reports)} reports)")
+    label = f"{len(reports)} reports" if not name else f"{name}, --ctx {ctx}"
+    print(f"summarize-report ({label}; {', '.join(sorted(strategies))})")
     print(f"  figure recall            {pct(recall, planted)} ({recall}/{planted} planted figures)")
     print(f"  hallucinated figures     {pct(halluc, stated)} ({halluc}/{stated} in Key figures)")
     print(f"  lines with a citation    {pct(cited_lines, lines)} ({cited_lines}/{lines})")
+    print(f"  citation accuracy        {pct(cite_ok, cited_lines)} (cited page holds every figure)")
 
 
 def main():
@@ -350,19 +371,27 @@ def main():
     ap.add_argument("--reports", type=int, default=5)
     ap.add_argument("--extract", type=int, default=5)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--long", type=int, default=100, help="pages of the long report (0: none)")
+    ap.add_argument("--long-ctx", type=int, default=4096, help="context for it (map-reduce)")
+    ap.add_argument("--verbose", action="store_true", help="print every wrong term")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if os.path.exists(os.path.join(args.out, "q.db")):
         os.remove(os.path.join(args.out, "q.db"))
     pairs = planted_pairs(args.pairs, args.seed)
     reports = planted_reports(args.reports, args.seed)
-    make_documents(args.out, pairs, reports)
+    make_documents(args.out, pairs, reports, args.long)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"quality harness: {args.ellm} {args.pipelines or '(shipped pipelines)'}; model "
           f"{os.path.basename(args.model)}; CPU {cpu}; seed {args.seed}")
-    score_compare(args, pairs)
-    score_extract(args, pairs, min(args.extract, len(pairs)))
-    score_summaries(args, reports)
+    if pairs:
+        score_compare(args, pairs)
+    if args.extract and pairs:
+        score_extract(args, pairs, min(args.extract, len(pairs)))
+    if reports:
+        score_summaries(args, reports)
+    if args.long and reports:
+        score_summaries(args, reports[:1], "long.pdf", args.long_ctx)
 
 
 if __name__ == "__main__":

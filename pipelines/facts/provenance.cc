@@ -171,6 +171,8 @@ FigureCheck VerifyFigureLines(const std::string& body, const std::vector<Page>& 
     at = nl + 1;
     const std::string line = StripPageMarkers(raw);
     const std::vector<Fact> figures = FiguresIn(line);
+    // A line that said nothing but a page ("- [page 4]") goes.
+    if (Trim(line) == "-" || (Trim(line).empty() && !Trim(raw).empty())) continue;
     if (figures.empty()) {
       if (!Trim(raw).empty() || nl < body.size()) out.text += raw + "\n";
       continue;
@@ -202,6 +204,48 @@ FigureCheck VerifyFigureLines(const std::string& body, const std::vector<Page>& 
         {{"line", Trim(kept)}, {"pages", std::vector<int>(cited.begin(), cited.end())}});
   }
   while (!out.text.empty() && out.text.back() == '\n') out.text.pop_back();
+  return out;
+}
+
+std::string MergeFigureLines(const std::string& body, const std::vector<std::string>& mapped,
+                             size_t max_lines) {
+  static const std::regex kCite(R"(\[p\. (\d+))");
+  struct Line {
+    int page;
+    size_t order;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  std::vector<Fact> have;
+  auto add = [&](const std::string& raw, bool always) {
+    const std::string line = Trim(raw);
+    if (line.empty()) return;
+    std::smatch m;
+    const int page = std::regex_search(line, m, kCite) ? std::stoi(m[1].str()) : 1 << 30;
+    const std::vector<Fact> figs = FiguresIn(StripPageMarkers(line));
+    bool fresh = figs.empty() ? always : false;
+    for (const Fact& f : figs) {
+      const bool known =
+          std::any_of(have.begin(), have.end(), [&](const Fact& h) { return SameValue(f, h); });
+      fresh = fresh || !known;
+    }
+    if (!fresh) return;
+    have.insert(have.end(), figs.begin(), figs.end());
+    lines.push_back({page, lines.size(), line});
+  };
+  size_t at = 0;
+  while (at <= body.size()) {
+    size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    add(body.substr(at, nl - at), true);
+    at = nl + 1;
+  }
+  for (const std::string& l : mapped) add(l, false);
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const Line& a, const Line& b) { return a.page < b.page; });
+  if (lines.size() > max_lines) lines.resize(max_lines);
+  std::string out;
+  for (const Line& l : lines) out += (out.empty() ? "" : "\n") + l.text;
   return out;
 }
 

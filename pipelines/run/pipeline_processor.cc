@@ -161,6 +161,22 @@ StatusOr<json> ParseOutputObject(const std::string& text,
   return obj;
 }
 
+// [begin, end) of the body of "## heading" in Markdown `text`; nullopt when
+// the heading is not there.
+std::optional<std::pair<size_t, size_t>> SectionBody(const std::string& text,
+                                                     const std::string& heading) {
+  const std::string head = "## " + heading + "\n";
+  const size_t at = text.find(head);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t body = at + head.size();
+  size_t end = text.find("\n\n## ", body);
+  if (end == std::string::npos) end = text.size();
+  return std::make_pair(body, end);
+}
+
+// Most figure lines a section keeps after merging the map steps' ones.
+constexpr size_t kMaxMergedFigureLines = 12;
+
 }  // namespace
 
 // Checks the figures of every `verify: figures` section of the Markdown
@@ -178,12 +194,9 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   for (const auto& sec : spec_.sections) {
     if (!sec.verify_figures || sec.heading.empty()) continue;
     any = true;
-    const std::string head = "## " + sec.heading + "\n";
-    const size_t at = out.find(head);
-    if (at == std::string::npos) continue;
-    const size_t body = at + head.size();
-    size_t end = out.find("\n\n## ", body);
-    if (end == std::string::npos) end = out.size();
+    const auto where = SectionBody(out, sec.heading);
+    if (!where) continue;
+    const auto [body, end] = *where;
     FigureCheck check = VerifyFigureLines(out.substr(body, end - body), pages);
     total += check.figures_total;
     found += check.figures_found;
@@ -359,16 +372,42 @@ ProcessorResult PipelineProcessor::Load(const ingest::JobMessage& job,
   return {};
 }
 
+std::vector<Generator::Section> PipelineProcessor::GeneratorSections() const {
+  std::vector<Generator::Section> sections;
+  if (spec_.sections.empty()) {
+    sections.push_back({spec_.output_prefix, spec_.generation.max_tokens});
+    return sections;
+  }
+  for (size_t i = 0; i < spec_.sections.size(); ++i) {
+    const auto& s = spec_.sections[i];
+    // A section without a heading continues the previous one on a new line.
+    std::string before = i == 0 ? spec_.output_prefix : (s.heading.empty() ? "\n" : "\n\n");
+    std::string head = s.heading.empty() ? "" : "## " + s.heading + "\n";
+    if (spec_.output == OutputForm::kJson) before = i == 0 ? spec_.output_prefix : "";
+    sections.push_back({before + head + s.lead, s.max_tokens, s.stop});
+  }
+  return sections;
+}
+
 ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
+                                             const std::string& params_json,
                                              const std::atomic<bool>& cancel,
-                                             store::ResultRecord* r) {
+                                             store::ResultRecord* r, MappedLines* mapped) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const int64_t per_doc = available / static_cast<int64_t>(docs.size());
   GenerationSettings map_settings = spec_.generation;
   map_settings.max_tokens = spec_.map_max_tokens;
   map_settings.stop.push_back("\n\n");
-  const int64_t chunk_budget = generator_->context() - count(spec_.map_prompt) -
-                               spec_.map_max_tokens - count(spec_.system_prompt) - kMargin;
+  // Section-wise: a one-document Markdown pipeline with sections maps each
+  // chunk through its own sections (the structure the reduce step is asked
+  // for, figures checked and cited per chunk), instead of free notes; a
+  // chunk is then sized like the document it stands for (per_doc).
+  const bool section_wise =
+      docs.size() == 1 && !spec_.sections.empty() && spec_.output == OutputForm::kMarkdown;
+  const int64_t chunk_budget = section_wise ? per_doc
+                                            : generator_->context() - count(spec_.map_prompt) -
+                                                  spec_.map_max_tokens -
+                                                  count(spec_.system_prompt) - kMargin;
   if (chunk_budget < 64) {
     return ProcessorResult::Failed("context_overflow", "the context is too small for the map step");
   }
@@ -391,29 +430,56 @@ ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int
           progress_({"map " + part + "/" + parts, static_cast<int64_t>(k),
                      static_cast<int64_t>(chunks.size())});
         }
-        auto prompt = RenderTemplate(
-            spec_.map_prompt,
-            {{"chunk", chunks[k]}, {"part", part}, {"parts", parts}, {"title", d.title}});
+        PipelineDoc piece = d;
+        piece.text = chunks[k];
+        auto prompt =
+            section_wise
+                ? RenderTemplate(spec_.prompt_template, Vars({piece}, params_json))
+                : RenderTemplate(
+                      spec_.map_prompt,
+                      {{"chunk", chunks[k]}, {"part", part}, {"parts", parts}, {"title", d.title}});
         if (!prompt.ok()) {
           return ProcessorResult::Failed("pipeline_error", prompt.status().message());
         }
-        auto g = generator_->Generate(spec_.system_prompt, *prompt, spec_.format, map_settings,
-                                      cancel, nullptr);
+        auto g = section_wise ? generator_->GenerateSections(spec_.system_prompt, *prompt,
+                                                             spec_.format, spec_.generation,
+                                                             GeneratorSections(), cancel, nullptr)
+                              : generator_->Generate(spec_.system_prompt, *prompt, spec_.format,
+                                                     map_settings, cancel, nullptr);
         if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
         if (g->cancelled) return ProcessorResult::Cancelled();
         AddGeneration(*r, *g);
+        std::string note = Trim(g->text);
+        if (section_wise) {
+          // Figures found nowhere in this chunk go now; the kept ones carry
+          // their pages into the reduce step ("[p. N]").
+          if (auto checked = VerifySections(note, {SplitPages(chunks[k])})) note = checked->first;
+          for (const auto& sec : spec_.sections) {
+            const auto where = sec.verify_figures ? SectionBody(note, sec.heading) : std::nullopt;
+            if (!where || levels > 1) continue;
+            std::string body = note.substr(where->first, where->second - where->first);
+            for (size_t a = 0; a <= body.size();) {
+              size_t nl = body.find('\n', a);
+              if (nl == std::string::npos) nl = body.size();
+              (*mapped)[sec.heading].push_back(body.substr(a, nl - a));
+              a = nl + 1;
+            }
+          }
+        } else {
+          note = (prefix_bullet ? "-" : "") + note;
+        }
         std::string range = PageRange(chunks[k]);
         notes += (notes.empty() ? "" : "\n\n") + std::string("Part ") + part +
-                 (range.empty() ? "" : " (" + range + ")") + ":\n" + (prefix_bullet ? "-" : "") +
-                 Trim(g->text);
+                 (range.empty() ? "" : " (" + range + ")") + ":\n" + note;
       }
       chunks_total += static_cast<int>(chunks.size());
       d.text = std::move(notes);
       d.tokens = count(d.text);
     }
   }
-  r->strategy = "map-reduce (" + std::to_string(chunks_total) + " chunks, " +
-                std::to_string(levels) + (levels == 1 ? " level)" : " levels)");
+  r->strategy = std::string(section_wise ? "map-reduce, section-wise (" : "map-reduce (") +
+                std::to_string(chunks_total) + " chunks, " + std::to_string(levels) +
+                (levels == 1 ? " level)" : " levels)");
   return {};
 }
 
@@ -433,6 +499,7 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   if (!spec_.fields.empty()) return RunFields(job, docs, std::move(out), cancel);
   // The text as read, for checking figures after map-reduce replaced it.
   std::vector<std::vector<Page>> source_pages;
+  MappedLines mapped;  // verified figure lines of section-wise map steps
   for (const PipelineDoc& d : docs) source_pages.push_back(SplitPages(d.text));
 
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
@@ -469,26 +536,14 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       }
       r.strategy = "truncate";
     } else {
-      ProcessorResult reduced = MapReduce(docs, available, cancel, &r);
+      ProcessorResult reduced = MapReduce(docs, available, job.params_json, cancel, &r, &mapped);
       if (reduced.cancelled || !reduced.error_code.empty()) return reduced;
     }
   }
 
   auto prompt = render(docs);
   if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
-  std::vector<Generator::Section> sections;
-  if (spec_.sections.empty()) {
-    sections.push_back({spec_.output_prefix, spec_.generation.max_tokens});
-  } else {
-    for (size_t i = 0; i < spec_.sections.size(); ++i) {
-      const auto& s = spec_.sections[i];
-      // A section without a heading continues the previous one on a new line.
-      std::string before = i == 0 ? spec_.output_prefix : (s.heading.empty() ? "\n" : "\n\n");
-      std::string head = s.heading.empty() ? "" : "## " + s.heading + "\n";
-      if (spec_.output == OutputForm::kJson) before = i == 0 ? spec_.output_prefix : "";
-      sections.push_back({before + head + s.lead, s.max_tokens, s.stop});
-    }
-  }
+  const std::vector<Generator::Section> sections = GeneratorSections();
   // The first document's block may be shared with other jobs (one contract
   // compared with many): offer it to the generator's prefix cache.
   size_t shared_prefix = 0;
@@ -514,6 +569,13 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     r.output_text = obj->dump(2);
   } else {
     r.output_text = Trim(answer);
+    for (const auto& [heading, lines] : mapped) {
+      const auto where = SectionBody(r.output_text, heading);
+      if (!where) continue;
+      const std::string body = r.output_text.substr(where->first, where->second - where->first);
+      r.output_text.replace(where->first, where->second - where->first,
+                            MergeFigureLines(body, lines, kMaxMergedFigureLines));
+    }
     if (auto checked = VerifySections(r.output_text, source_pages)) {
       r.output_text = std::move(checked->first);
       r.output_json = checked->second.dump();

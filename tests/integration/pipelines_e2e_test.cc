@@ -183,6 +183,10 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   EXPECT_EQ(long_report.result->strategy.rfind("map-reduce", 0), 0u)
       << long_report.result->strategy;
   EXPECT_GT(long_report.documents[0].token_count, c.context / 2);
+  // Mapped section by section, its figures still cite the report's pages.
+  EXPECT_NE(long_report.result->strategy.find("section-wise"), std::string::npos);
+  EXPECT_NE(long_report.result->output_text.find(" [p. "), std::string::npos)
+      << long_report.result->output_text;
 
   store::JobRecord broken = get("broken");
   EXPECT_EQ(broken.status, store::JobStatus::kFailed);

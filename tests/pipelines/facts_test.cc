@@ -167,7 +167,7 @@ TEST(Provenance, FigureLinesAreCitedOrRemoved) {
       "EUR 1.9 billion.\n\n[page 3]\nThe dividend is EUR 0.84 per share, payable in May 2026.\n");
   auto check = VerifyFigureLines(
       "- Revenue: 4,200 million euros, up 12% [page 9]\n- Net debt: EUR 1.9 billion\n"
-      "- Profit: EUR 700 million\n- Dividend: EUR 0.84 (May 2026)\n- Strong year",
+      "- Profit: EUR 700 million\n- [page 4]\n- Dividend: EUR 0.84 (May 2026)\n- Strong year",
       pages);
   EXPECT_EQ(check.text,
             "- Revenue: 4,200 million euros, up 12% [p. 2]\n- Net debt: EUR 1.9 billion [p. 2]\n"
@@ -177,6 +177,19 @@ TEST(Provenance, FigureLinesAreCitedOrRemoved) {
   EXPECT_EQ(check.figures_total, 6);
   EXPECT_EQ(check.figures_found, 5);
   EXPECT_EQ(check.citations.size(), 3u);
+}
+
+TEST(Provenance, MergedFigureLinesKeepTheFirstPagesFigures) {
+  // The reduce step kept the last notes' figures; the map steps' lines
+  // with other figures join, in page order, without repeats, capped.
+  const std::string merged = MergeFigureLines(
+      "- Capacity: 3112 MW [p. 80]\n- Revenue was EUR 4.2 billion [p. 2]",
+      {"- Revenue: 4,200 million euros [p. 2]", "- Net debt: EUR 1.9 billion [p. 2]",
+       "- Capacity: 3112 MW [p. 80]", "- Dividend: EUR 0.84 [p. 3]", "- Staff: 900 [p. 9]"},
+      4);
+  EXPECT_EQ(merged,
+            "- Revenue was EUR 4.2 billion [p. 2]\n- Net debt: EUR 1.9 billion [p. 2]\n"
+            "- Dividend: EUR 0.84 [p. 3]\n- Staff: 900 [p. 9]");
 }
 
 TEST(Provenance, ProseKeepsOnlySentencesWithKnownFigures) {

@@ -26,6 +26,7 @@
 // number in params.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,8 +92,17 @@ class PipelineProcessor : public Processor {
                        std::vector<PipelineDoc>* docs, ProcessorOutput* out);
   // Replaces documents over their share of `available` with map notes
   // until all fit; sets r->strategy and adds the map steps' counts.
+  // A one-document Markdown pipeline with sections maps section-wise: each
+  // chunk gets the pipeline's own prompt and sections (figures checked).
+  // `mapped` receives, per `verify: figures` section, the verified lines
+  // of the first level's chunks (merged into the answer afterwards).
+  using MappedLines = std::map<std::string, std::vector<std::string>>;
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
-                            const std::atomic<bool>& cancel, store::ResultRecord* r);
+                            const std::string& params_json, const std::atomic<bool>& cancel,
+                            store::ResultRecord* r, MappedLines* mapped);
+  // The generator's sections for spec_.sections (or one answer after
+  // output_prefix).
+  std::vector<Generator::Section> GeneratorSections() const;
   // A pipeline with fields (run/fields.cc): each document's fields, located
   // in it; with two documents, compared. `out` holds the loaded documents.
   ProcessorResult RunFields(const ingest::JobMessage& job, const std::vector<PipelineDoc>& docs,

@@ -75,6 +75,14 @@ struct FigureCheck {
 };
 FigureCheck VerifyFigureLines(const std::string& body, const std::vector<Page>& pages);
 
+// Figure lines of a section after map-reduce: the reduce step's `body`
+// (already verified) plus the map steps' verified lines (`mapped`) that state
+// a figure `body` lacks, ordered by their first cited page ("[p. N]"),
+// at most `max_lines`. A small model's reduce step keeps what its last
+// notes said; the figures of the first pages must not be lost for that.
+std::string MergeFigureLines(const std::string& body, const std::vector<std::string>& mapped,
+                             size_t max_lines);
+
 // Drops the sentences of `prose` that state a figure absent from `allowed`
 // (the computed differences): the model may rephrase them, not add any.
 // Returns the kept text; `dropped` counts what went.
