@@ -218,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, FamilySizeGolden,
                                            "qwen3-0.6b", "llama3.2-1b", "gemma3-4b", "qwen3-4b",
                                            "llama3.2-3b", "phi4-mini", "granite3-8b", "llama3.1-8b",
                                            "qwen2.5-7b", "qwen3-8b", "mistral-nemo-12b",
-                                           "qwen2.5-14b", "qwen3-14b", "gemma3-12b"),
+                                           "qwen2.5-14b", "qwen3-14b", "gemma3-12b", "gemma3-27b"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
