@@ -161,12 +161,7 @@ ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
   }
   r.output_json = result.dump();
   r.output_text = spec_.output == OutputForm::kJson ? result.dump(2) : Trim(text);
-  r.model_fingerprint = generator_->fingerprint();
-  r.pipeline_name = spec_.name;
-  r.pipeline_version = spec_.version;
-  ProcessorResult done;
-  done.output = std::move(out);
-  return done;
+  return Finish(std::move(out));
 }
 
 }  // namespace ellm::pipelines

@@ -581,9 +581,13 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       r.output_json = checked->second.dump();
     }
   }
-  r.model_fingerprint = generator_->fingerprint();
-  r.pipeline_name = spec_.name;
-  r.pipeline_version = spec_.version;
+  return Finish(std::move(out));
+}
+
+ProcessorResult PipelineProcessor::Finish(ProcessorOutput out) const {
+  out.result.model_fingerprint = generator_->fingerprint();
+  out.result.pipeline_name = spec_.name;
+  out.result.pipeline_version = spec_.version;
   ProcessorResult result;
   result.output = std::move(out);
   return result;

@@ -100,6 +100,8 @@ class PipelineProcessor : public Processor {
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
                             const std::string& params_json, const std::atomic<bool>& cancel,
                             store::ResultRecord* r, MappedLines* mapped);
+  // A success: `out` stamped with the model and the pipeline's name/version.
+  ProcessorResult Finish(ProcessorOutput out) const;
   // The generator's sections for spec_.sections (or one answer after
   // output_prefix).
   std::vector<Generator::Section> GeneratorSections() const;
