@@ -88,6 +88,17 @@ Status Run(const Flags& f) {
       // The kernels' level (ELLM_ISA caps it): "avx2", "avx512vnni", ...
       {"isa", IsaLevelName(HostCpu().Level())},
   };
+  // Which path each weight matrix took: a row-wise fallback is no longer
+  // silent (issue 35).
+  nlohmann::json weights = nlohmann::json::array();
+  int64_t row_wise = 0;
+  for (const WeightPath& p : engine->WeightPaths()) {
+    weights.push_back(
+        {{"tensor", p.tensor}, {"type", p.type}, {"path", p.packed ? "packed" : "row-wise"}});
+    row_wise += p.packed ? 0 : 1;
+  }
+  out["weights_row_wise"] = row_wise;
+  out["weights"] = std::move(weights);
   AddAttentionSettings(so, &out);
   AddKvStats(session->kv_stats(), &out);
   std::printf("%s\n", f.Has("json") ? out.dump().c_str() : out.dump(2).c_str());

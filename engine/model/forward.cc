@@ -291,6 +291,25 @@ Engine::~Engine() {
 }
 int Engine::threads() const { return pool_->size(); }
 
+std::vector<WeightPath> Engine::WeightPaths() const {
+  std::vector<WeightPath> out;
+  // A fused matrix (Phi 3's attn_qkv) is bound as row ranges of one tensor.
+  std::vector<std::string_view> seen;
+  auto add = [&](const model::Weight& w) {
+    if (w.info == nullptr || std::find(seen.begin(), seen.end(), w.info->name) != seen.end()) {
+      return;
+    }
+    seen.push_back(w.info->name);
+    out.push_back(
+        {std::string(w.info->name), std::string(quant::TypeName(w.type)), w.packed != nullptr});
+  };
+  for (const model::Layer& l : model_->layers()) {
+    for (const model::Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add(*w);
+  }
+  add(model_->output());
+  return out;
+}
+
 Status Engine::CheckRuns(const std::string& path) {
   ELLM_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
   ELLM_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::FromGguf(file));

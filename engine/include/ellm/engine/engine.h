@@ -156,6 +156,16 @@ struct ModelInfo {
   int n_embd = 0;
 };
 
+// How the products with one weight matrix run: "packed" through the
+// repacked integer GEMM (kernels/gemm_packed.h), or "row-wise" through the
+// per-row dot kernels (a type without a packed layout, or packing turned
+// off by ELLM_PACKED_WEIGHTS=off), which are several times slower.
+struct WeightPath {
+  std::string tensor;  // the GGUF tensor name
+  std::string type;    // its GGUF type name, as quant::TypeName ("q4_K")
+  bool packed = false;
+};
+
 class Engine {
  public:
   static StatusOr<std::unique_ptr<Engine>> Load(const std::string& path,
@@ -174,6 +184,9 @@ class Engine {
   // is none (the file's template did not parse, or none can be recognised).
   const StatusOr<ChatTemplate>& chat_template() const { return chat_template_; }
   int threads() const;
+  // Every weight matrix the forward pass multiplies by (each layer's
+  // projections, then the output matrix), once per tensor, and its path.
+  std::vector<WeightPath> WeightPaths() const;
   // The NUMA layout in use (mode off: nothing pinned or bound).
   const NumaPlan& numa_plan() const { return *numa_plan_; }
 
