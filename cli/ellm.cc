@@ -13,14 +13,18 @@ constexpr const char* kUsage =
     "commands:\n"
     "  info MODEL.gguf [--json] [--tensors]   validate a GGUF file and print its metadata\n"
     "  tokenize --model M --file F [--no-bos] [--special]  token ids of F as a JSON array\n"
-    "  generate --model M --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--seed S]\n"
-    "           [--threads N] [--ctx N]       generate text (only the text goes to stdout)\n"
-    "           [--chat-template NAME]        gemma, llama3 or chatml instead of the model's own\n"
+    "  generate --model M (--prompt TEXT | --file F | --messages F.json) [--chat]\n"
+    "           [--max-tokens N] [--temperature T] [--seed S] [--threads N] [--ctx N]\n"
+    "           [--json-schema F] [--json]    generate text (only the text goes to stdout);\n"
+    "                                         --messages: an OpenAI-style conversation,\n"
+    "                                         --json-schema: the answer is JSON valid under F\n"
+    "           [--chat-template NAME|F.jinja]  instead of the model's own chat template\n"
     "  perplexity --model M --file F --ctx N  perplexity of a text file, as one JSON object\n"
     "  bench --model M --depth D --gen N [--threads T] [--json]\n"
     "                                         prefill/decode speed and peak RSS as JSON\n"
     "  extract FILE [--json] [--max-pages N]  the text the model sees of a PDF/.txt/.md file\n"
     "  summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]\n"
+    "           [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
     "           [--chat-template NAME]        run a pipeline on local files; store the result\n"
     "  compare A B [--pipeline compare-contracts] [same options]  compare contracts\n"
     "  batch MANIFEST [--pipeline P] [--model PATH] [--db PATH]  a resumable run over a\n"
@@ -34,6 +38,32 @@ constexpr const char* kUsage =
     "  cpu                                    CPU features and the kernel level in use\n"
     "  version, --version                     print the version\n";
 
+// `ellm CMD --help`: CMD's lines of kUsage (its own lines and the indented
+// ones under them), each command line prefixed with "ellm"; "" for an
+// unknown command.
+std::string CommandHelp(const std::string& cmd) {
+  std::string out;
+  bool in = false;
+  const std::string text = kUsage;
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    const std::string line = text.substr(at, nl - at);
+    at = nl + 1;
+    const bool continuation = line.rfind("   ", 0) == 0;
+    const std::string head = "  " + cmd;
+    if (line.rfind(head, 0) == 0 &&
+        (line.size() == head.size() || line[head.size()] == ' ' || line[head.size()] == ',')) {
+      in = true;
+      out += "  ellm " + line.substr(2) + "\n";
+    } else if (in && continuation) {
+      out += "     " + line + "\n";
+    } else {
+      in = false;
+    }
+  }
+  return out.empty() ? out : "usage:\n" + out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,6 +73,16 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   ellm::cli::Args args(argv + 2, argv + argc);
+  // Every command answers --help / -h on stdout with exit code 0
+  // (tokenize prints its own, longer help).
+  for (const std::string& a : args) {
+    if ((a == "--help" || a == "-h") && cmd != "tokenize") {
+      const std::string help = CommandHelp(cmd);
+      if (help.empty()) break;
+      std::fputs(help.c_str(), stdout);
+      return 0;
+    }
+  }
   if (cmd == "info") return ellm::cli::Info(args);
   if (cmd == "generate") return ellm::cli::Generate(args);
   if (cmd == "perplexity") return ellm::cli::Perplexity(args);

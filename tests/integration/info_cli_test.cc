@@ -21,6 +21,23 @@ std::string LastLine(const std::string& out) {
   return s.substr(s.rfind('\n') + 1);
 }
 
+// Every command answers --help and -h on stdout with exit code 0.
+TEST(Cli, EveryCommandAnswersHelp) {
+  for (const std::string cmd :
+       {"info", "tokenize", "generate", "perplexity", "bench", "extract", "summarize", "compare",
+        "batch", "submit", "jobs", "model", "cpu"}) {
+    for (const char* flag : {"--help", "-h"}) {
+      std::string out;
+      EXPECT_EQ(RunCli(cmd + " " + flag + " 2>/dev/null", &out), 0) << cmd << " " << flag;
+      EXPECT_NE(out.find("ellm " + cmd), std::string::npos) << cmd << " " << flag << ": " << out;
+    }
+  }
+  std::string out;
+  RunCli("generate --help", &out);
+  EXPECT_NE(out.find("--messages"), std::string::npos) << out;
+  EXPECT_NE(RunCli("nonsense --help 2>/dev/null", &out), 0);
+}
+
 TEST(InfoCli, TheRealModelRuns) {
   ELLM_REQUIRE_MODEL(model);
   std::string out;
