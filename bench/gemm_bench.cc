@@ -12,12 +12,15 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "ellm/engine/cpu_features.h"
+#include "ellm/engine/thread_pool.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/vec_dot.h"
 #include "ops/packed_weight.h"
@@ -110,6 +113,40 @@ void BM_GemmPacked(benchmark::State& state, TensorType t) {
   SetMacs(state, rows, cols, tokens);
 }
 
+// llama.cpp's own kernel benchmark shape (test-backend-ops perf -o MUL_MAT:
+// m = 4096 rows, k = 14336 columns, n = 1 or 512 tokens), for
+// bench/gemm_vs_llama_cpp.py, which sets ELLM_GEMM_THREADS (default 1) to
+// the threads ggml uses there: row groups are split over that many threads
+// as ops::MatMul splits them. Wall-clock rate.
+void BM_GemmPackedLlamaShape(benchmark::State& state, TensorType t) {
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  const char* env = std::getenv("ELLM_GEMM_THREADS");
+  const int threads = env != nullptr ? std::max(1, std::atoi(env)) : 1;
+  const Setup s = MakeSetup(t, rows, cols, tokens);
+  const ellm::ops::PackSource src{t, rows, cols, s.w.data(), s.row_bytes, false};
+  const auto packed = ellm::ops::PackWeights({&src, 1}, threads);
+  kernels::GemmActivations a;
+  a.rows = s.act.data();
+  a.stride = s.act_stride;
+  a.n_tokens = tokens;
+  a.block_d = s.block_d.empty() ? nullptr : s.block_d.data();
+  a.block_sum = s.block_sum.empty() ? nullptr : s.block_sum.data();
+  a.block_s = s.block_s.empty() ? nullptr : s.block_s.data();
+  const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(t);
+  ellm::ThreadPool pool({.threads = threads});
+  const int64_t groups = (rows + kernels::kPackRows - 1) / kernels::kPackRows;
+  std::vector<float> y(rows * tokens);
+  for (auto _ : state) {
+    pool.ParallelFor(groups, 2, [&](int64_t g0, int64_t g1) {
+      const int64_t r0 = g0 * kernels::kPackRows, r1 = std::min(rows, g1 * kernels::kPackRows);
+      gemm(packed[0]->matrix(), r0, r1, a, y.data() + r0, rows);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetMacs(state, rows, cols, tokens);
+  state.counters["threads"] = threads;
+}
+
 // The row-wise loop ops::MatMul runs without packed weights.
 void BM_RowWise(benchmark::State& state, TensorType t) {
   const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
@@ -174,6 +211,27 @@ ELLM_GEMM_BENCH(Q3_K, Q4_KShapes);
 ELLM_GEMM_BENCH(Q2_K, Q4_KShapes);
 ELLM_GEMM_BENCH(IQ4_NL, Q5_0Shapes);
 ELLM_GEMM_BENCH(IQ4_XS, Q4_KShapes);
+
+#define ELLM_GEMM_BENCH_LLAMA_SHAPE(type)                               \
+  BENCHMARK_CAPTURE(BM_GemmPackedLlamaShape, type, TensorType::k##type) \
+      ->Args({4096, 14336, 1})                                          \
+      ->Args({4096, 14336, 512})                                        \
+      ->ArgNames({"rows", "cols", "tokens"})                            \
+      ->Unit(benchmark::kMillisecond)                                   \
+      ->UseRealTime()
+
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q8_0);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q5_0);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q4_0);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q5_1);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q4_1);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q2_K);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q3_K);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q4_K);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q5_K);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(Q6_K);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(IQ4_NL);
+ELLM_GEMM_BENCH_LLAMA_SHAPE(IQ4_XS);
 
 // Four chains, each with its own unsigned operand so that no product is
 // shared; the signed operand is laundered through an empty asm every step so
