@@ -169,7 +169,10 @@ size_t DateAt(std::string_view t, size_t i, std::string* iso) {
     return v;
   };
   auto make = [&](int y, int m, int d) {
-    if (m < 1 || m > 12 || d < 0 || d > 31 || y < 1000) return false;
+    static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m < 1 || m > 12 || d < 0 || y < 1000) return false;
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > kDays[m - 1] + (m == 2 && leap ? 1 : 0)) return false;
     char buf[48];
     if (d == 0) {
       std::snprintf(buf, sizeof(buf), "%04d-%02d", y, m);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ellm/pipelines/provenance.h"
 
 namespace ellm::pipelines {
@@ -47,6 +49,9 @@ TEST(Facts, DatesInCommonFormats) {
   EXPECT_EQ(Normalized("31 Dec. 2026"), V{"2026-12-31"});
   // No day 32, no month 13: not a date; its parts are numbers.
   EXPECT_EQ(Normalized("32/13/2026"), (V{"32", "13", "2026"}));
+  // Days past the month's end are no day of it (2028 is a leap year).
+  EXPECT_EQ(Normalized("31 February 2026"), (V{"31", "2026-02"}));
+  EXPECT_EQ(Normalized("29/02/2028 and 29/02/2026"), (V{"2028-02-29", "29", "2", "2026"}));
 }
 
 TEST(Facts, SameValueAcrossSpellingsOnly) {
@@ -76,6 +81,54 @@ TEST(Facts, FirstFactOfAFieldType) {
   EXPECT_EQ(value(FactKind::kDuration, " 30 days from the date"), "30 days");
   EXPECT_EQ(value(FactKind::kText, " England and Wales. "), "England and Wales");
   EXPECT_EQ(value(FactKind::kText, " . "), "<none>");
+}
+
+// Model output and document text are arbitrary bytes: whatever comes in,
+// every fact lies inside the text, in order, and nothing crashes.
+TEST(Facts, ArbitraryBytesGiveInBoundsFactsOnly) {
+  std::vector<std::string> inputs = {"",
+                                     "EUR",
+                                     "$",
+                                     "30/",
+                                     "June",
+                                     "1,",
+                                     "1,00",
+                                     "12.",
+                                     "31 February 2026",
+                                     "99999999999999999999999999 billion euros",
+                                     "\xE2\x82",
+                                     "\xE2\x82\xAC",
+                                     "[page 2] [p. 3",
+                                     "ninety (",
+                                     "2026-13-45 and 00/00/0000"};
+  uint64_t x = 88172645463325252ull;
+  for (int n = 0; n < 300; ++n) {
+    std::string r;
+    for (int i = 0; i < 1 + n % 40; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      // Digits, separators, currency bytes and letters of month names.
+      static const char kAlphabet[] = "0123456789 ,./-%$EURJunedays\xE2\x82\xAC\xC2\xA3()";
+      r += kAlphabet[x % (sizeof(kAlphabet) - 1)];
+    }
+    inputs.push_back(r);
+  }
+  for (const std::string& t : inputs) {
+    size_t last = 0;
+    for (const Fact& f : FindFacts(t)) {
+      EXPECT_LE(last, f.begin) << t;
+      EXPECT_LT(f.begin, f.end) << t;
+      EXPECT_LE(f.end, t.size()) << t;
+      last = f.end;
+    }
+    for (FactKind k : {FactKind::kText, FactKind::kAmount, FactKind::kDate, FactKind::kNumber}) {
+      if (auto f = FirstFactOf(k, t)) {
+        EXPECT_LE(f->end, t.size()) << t;
+      }
+    }
+    const auto pages = SplitPages(t);
+    for (const Fact& f : FindFacts(t)) Locate(f, t.substr(f.begin, f.end - f.begin), pages);
+    VerifyFigureLines(t, pages);
+  }
 }
 
 const char kContract[] =
