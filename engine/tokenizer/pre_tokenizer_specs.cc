@@ -296,8 +296,8 @@ constexpr Name kNames[] = {
     {"gemma4", "GEMMA4", kEscapeWhitespaces},
     {"granite-embed-multi-311m", "GEMMA4", kEscapeWhitespaces},
     {"sarvam-moe", "SARVAM_MOE", kEscapeWhitespaces},
-    // llama.cpp also sets add_sep for these three, which only its WPM and
-    // UGM tokenizers read.
+    // llama.cpp also sets add_sep for these three, which only its server's
+    // rerank prompts read.
     {"jina-v1-en", "GPT2"},
     {"jina-v2-code", "GPT2"},
     {"roberta-bpe", "GPT2"},

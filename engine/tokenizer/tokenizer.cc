@@ -6,6 +6,7 @@
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/wpm_tokenizer.h"
 
 namespace ellm {
 
@@ -30,11 +31,13 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& f
   }
   if (*model == "gpt2" || *model == "gemma4")
     return tokenizer::BpeTokenizer::FromGguf(file, *model);
+  if (*model == "bert") return tokenizer::WpmTokenizer::FromGguf(file);
   return UnimplementedError("GGUF file '" + file.path() + "': key '" + std::string(kModelKey) +
                             "' is '" + std::string(*model) + "'; tokenizer model '" +
                             std::string(*model) +
                             "' is not supported yet (supported: 'llama', SentencePiece-style; "
-                            "'gpt2', byte-level BPE; 'gemma4', SPM-style BPE)");
+                            "'gpt2', byte-level BPE; 'gemma4', SPM-style BPE; "
+                            "'bert', WordPiece)");
 }
 
 std::string Tokenizer::Decode(const std::vector<TokenId>& ids, bool render_special) const {

@@ -41,6 +41,15 @@ const ByteTables& Tables() {
   return tables;
 }
 
+// The run of `runs` (sorted by first, not overlapping) whose span holds
+// `cp`'s position, or nullptr.
+template <typename Run>
+const Run* FindRun(const Run* runs, size_t n, uint32_t cp) {
+  const Run* it =
+      std::upper_bound(runs, runs + n, cp, [](uint32_t c, const Run& r) { return c < r.first; });
+  return it == runs ? nullptr : it - 1;
+}
+
 bool IsContinuation(char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; }
 
 }  // namespace
@@ -54,6 +63,21 @@ uint16_t CodepointFlags(uint32_t cp) {
   if (cp < 128) return kAscii[cp];
   if (cp > kMaxCodepoint) return cpflag::kUndefined;
   return LookUp(cp);
+}
+
+uint32_t ToLower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;  // the table's first run
+  const LowercaseRun* r = FindRun(kLowercaseRuns, kNumLowercaseRuns, cp);
+  if (r == nullptr) return cp;
+  const uint32_t offset = cp - r->first;
+  if (offset % r->stride != 0 || offset / r->stride >= r->count) return cp;
+  return static_cast<uint32_t>(static_cast<int64_t>(cp) + r->delta);
+}
+
+uint32_t NfdFirst(uint32_t cp) {
+  if (cp < 0xC0) return cp;  // the table starts at U+00C0
+  const NfdRun* r = FindRun(kNfdRuns, kNumNfdRuns, cp);
+  return r != nullptr && cp - r->first < r->count ? r->nfd : cp;
 }
 
 void DecodeUtf8(std::string_view s, std::vector<uint32_t>& out) {

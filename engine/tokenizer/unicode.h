@@ -1,11 +1,13 @@
-// Unicode helpers for the byte-level BPE tokenizer, reproducing llama.cpp's
-// src/unicode.cpp where it matters for token ids:
+// Unicode helpers for the tokenizers, reproducing llama.cpp's src/unicode.cpp
+// where it matters for token ids:
 //   - DecodeUtf8 / AppendUtf8: llama.cpp's lenient UTF-8 reading (an invalid
 //     byte becomes U+FFFD and reading resumes at the next byte; overlong forms
 //     and lead bytes F5..F7 are accepted as they decode);
 //   - CodepointFlags: the class of a code point (general category and
 //     whitespace), from the generated table in unicode_data.cc
 //     (gen_unicode_table.py; the Unicode version is kUnicodeVersion);
+//   - ToLower / NfdFirst: the WordPiece normalizer's unicode_tolower and
+//     unicode_cpts_normalize_nfd, from the same generated file;
 //   - the GPT-2 byte <-> code point mapping of byte-level BPE vocabularies.
 //
 // Thread safety: everything here is stateless or immutable.
@@ -40,13 +42,46 @@ struct CodepointRange {
 };
 static_assert(sizeof(CodepointRange) == 4);
 
-// unicode_data.cc (generated): sorted by `first`, starting at 0.
+// cp = first + k * stride, k < count, lower-cases to cp + delta.
+struct LowercaseRun {
+  uint32_t first;
+  uint16_t count;
+  uint8_t stride;  // 1, or 2 where upper- and lowercase letters alternate
+  int32_t delta;
+};
+
+// The code points [first, first + count) all have `nfd` as the first code
+// point of their canonical decomposition.
+struct NfdRun {
+  uint32_t first : 21;
+  uint32_t count : 11;
+  uint32_t nfd;
+};
+static_assert(sizeof(NfdRun) == 8);
+
+// unicode_data.cc (generated). kCodepointRanges: sorted by `first`, starting
+// at 0. kLowercaseRuns, kNfdRuns: sorted by `first`, not overlapping; code
+// points in no run map to themselves.
 extern const char kUnicodeVersion[];
 extern const CodepointRange kCodepointRanges[];
 extern const size_t kNumCodepointRanges;
+extern const LowercaseRun kLowercaseRuns[];
+extern const size_t kNumLowercaseRuns;
+extern const NfdRun kNfdRuns[];
+extern const size_t kNumNfdRuns;
 
 // The cpflag:: bits of `cp`; never 0.
 uint16_t CodepointFlags(uint32_t cp);
+
+// llama.cpp's unicode_tolower: UnicodeData.txt's simple lowercase mapping
+// (one code point to one; U+0130 "İ" gives "i"), else `cp` itself.
+uint32_t ToLower(uint32_t cp);
+
+// llama.cpp's unicode_cpts_normalize_nfd, one code point at a time: the FIRST
+// code point of `cp`'s canonical decomposition, else `cp` itself. Not NFD:
+// the combining marks a decomposition adds are lost ("é" gives "e"), and a
+// Hangul syllable gives only its leading consonant ("한" gives U+1112).
+uint32_t NfdFirst(uint32_t cp);
 
 // Appends the code points of `text` to `out` (cleared first), as llama.cpp's
 // unicode_cpts_from_utf8 reads them. May return values above U+10FFFF (from

@@ -179,7 +179,7 @@ struct FimIds {
 
 Status ReadSpecialIds(const gguf::GgufFile& f, Vocab& v, FimIds& fim) {
   const int32_t n = v.size();
-  for (TokenId* id : {&v.bos, &v.eos, &v.unk}) {
+  for (TokenId* id : {&v.bos, &v.eos, &v.unk, &v.sep}) {
     if (*id >= n) *id = -1;  // a default outside a small vocabulary is disabled
   }
   struct Key {
@@ -193,6 +193,7 @@ Status ReadSpecialIds(const gguf::GgufFile& f, Vocab& v, FimIds& fim) {
       {"tokenizer.ggml.eot_token_id", &v.eot, false},
       {"tokenizer.ggml.eom_token_id", &v.eom, false},
       {"tokenizer.ggml.unknown_token_id", &v.unk, false},
+      {"tokenizer.ggml.seperator_token_id", &v.sep, false},  // sic, llama.cpp's spelling
       {"tokenizer.ggml.fim_pre_token_id", &fim.pre, false},
       {"tokenizer.ggml.fim_suf_token_id", &fim.suf, false},
       {"tokenizer.ggml.fim_mid_token_id", &fim.mid, false},
@@ -364,6 +365,7 @@ StatusOr<std::unique_ptr<const Vocab>> LoadVocab(const gguf::GgufFile& file,
   v->bos = defaults.bos;
   v->eos = defaults.eos;
   v->unk = defaults.unk;
+  v->sep = defaults.sep;
   v->add_bos = defaults.add_bos;
   v->add_eos = defaults.add_eos;
   v->add_space_prefix = defaults.add_space_prefix;

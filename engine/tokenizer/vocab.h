@@ -3,8 +3,8 @@
 // token texts, scores, attributes (from token_type, then the text-based fix-ups
 // llama.cpp applies), the special ids, the add_bos / add_eos /
 // add_space_prefix flags and the set of end-of-generation tokens. The
-// SentencePiece ("llama") and byte-level BPE ("gpt2") tokenizers share it,
-// each with its own defaults.
+// SentencePiece ("llama"), BPE ("gpt2", "gemma4") and WordPiece ("bert")
+// tokenizers share it, each with its own defaults.
 //
 // Thread safety: immutable after LoadVocab; safe to read from many threads.
 #pragma once
@@ -42,6 +42,7 @@ struct VocabDefaults {
   TokenId bos = -1;
   TokenId eos = -1;
   TokenId unk = -1;
+  TokenId sep = -1;
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;
@@ -79,6 +80,7 @@ struct Vocab {
   TokenIndex index;             // over `text`, which never changes after loading
 
   TokenId bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;
+  TokenId sep = -1;  // BERT's [SEP], which WordPiece appends with add_bos
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;

@@ -5,7 +5,8 @@
 // must be refused with an error naming it. Also checks that our
 // pre-tokenizer table is llama.cpp's: every tokenizer.ggml.pre name that
 // llama_vocab::impl::load accepts, with its pre-type, and every pre-type's
-// expressions as llm_tokenizer_bpe lists them.
+// expressions as llm_tokenizer_bpe lists them; and that our Unicode tables
+// (classes, lowercase, NFD) are those of its src/unicode-data.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "ellm/engine/tokenizer.h"
 #include "test_env.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "tokenizer_golden.h"
 
 namespace ellm {
@@ -40,12 +42,11 @@ struct VocabCase {
 // Every vocabulary of llama.cpp v0.5.0 that has a golden pair. A file added
 // or removed upstream fails VocabCases.ListMatchesTheSourceFolder.
 constexpr VocabCase kCases[] = {
-    {"bert-bge", "bert"},  // WPM (BERT) tokenizer: not implemented
-    {"command-r", nullptr}, {"deepseek-coder", nullptr}, {"deepseek-llm", nullptr},
-    {"falcon", nullptr},    {"gemma-4", nullptr},        {"gpt-2", nullptr},
-    {"llama-bpe", nullptr}, {"llama-spm", nullptr},      {"mpt", nullptr},
-    {"phi-3", nullptr},     {"qwen2", nullptr},          {"qwen35", nullptr},
-    {"refact", nullptr},    {"starcoder", nullptr},
+    {"bert-bge", nullptr},     {"command-r", nullptr}, {"deepseek-coder", nullptr},
+    {"deepseek-llm", nullptr}, {"falcon", nullptr},    {"gemma-4", nullptr},
+    {"gpt-2", nullptr},        {"llama-bpe", nullptr}, {"llama-spm", nullptr},
+    {"mpt", nullptr},          {"phi-3", nullptr},     {"qwen2", nullptr},
+    {"qwen35", nullptr},       {"refact", nullptr},    {"starcoder", nullptr},
 };
 
 std::string VocabBase(const std::string& src, const std::string& name) {
@@ -213,6 +214,62 @@ TEST(PreTokenizerTable, ExpressionsAreLlamaCppsVerbatimAndCompile) {
     auto pre = tokenizer::PreTokenizer::Create(spec->exprs);
     EXPECT_TRUE(pre.ok()) << name << ": " << pre.status().ToString();
   }
+}
+
+// The hexadecimal numbers ("0x...") in `text`, in order.
+std::vector<uint32_t> HexNumbers(const std::string& text) {
+  std::vector<uint32_t> out;
+  for (size_t at = text.find("0x"); at != std::string::npos; at = text.find("0x", at + 2)) {
+    out.push_back(static_cast<uint32_t>(std::stoul(text.substr(at + 2, 8), nullptr, 16)));
+  }
+  return out;
+}
+
+// Every code point's class bits, lowercase and first NFD code point against
+// the tables of llama.cpp's src/unicode-data.cpp, read as unicode.cpp reads
+// them (unicode_cpt_flags_array, unicode_tolower, unicode_cpts_normalize_nfd).
+TEST(UnicodeTables, AreLlamaCppsUnicodeData) {
+  ELLM_REQUIRE_LLAMA_SRC(src);
+  const std::string path = src + "/src/unicode-data.cpp";
+  const auto flags = HexNumbers(Section(path, "unicode_ranges_flags = {", "};"));
+  const auto spaces = HexNumbers(Section(path, "unicode_set_whitespace = {", "};"));
+  const auto lower = HexNumbers(Section(path, "unicode_map_lowercase = {", "};"));
+  const auto nfd = HexNumbers(Section(path, "unicode_ranges_nfd = {", "};"));
+  ASSERT_GT(flags.size(), 4000u);
+  ASSERT_GT(spaces.size(), 20u);
+  ASSERT_GT(lower.size(), 2000u);
+  ASSERT_GT(nfd.size(), 3000u);
+  ASSERT_EQ(lower.size() % 2, 0u);
+  ASSERT_EQ(nfd.size() % 3, 0u);
+
+  constexpr uint32_t kCodepoints = 0x110000;
+  std::vector<uint16_t> want_flags(kCodepoints, tokenizer::cpflag::kUndefined);
+  for (size_t i = 2; i < flags.size(); i += 2) {
+    for (uint32_t cp = flags[i - 2]; cp < flags[i] && cp < kCodepoints; ++cp) {
+      want_flags[cp] = static_cast<uint16_t>(flags[i - 1]);
+    }
+  }
+  for (uint32_t cp : spaces) want_flags[cp] |= tokenizer::cpflag::kWhitespace;
+  std::vector<uint32_t> want_lower(kCodepoints), want_nfd(kCodepoints);
+  for (uint32_t cp = 0; cp < kCodepoints; ++cp) want_lower[cp] = want_nfd[cp] = cp;
+  for (size_t i = 0; i < lower.size(); i += 2) want_lower[lower[i]] = lower[i + 1];
+  for (size_t i = 0; i < nfd.size(); i += 3) {
+    for (uint32_t cp = nfd[i]; cp <= nfd[i + 1]; ++cp) want_nfd[cp] = nfd[i + 2];
+  }
+
+  size_t mismatches = 0;
+  for (uint32_t cp = 0; cp < kCodepoints && mismatches < 10; ++cp) {
+    const bool same = tokenizer::CodepointFlags(cp) == want_flags[cp] &&
+                      tokenizer::ToLower(cp) == want_lower[cp] &&
+                      tokenizer::NfdFirst(cp) == want_nfd[cp];
+    mismatches += !same;
+    EXPECT_TRUE(same) << "U+" << std::hex << cp << ": flags " << tokenizer::CodepointFlags(cp)
+                      << " vs " << want_flags[cp] << ", lower " << tokenizer::ToLower(cp) << " vs "
+                      << want_lower[cp] << ", nfd " << tokenizer::NfdFirst(cp) << " vs "
+                      << want_nfd[cp];
+  }
+  EXPECT_EQ(tokenizer::ToLower(0x110000), 0x110000u);
+  EXPECT_EQ(tokenizer::NfdFirst(0x1FFFFF), 0x1FFFFFu);
 }
 
 }  // namespace

@@ -304,10 +304,132 @@ TEST(TokenizerFromGguf, DuplicateTokenIsAnError) {
 
 TEST(TokenizerFromGguf, OtherTokenizerModelsAreUnimplemented) {
   VocabSpec spec;
+  for (const char* model : {"t5", "rwkv", "no-such-model"}) {
+    spec.model = model;
+    Status s = FromSpec(spec);
+    ExpectErrorNames(s, StatusCode::kUnimplemented, "tokenizer.ggml.model");
+    EXPECT_NE(s.message().find(std::string("'") + model + "'"), std::string::npos) << s.ToString();
+  }
+}
+
+// "bert" is WordPiece now: this SPM vocabulary has no [SEP] at the default
+// id 102, which the error names instead of "not supported".
+TEST(TokenizerFromGguf, BertIsSupportedAndNeedsItsSpecialTokens) {
+  VocabSpec spec;
   spec.model = "bert";
-  Status s = FromSpec(spec);
-  ExpectErrorNames(s, StatusCode::kUnimplemented, "tokenizer.ggml.model");
-  EXPECT_NE(s.message().find("bert"), std::string::npos) << s.ToString();
+  ExpectErrorNames(FromSpec(spec), StatusCode::kInvalidArgument,
+                   "tokenizer.ggml.seperator_token_id");
+}
+
+// --- WordPiece ("bert"). Expected ids are llama.cpp's (llama-cpp-python on
+// the same vocabulary written as a GGUF file). ---
+
+// ids 0-4: BERT's special tokens; "▁" (U+2581) starts a word, a
+// token without it continues one (BERT's "##").
+const std::vector<std::string> kWpmTokens = {
+    "[PAD]",  "[UNK]", "[CLS]",  "[SEP]", "[MASK]",        // 0-4
+    "▁hello", "▁cafe", "▁,",     "▁中",   "▁文",           // 5-9
+    "▁world", "▁un",   "able",   "▁$",    "▁a",            // 10-14
+    "▁b",     "▁café", "▁Hello", "€",     "▁\xE1\x84\x92"  // 15-19: U+1112
+};
+
+struct WpmSpec {
+  std::vector<std::string> tokens = kWpmTokens;
+  int lowercase = -1;  // tokenizer.ggml.normalizer.lowercase: -1 absent, else 0/1
+  int strip_accents = -1;
+};
+
+std::unique_ptr<Tokenizer> BuildWpm(const WpmSpec& spec) {
+  GgufBuilder b;
+  b.Str("general.architecture", "bert").Str("tokenizer.ggml.model", "bert");
+  b.StrArray("tokenizer.ggml.tokens", spec.tokens);
+  std::vector<int32_t> types(spec.tokens.size(), 1);
+  for (int i = 0; i < 5; ++i) types[i] = 3;
+  b.I32Array("tokenizer.ggml.token_type", types);
+  b.U32("tokenizer.ggml.bos_token_id", 2);
+  b.U32("tokenizer.ggml.seperator_token_id", 3);
+  b.U32("tokenizer.ggml.unknown_token_id", 1);
+  if (spec.lowercase >= 0) b.Bool("tokenizer.ggml.normalizer.lowercase", spec.lowercase != 0);
+  if (spec.strip_accents >= 0) {
+    b.Bool("tokenizer.ggml.normalizer.strip_accents", spec.strip_accents != 0);
+  }
+  static std::list<std::vector<uint8_t>> keep;
+  keep.push_back(b.Build());
+  auto file = gguf::GgufFile::Parse(
+      std::span<const uint8_t>(keep.back().data(), keep.back().size()), "vocab.gguf");
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  if (!file.ok()) return nullptr;
+  auto tok = Tokenizer::FromGguf(*file);
+  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+  return tok.ok() ? std::move(tok).value() : nullptr;
+}
+
+using IdList = std::vector<TokenId>;
+
+// llama.cpp keeps only the first code point of each NFD decomposition and
+// drops marks, then lower-cases: composed and decomposed accents both go,
+// and a Hangul syllable keeps only its leading consonant.
+TEST(WpmTokenizer, StripsAccentsAndLowercasesAsLlamaCpp) {
+  auto tok = BuildWpm(WpmSpec{});
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->Encode("Café", false, false), IdList({6}));
+  EXPECT_EQ(tok->Encode("CAFÉ", false, false), IdList({6}));
+  EXPECT_EQ(tok->Encode("cafe\u0301", false, false), IdList({6}));
+  EXPECT_EQ(tok->Encode("HELLO World", false, false), IdList({5, 10}));
+  EXPECT_EQ(tok->Encode("한", false, false), IdList({19}));
+
+  // strip_accents off: "é" stays; a combining accent stays too, and then
+  // nothing matches after "▁cafe", so the word is [UNK].
+  auto keep_accents = BuildWpm(WpmSpec{.strip_accents = 0});
+  ASSERT_NE(keep_accents, nullptr);
+  EXPECT_EQ(keep_accents->Encode("Café", false, false), IdList({16}));
+  EXPECT_EQ(keep_accents->Encode("cafe\u0301", false, false), IdList({1}));
+
+  // lowercase off turns strip_accents off by default.
+  auto cased = BuildWpm(WpmSpec{.lowercase = 0});
+  ASSERT_NE(cased, nullptr);
+  EXPECT_EQ(cased->Encode("Hello hello", false, false), IdList({17, 5}));
+  EXPECT_EQ(cased->Encode("café", false, false), IdList({16}));
+}
+
+// Words end at whitespace; punctuation, ASCII symbols and CJK ideographs are
+// words of their own; other symbols stay inside words; controls vanish.
+TEST(WpmTokenizer, SplitsPunctuationSymbolsAndCjk) {
+  auto tok = BuildWpm(WpmSpec{});
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->Encode("hello,world", false, false), IdList({5, 7, 10}));
+  EXPECT_EQ(tok->Encode("中文", false, false), IdList({8, 9}));
+  EXPECT_EQ(tok->Encode("hello中文world", false, false), IdList({5, 8, 9, 10}));
+  EXPECT_EQ(tok->Encode("a$b", false, false), IdList({14, 13, 15}));
+  EXPECT_EQ(tok->Encode("a€", false, false), IdList({14, 18}));
+  EXPECT_EQ(tok->Encode(" a\tb\u3000a\n", false, false), IdList({14, 15, 14}));
+  EXPECT_EQ(tok->Encode("hel\alo wor\u200dld", false, false), IdList({5, 10}));
+  EXPECT_TRUE(tok->Encode(" \t\n", false, false).empty());
+}
+
+// Greedy longest match from the word's start; one position without a token
+// turns the whole word into a single [UNK].
+TEST(WpmTokenizer, WordWithoutAMatchIsOneUnknownToken) {
+  auto tok = BuildWpm(WpmSpec{});
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->Encode("unable", false, false), IdList({11, 12}));
+  EXPECT_EQ(tok->Encode("xyz", false, false), IdList({1}));
+  EXPECT_EQ(tok->Encode("helloxyz", false, false), IdList({1}));
+  EXPECT_EQ(tok->Encode("hello xyz world", false, false), IdList({5, 1, 10}));
+}
+
+TEST(WpmTokenizer, AddsClsAndSepAndSplitsSpecialTokens) {
+  auto tok = BuildWpm(WpmSpec{});
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->bos(), 2);
+  EXPECT_TRUE(tok->add_bos());
+  EXPECT_EQ(tok->Encode("hello", true, false), IdList({2, 5, 3}));
+  EXPECT_EQ(tok->Encode("", true, false), IdList({2, 3}));
+  EXPECT_EQ(tok->Encode("[MASK] hello", false, true), IdList({4, 5}));
+  // Without parse_special, "[", "mask" and "]" are three unknown words.
+  EXPECT_EQ(tok->Encode("[MASK]", false, false), IdList({1, 1, 1}));
+  EXPECT_EQ(tok->Decode({2, 5, 10, 12, 3}), " hello worldable");
+  EXPECT_EQ(tok->Decode({2, 5, 3}, true), "[CLS] hello[SEP]");
 }
 
 TEST(TokenizerFromGguf, OptionalScoresAndTypesMayBeAbsent) {
