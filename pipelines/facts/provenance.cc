@@ -1,6 +1,7 @@
 #include "ellm/pipelines/provenance.h"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 #include <set>
 
@@ -44,7 +45,120 @@ std::string Cell(std::string s) {
   return out;
 }
 
+// Lowercased, every whitespace run one space: PDF text breaks names over
+// lines.
+std::string Collapse(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (space) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+// The role word the text around one occurrence gives it: after it
+// "(the Buyer)", "(hereinafter referred to as "the Supplier")",
+// ", as Seller"; before it "Buyer: ". Empty: none.
+std::vector<std::string> RoleWordsAround(const std::string& hay, size_t begin, size_t end) {
+  static const std::string kQuote = R"((?:"|“|'|‘)?)";
+  static const std::regex kParen(
+      R"(^\s*\(\s*(?:hereinafter\s+)?(?:(?:referred\s+to\s+as|called|as)\s+)?)" + kQuote +
+      R"((?:the\s+)?)" + kQuote + R"(([a-z][a-z-]*))");
+  static const std::regex kComma(
+      R"(^\s*,\s*(?:hereinafter|as)\s+(?:(?:referred\s+to\s+as|called)\s+)?)" + kQuote +
+      R"((?:the\s+)?)" + kQuote + R"(([a-z][a-z-]*))");
+  static const std::regex kLabel(R"((?:^|[\s(,;])([a-z][a-z-]*)\s*:\s*$)");
+  std::vector<std::string> words;
+  const std::string after = hay.substr(end, 80);
+  std::smatch m;
+  if (std::regex_search(after, m, kParen, std::regex_constants::match_continuous) ||
+      std::regex_search(after, m, kComma, std::regex_constants::match_continuous)) {
+    words.push_back(m[1]);
+  }
+  const size_t from = begin > 40 ? begin - 40 : 0;
+  const std::string before = hay.substr(from, begin - from);
+  if (std::regex_search(before, m, kLabel)) words.push_back(m[1]);
+  return words;
+}
+
 }  // namespace
+
+std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
+                               const std::string& value, const std::vector<Page>& pages) {
+  std::set<size_t> bound;
+  const std::string needle = Collapse(value);
+  if (needle.empty()) return {};
+  for (const Page& page : pages) {
+    const std::string hay = Collapse(page.text);
+    for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
+      for (const std::string& word : RoleWordsAround(hay, at, at + needle.size())) {
+        for (size_t i = 0; i < fields.size(); ++i) {
+          if (fields[i].type != FactKind::kText) continue;
+          for (const std::string& k : fields[i].keywords) {
+            if (Collapse(k) == word) bound.insert(i);
+          }
+        }
+      }
+    }
+  }
+  return {bound.begin(), bound.end()};
+}
+
+int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldValue>* values,
+              const std::vector<Page>& pages) {
+  std::vector<FieldValue>& v = *values;
+  const size_t n = std::min(fields.size(), v.size());
+  // other[i]: the fields the document binds i's value to, when i is not
+  // among them.
+  std::vector<std::vector<size_t>> other(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (fields[i].type != FactKind::kText || !v[i].present()) continue;
+    // "the Buyer" answers with a role, not a party's name.
+    std::string words = v[i].normalized;
+    if (words.rfind("the ", 0) == 0) words = words.substr(4);
+    for (const PipelineSpec::Field& f : fields) {
+      if (f.type != FactKind::kText) continue;
+      for (const std::string& k : f.keywords) {
+        if (NormalizeWords(k) != words) continue;
+        v[i].role_note = "the answer '" + v[i].value + "' names a role, not a party";
+        v[i].value.clear();
+        v[i].normalized.clear();
+        v[i].source.reset();
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (fields[i].type != FactKind::kText || !v[i].source) continue;
+    std::vector<size_t> roles = BoundRoles(fields, v[i].source->text, pages);
+    if (std::find(roles.begin(), roles.end(), i) == roles.end()) other[i] = std::move(roles);
+  }
+  int swaps = 0;
+  std::vector<bool> swapped(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (other[i].size() != 1 || swapped[i]) continue;
+    const size_t j = other[i][0];
+    if (j >= n || swapped[j] || other[j].size() != 1 || other[j][0] != i) continue;
+    std::swap(v[i], v[j]);
+    for (auto [x, y] : {std::pair{i, j}, std::pair{j, i}}) {
+      v[x].role_note = "swapped with " + fields[y].name + ": the document names " +
+                       v[x].source->text + " the " + fields[x].label;
+      swapped[x] = true;
+    }
+    ++swaps;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (other[i].empty() || swapped[i]) continue;
+    std::string labels;
+    for (size_t j : other[i]) labels += (labels.empty() ? "the " : " and the ") + fields[j].label;
+    v[i].role_conflict = true;
+    v[i].role_note = "the document names " + v[i].source->text + " " + labels;
+  }
+  return swaps;
+}
 
 FieldValue ResolveField(const PipelineSpec::Field& field, const std::string& answer,
                         const std::vector<Page>& pages) {
@@ -94,6 +208,7 @@ Agreement CompareField(const FieldValue& a, const FieldValue& b) {
 
 std::string CitedCell(const FieldValue& v, const std::string& side) {
   if (!v.present()) return "—";
+  if (v.role_conflict) return Cell(v.value) + " (unverified: " + Cell(v.role_note) + ")";
   if (!v.verified()) return Cell(v.value) + " (unverified)";
   std::string where = side;
   if (v.source->page > 0) where += (where.empty() ? "p." : " p.") + std::to_string(v.source->page);
@@ -156,6 +271,7 @@ ordered_json FieldsJson(const std::vector<PipelineSpec::Field>& fields,
     } else {
       f["page"] = nullptr;
     }
+    if (!v.role_note.empty()) f["role"] = v.role_note;
     out[fields[i].name] = std::move(f);
   }
   return out;

@@ -26,12 +26,16 @@ std::string FileName(const std::string& path) {
 }
 
 ordered_json Faithfulness(const std::vector<FieldValue>& values) {
-  int present = 0, verified = 0;
+  int present = 0, verified = 0, swapped = 0, conflicts = 0;
   for (const FieldValue& v : values) {
     present += v.present();
     verified += v.verified();
+    conflicts += v.role_conflict;
+    swapped += v.role_note.rfind("swapped", 0) == 0;
   }
-  return {{"fields", values.size()}, {"answered", present}, {"verified", verified}};
+  return {{"fields", values.size()},   {"answered", present},
+          {"verified", verified},      {"roles_swapped", swapped},
+          {"role_conflicts", conflicts}};
 }
 
 }  // namespace
@@ -92,6 +96,9 @@ ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
       }
     }
   }
+  // The document's own defined terms ("X (the Buyer)") decide which party
+  // is which; a small model swaps them.
+  BindRoles(spec_.fields, values, pages);
   if (chunks.size() > 1) {
     r->strategy = "chunked (" + std::to_string(chunks.size()) + " chunks per document)";
   }

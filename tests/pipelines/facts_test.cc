@@ -17,6 +17,15 @@ std::vector<std::string> Normalized(std::string_view text) {
 
 using V = std::vector<std::string>;
 
+PipelineSpec::Field MakeField(std::string name, FactKind type, std::vector<std::string> keys = {}) {
+  PipelineSpec::Field f;
+  f.name = name;
+  f.label = name;
+  f.type = type;
+  f.keywords = std::move(keys);
+  return f;
+}
+
 TEST(Facts, AmountsInEverySpellingNormaliseAlike) {
   EXPECT_EQ(Normalized("Revenue rose 12% to EUR 4.2 billion."), (V{"12%", "EUR 4200000000"}));
   EXPECT_EQ(Normalized("4,200 million euros"), V{"EUR 4200000000"});
@@ -128,6 +137,9 @@ TEST(Facts, ArbitraryBytesGiveInBoundsFactsOnly) {
     const auto pages = SplitPages(t);
     for (const Fact& f : FindFacts(t)) Locate(f, t.substr(f.begin, f.end - f.begin), pages);
     VerifyFigureLines(t, pages);
+    // Role binding over the same bytes: any fragment as a party's name.
+    const PipelineSpec::Field party = MakeField("party", FactKind::kText, {"eur", "june"});
+    for (size_t n : {size_t{1}, size_t{3}, t.size()}) BoundRoles({party}, t.substr(0, n), pages);
   }
 }
 
@@ -167,15 +179,6 @@ TEST(Facts, LocatePrefersTheParagraphWithAKeyword) {
   EXPECT_FALSE(Locate(text, "Spa", pages));  // whole words only
 }
 
-PipelineSpec::Field MakeField(std::string name, FactKind type, std::vector<std::string> keys = {}) {
-  PipelineSpec::Field f;
-  f.name = name;
-  f.label = name;
-  f.type = type;
-  f.keywords = std::move(keys);
-  return f;
-}
-
 TEST(Provenance, ComparisonIsComputedAndCitesEachSide) {
   const std::string b_text = std::string(kContract);
   std::string a_text = b_text;
@@ -212,6 +215,59 @@ TEST(Provenance, ComparisonIsComputedAndCitesEachSide) {
   EXPECT_EQ(json["price"]["normalized"], "EUR 96000000");
   EXPECT_EQ(json["cap"]["verified"], false);
   EXPECT_TRUE(json["cap"]["page"].is_null());
+}
+
+TEST(Provenance, TheDocumentsDefinedTermsDecideWhichPartyIsWhich) {
+  const auto pages = SplitPages(
+      "[page 1]\nThis Supply Agreement is made between Northwind Energy\nplc (the Buyer) and "
+      "Aero Turbines SA (hereinafter referred to as “the Supplier”) on 3 March 2025.\n"
+      "[page 2]\nNotices to Northwind Energy plc go to its London office. Carrier: Iberia "
+      "Wind SL.\nSeller: Vento Systems SpA, as agent.\n");
+  std::vector<PipelineSpec::Field> fields = {
+      MakeField("buyer", FactKind::kText, {"buyer"}),
+      MakeField("supplier", FactKind::kText, {"supplier", "seller"}),
+      MakeField("carrier", FactKind::kText, {"carrier"}),
+      MakeField("date", FactKind::kDate, {"made"})};
+  EXPECT_EQ(BoundRoles(fields, "Northwind Energy plc", pages), std::vector<size_t>{0});
+  EXPECT_EQ(BoundRoles(fields, "aero turbines sa", pages), std::vector<size_t>{1});
+  EXPECT_EQ(BoundRoles(fields, "Iberia Wind SL", pages), std::vector<size_t>{2});  // "Carrier: "
+  EXPECT_EQ(BoundRoles(fields, "Vento Systems SpA", pages), std::vector<size_t>{1});
+  EXPECT_TRUE(BoundRoles(fields, "London", pages).empty());
+  // The model named the parties the wrong way round: they swap, both noted.
+  std::vector<FieldValue> v = {ResolveField(fields[0], " Aero Turbines SA.", pages),
+                               ResolveField(fields[1], " Northwind Energy plc", pages),
+                               ResolveField(fields[2], " Iberia Wind SL", pages),
+                               ResolveField(fields[3], " 3 March 2025", pages)};
+  EXPECT_EQ(BindRoles(fields, &v, pages), 1);
+  EXPECT_EQ(v[0].normalized, "northwind energy plc");
+  EXPECT_EQ(v[1].normalized, "aero turbines sa");
+  EXPECT_TRUE(v[0].verified() && v[1].verified() && v[2].verified());
+  EXPECT_NE(v[0].role_note.find("swapped with supplier"), std::string::npos) << v[0].role_note;
+  EXPECT_TRUE(v[2].role_note.empty());
+  // Correct answers are left alone.
+  EXPECT_EQ(BindRoles(fields, &v, pages), 0);
+  EXPECT_EQ(v[0].normalized, "northwind energy plc");
+  // One answer bound to another role, with no swap partner: kept, flagged.
+  v[2] = ResolveField(fields[2], " Vento Systems SpA", pages);
+  EXPECT_EQ(BindRoles(fields, &v, pages), 0);
+  EXPECT_EQ(v[2].normalized, "vento systems spa");
+  EXPECT_TRUE(v[2].role_conflict);
+  EXPECT_FALSE(v[2].verified());
+  const std::string table = RenderFieldsTable(fields, v);
+  EXPECT_NE(table.find("| carrier | Vento Systems SpA (unverified: the document names Vento "
+                       "Systems SpA the supplier) |"),
+            std::string::npos)
+      << table;
+  // "the Supplier" is a role word, not a name: no value.
+  v[1] = ResolveField(fields[1], " the Supplier.", pages);
+  EXPECT_TRUE(v[1].present());
+  BindRoles(fields, &v, pages);
+  EXPECT_FALSE(v[1].present());
+  EXPECT_NE(v[1].role_note.find("names a role"), std::string::npos);
+  auto json = FieldsJson(fields, v);
+  EXPECT_EQ(json["carrier"]["verified"], false);
+  EXPECT_TRUE(json["carrier"].contains("role"));
+  EXPECT_TRUE(json["buyer"].contains("role"));
 }
 
 TEST(Provenance, FigureLinesAreCitedOrRemoved) {

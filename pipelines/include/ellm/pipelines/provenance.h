@@ -24,9 +24,15 @@ struct FieldValue {
   // Where the document states the value (the span's text is the document's
   // own spelling); nullopt: found nowhere, the value is unverified.
   std::optional<SourceSpan> source;
+  // Set by BindRoles: how the document's own defined terms changed or
+  // contradicted the model's answer ("swapped with supplier: ...",
+  // "the document names it the Supplier"). A contradicted value is not
+  // verified even though it stands in the document.
+  std::string role_note;
+  bool role_conflict = false;
 
   bool present() const { return !value.empty(); }
-  bool verified() const { return source.has_value(); }
+  bool verified() const { return source.has_value() && !role_conflict; }
 };
 
 // Resolves the model's `answer` for `field` against `pages`: the first
@@ -35,6 +41,23 @@ struct FieldValue {
 // the field's keywords.
 FieldValue ResolveField(const PipelineSpec::Field& field, const std::string& answer,
                         const std::vector<Page>& pages);
+
+// The fields (of type text) whose keyword the document binds to `value`
+// wherever it stands: a defined term right after it ("Northwind Energy plc
+// (the Buyer)", "X (hereinafter the "Supplier")", "X, as Seller") or a
+// label right before it ("Buyer: X"). Field indices, ascending.
+std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
+                               const std::string& value, const std::vector<Page>& pages);
+
+// Holds the text fields of one document to the roles the document itself
+// assigns. When field i's value is bound only to field j and j's only to i,
+// the model named the parties the wrong way round: the two values swap
+// (each gets a role_note). When i's value is bound only to other fields,
+// it is kept but marked role_conflict (unverified). Values the document
+// binds to no role are left as they are; an answer that is itself a role
+// word ("the Buyer") is no value. Returns the number of swaps.
+int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldValue>* values,
+              const std::vector<Page>& pages);
 
 enum class Agreement { kSame, kDifferent, kOnlyInA, kOnlyInB, kInNeither };
 // "same", "different", "only in A", "only in B", "in neither".
