@@ -1,7 +1,8 @@
 // Tokenizer: text <-> token ids, as the GGUF file describes the vocabulary
-// (tokenizer.ggml.*). Two tokenizer models: SentencePiece-style
-// (tokenizer.ggml.model = "llama": Gemma, Llama 2, Mistral) and byte-level BPE
-// ("gpt2": Llama 3, Qwen2, GPT-2; the pre-tokenizer is tokenizer.ggml.pre).
+// (tokenizer.ggml.*). Three tokenizer models: SentencePiece-style
+// (tokenizer.ggml.model = "llama": Gemma, Llama 2, Mistral), byte-level BPE
+// ("gpt2": Llama 3, Qwen2, GPT-2; the pre-tokenizer is tokenizer.ggml.pre)
+// and BERT WordPiece ("bert": bge and other embedding vocabularies).
 // Output must equal llama.cpp's llama_tokenize / llama_token_to_piece for the
 // same file.
 //
