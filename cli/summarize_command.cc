@@ -1,7 +1,7 @@
 // ellm summarize / ellm compare: run a pipeline on local files, no Kafka.
 //   ellm summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]
 //                  [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]
-//                  [--chat-template NAME]
+//                  [--params JSON] [--chat-template NAME]
 //   ellm compare A B [...same options; --pipeline defaults to compare-contracts]
 // The result is printed and stored as a job in SQLite (--db, else the
 // config's store.path, else $XDG_DATA_HOME/ellm/ellm.db). On a terminal a
@@ -38,6 +38,13 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   std::string pipeline = f.Get("pipeline", default_pipeline);
   ingest::JobMessage job;
   job.pipeline = pipeline;
+  if (f.Has("params")) {
+    // As a Kafka job's "params": the prompt's {{params.*}} and per-job
+    // settings such as single_pass_max_tokens.
+    nlohmann::json p = nlohmann::json::parse(f.Get("params", ""), nullptr, false);
+    if (!p.is_object()) return InvalidArgumentError("--params must be a JSON object");
+    job.params_json = p.dump();
+  }
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
   ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
@@ -92,13 +99,14 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
   auto flags = Flags::Parse(
-      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", kChatTemplateFlag},
+      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", "params",
+             kChatTemplateFlag},
       {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
                  "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
-                 "[--chat-template gemma|llama3|chatml]\n",
+                 "[--params JSON] [--chat-template gemma|llama3|chatml]\n",
                  name, flags.status().message().c_str(), name);
     return 2;
   }

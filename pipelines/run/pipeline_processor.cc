@@ -1,4 +1,5 @@
 #include "ellm/pipelines/pipeline_processor.h"
+#include "ellm/pipelines/statements.h"
 
 #include "run/pipeline_internal.h"
 
@@ -189,32 +190,57 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   bool any = false;
   std::string out = text;
   nlohmann::ordered_json unverified = nlohmann::ordered_json::array();
+  nlohmann::ordered_json unsupported = nlohmann::ordered_json::array();
   nlohmann::ordered_json citations = nlohmann::ordered_json::array();
-  int total = 0, found = 0;
+  int total = 0, found = 0, statements = 0, supported = 0;
+  bool any_figures = false, any_statements = false;
   for (const auto& sec : spec_.sections) {
-    if (!sec.verify_figures || sec.heading.empty()) continue;
+    if ((!sec.verify_figures && !sec.verify_statements) || sec.heading.empty()) continue;
     any = true;
+    any_figures |= sec.verify_figures;
+    any_statements |= sec.verify_statements;
     const auto where = SectionBody(out, sec.heading);
     if (!where) continue;
     const auto [body, end] = *where;
-    FigureCheck check = VerifyFigureLines(out.substr(body, end - body), pages);
-    total += check.figures_total;
-    found += check.figures_found;
-    for (auto& line : check.unverified)
-      unverified.push_back({{"section", sec.heading}, {"line", line}});
-    for (auto& c : check.citations) citations.push_back(c);
-    std::string kept =
-        check.text.empty() ? "(no figure could be verified in the source)" : check.text;
+    std::string kept = out.substr(body, end - body);
+    if (sec.verify_figures) {
+      FigureCheck check = VerifyFigureLines(kept, pages);
+      total += check.figures_total;
+      found += check.figures_found;
+      for (auto& line : check.unverified)
+        unverified.push_back({{"section", sec.heading}, {"line", line}});
+      for (auto& c : check.citations) citations.push_back(c);
+      kept = check.text.empty() ? "(no figure could be verified in the source)" : check.text;
+    }
+    if (sec.verify_statements) {
+      StatementCheck check = VerifyStatements(kept, pages, sec.verify_figures);
+      statements += check.statements;
+      supported += check.supported;
+      for (auto& sentence : check.unsupported)
+        unsupported.push_back({{"section", sec.heading}, {"sentence", sentence}});
+      kept = check.text.empty() ? "(no statement could be traced to the source)" : check.text;
+    }
     out.replace(body, end - body, kept);
   }
   if (!any) return std::nullopt;
-  nlohmann::ordered_json result = {{"faithfulness",
-                                    {{"figures", total},
-                                     {"figures_found", found},
-                                     {"removed_lines", unverified.size()},
-                                     {"citations", citations.size()}}},
-                                   {"citations", std::move(citations)},
-                                   {"unverified", std::move(unverified)}};
+  nlohmann::ordered_json faith = nlohmann::ordered_json::object();
+  if (any_figures) {
+    faith["figures"] = total;
+    faith["figures_found"] = found;
+    faith["removed_lines"] = unverified.size();
+    faith["citations"] = citations.size();
+  }
+  if (any_statements) {
+    faith["statements"] = statements;
+    faith["statements_supported"] = supported;
+    faith["removed_statements"] = unsupported.size();
+  }
+  nlohmann::ordered_json result = {{"faithfulness", std::move(faith)}};
+  if (any_figures) {
+    result["citations"] = std::move(citations);
+    result["unverified"] = std::move(unverified);
+  }
+  if (any_statements) result["unsupported"] = std::move(unsupported);
   return std::make_pair(out, result);
 }
 
@@ -483,6 +509,32 @@ ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int
   return {};
 }
 
+std::pair<std::string, int64_t> PipelineProcessor::SinglePassLimit(
+    const std::string& params_json) const {
+  nlohmann::json params = nlohmann::json::parse(params_json, nullptr, false);
+  if (params.is_object() && params.contains("single_pass_max_tokens")) {
+    const auto& v = params["single_pass_max_tokens"];
+    int64_t tokens = 0;
+    if (v.is_number_integer()) tokens = v.get<int64_t>();
+    if (v.is_string()) tokens = std::atoll(v.get<std::string>().c_str());
+    return {"the job's params", tokens};
+  }
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string name = lower(generator_->info().name);
+  const std::string file = lower(std::filesystem::path(generator_->info().path).filename());
+  for (const PipelineSpec::SinglePassRule& rule : spec_.single_pass_max_tokens) {
+    const std::string m = lower(rule.model);
+    if (m.empty()) return {"pipeline " + spec_.name + ", any model", rule.tokens};
+    if (name.find(m) != std::string::npos || file.find(m) != std::string::npos) {
+      return {"pipeline " + spec_.name + ", models matching '" + rule.model + "'", rule.tokens};
+    }
+  }
+  return {"", 0};
+}
+
 ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
                                        const std::atomic<bool>& cancel) {
   const int n = static_cast<int>(job.documents.size());
@@ -520,7 +572,23 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   const int64_t available = generator_->context() - answer_room - count(*overhead) -
                             count(spec_.system_prompt) - count(spec_.output_prefix) - kMargin;
   r.strategy = "single-pass";
-  if (TotalTokens(docs) > available) {
+  // A longer document than the model digests well in one pass goes
+  // section-wise even when it fits (PipelineSpec::single_pass_max_tokens).
+  std::string why;
+  int64_t limit = available;
+  if (spec_.overflow == OverflowStrategy::kMapReduce && !spec_.sections.empty()) {
+    const auto [rule, tokens] = SinglePassLimit(job.params_json);
+    if (tokens > 0 && tokens < available && TotalTokens(docs) > tokens) {
+      limit = tokens;
+      why = "; " + std::to_string(TotalTokens(docs)) + " tokens > single_pass_max_tokens " +
+            std::to_string(tokens) + " (" + rule + ")";
+    }
+  }
+  if (TotalTokens(docs) > available && why.empty()) {
+    why = "; " + std::to_string(TotalTokens(docs)) + " tokens > the context's room " +
+          std::to_string(available);
+  }
+  if (TotalTokens(docs) > limit) {
     if (spec_.overflow == OverflowStrategy::kFail || available <= 0) {
       return ProcessorResult::Failed("context_overflow",
                                      "the documents have " + std::to_string(TotalTokens(docs)) +
@@ -536,9 +604,10 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       }
       r.strategy = "truncate";
     } else {
-      ProcessorResult reduced = MapReduce(docs, available, job.params_json, cancel, &r, &mapped);
+      ProcessorResult reduced = MapReduce(docs, limit, job.params_json, cancel, &r, &mapped);
       if (reduced.cancelled || !reduced.error_code.empty()) return reduced;
     }
+    r.strategy += why;
   }
 
   auto prompt = render(docs);

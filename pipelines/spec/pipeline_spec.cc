@@ -105,6 +105,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "output_prefix",
                                               "map_prompt",
                                               "map_max_tokens",
+                                              "single_pass_max_tokens",
                                               "description",
                                               "sections",
                                               "fields",
@@ -156,6 +157,37 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_prompt", spec.map_prompt, false));
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_max_tokens", spec.map_max_tokens, false));
   if (spec.map_max_tokens <= 0) return At(src, root["map_max_tokens"], "must be positive");
+  if (YAML::Node sp = root["single_pass_max_tokens"]) {
+    auto tokens = [&](const YAML::Node& n, int64_t* out) -> Status {
+      try {
+        *out = n.as<int64_t>();
+      } catch (const YAML::Exception&) {
+        return At(src, n, "single_pass_max_tokens: expected a number of tokens");
+      }
+      if (*out < 0) return At(src, n, "single_pass_max_tokens must be >= 0");
+      return OkStatus();
+    };
+    PipelineSpec::SinglePassRule fallback;
+    bool has_default = false;
+    if (sp.IsMap()) {
+      for (const auto& kv : sp) {
+        PipelineSpec::SinglePassRule rule;
+        rule.model = kv.first.as<std::string>();
+        ELLM_RETURN_IF_ERROR(tokens(kv.second, &rule.tokens));
+        if (rule.model == "default") {
+          rule.model.clear();
+          fallback = rule;
+          has_default = true;
+        } else {
+          spec.single_pass_max_tokens.push_back(rule);
+        }
+      }
+    } else {
+      ELLM_RETURN_IF_ERROR(tokens(sp, &fallback.tokens));
+      has_default = true;
+    }
+    if (has_default) spec.single_pass_max_tokens.push_back(fallback);
+  }
   if (YAML::Node secs = root["sections"]) {
     if (!secs.IsSequence()) return At(src, secs, "sections must be a list");
     for (const auto& n : secs) {
@@ -172,12 +204,21 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "stop", sec.stop, false));
       if (sec.max_tokens < 0) return At(src, n["max_tokens"], "max_tokens must be >= 0");
-      std::string verify;
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "verify", verify, false));
-      if (!verify.empty() && verify != "figures") {
-        return At(src, n["verify"], "verify '" + verify + "': expected figures");
+      std::vector<std::string> verify;
+      if (YAML::Node v = n["verify"]; v && v.IsScalar()) {
+        verify.push_back(v.as<std::string>());
+      } else {
+        ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "verify", verify, false));
       }
-      sec.verify_figures = verify == "figures";
+      for (const std::string& what : verify) {
+        if (what == "figures") {
+          sec.verify_figures = true;
+        } else if (what == "statements") {
+          sec.verify_statements = true;
+        } else {
+          return At(src, n["verify"], "verify '" + what + "': expected figures or statements");
+        }
+      }
       spec.sections.push_back(sec);
     }
   }

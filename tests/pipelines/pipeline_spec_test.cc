@@ -136,6 +136,32 @@ fields:
       ParsePipeline("name: x\nversion: 1\nprompt: p\nsections:\n  - {heading: K, verify: all}\n",
                     "p")
           .ok());
+  // verify: both checks; single_pass_max_tokens by model, default last.
+  v = ParsePipeline(
+      "name: x\nversion: 1\nprompt: p\nsections:\n  - {heading: K, verify: [figures, "
+      "statements]}\n  - {heading: L, verify: statements}\nsingle_pass_max_tokens: {default: "
+      "9000, gemma-3-270m: 6144}\n",
+      "p");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->sections[0].verify_figures && v->sections[0].verify_statements);
+  EXPECT_TRUE(!v->sections[1].verify_figures && v->sections[1].verify_statements);
+  ASSERT_EQ(v->single_pass_max_tokens.size(), 2u);
+  EXPECT_EQ(v->single_pass_max_tokens[0].model, "gemma-3-270m");
+  EXPECT_EQ(v->single_pass_max_tokens[0].tokens, 6144);
+  EXPECT_EQ(v->single_pass_max_tokens[1].model, "");
+  EXPECT_EQ(v->single_pass_max_tokens[1].tokens, 9000);
+  v = ParsePipeline("name: x\nversion: 1\nprompt: p\nsingle_pass_max_tokens: 4096\n", "p");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(v->single_pass_max_tokens.size(), 1u);
+  EXPECT_EQ(v->single_pass_max_tokens[0].tokens, 4096);
+  for (const char* bad : {"single_pass_max_tokens: lots\n", "single_pass_max_tokens: -1\n",
+                          "single_pass_max_tokens: {gemma: [1]}\n"}) {
+    auto b = ParsePipeline(std::string("name: x\nversion: 1\nprompt: p\n") + bad, "p");
+    EXPECT_FALSE(b.ok()) << bad;
+    if (!b.ok()) {
+      EXPECT_NE(b.status().message().find("single_pass_max_tokens"), std::string::npos);
+    }
+  }
 }
 
 TEST(PipelineSpec, ParsesSectionsSchemaAndFormat) {

@@ -97,6 +97,10 @@ class PipelineProcessor : public Processor {
   // `mapped` receives, per `verify: figures` section, the verified lines
   // of the first level's chunks (merged into the answer afterwards).
   using MappedLines = std::map<std::string, std::vector<std::string>>;
+  // The single-pass limit for this job and model, with where it came from
+  // (the job's params.single_pass_max_tokens, else the pipeline's first
+  // rule matching the model); 0: none.
+  std::pair<std::string, int64_t> SinglePassLimit(const std::string& params_json) const;
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
                             const std::string& params_json, const std::atomic<bool>& cancel,
                             store::ResultRecord* r, MappedLines* mapped);

@@ -61,6 +61,19 @@ struct PipelineSpec {
       "{{chunk}}\n\nNotes on part {{part}} of {{parts}} of \"{{title}}\": the key facts and "
       "figures, each with its page.\n-";
   int map_max_tokens = 256;
+  // A document longer than this many tokens is summarised section-wise
+  // (map-reduce) even when it fits the context: a small model digests a
+  // few thousand tokens well and 28K not at all. Rules by model: `model`
+  // is matched case-insensitively against the model's general.name and file
+  // name ("" = any model); the first match wins; tokens 0 = only the
+  // context limits single-pass. YAML: a number, or a mapping
+  // {"gemma-3-270m": 6144, default: 0}. A job's params may override it
+  // (params.single_pass_max_tokens).
+  struct SinglePassRule {
+    std::string model;
+    int64_t tokens = 0;
+  };
+  std::vector<SinglePassRule> single_pass_max_tokens;
   // Output in sections, generated in one sequence after one prefill: each
   // section's heading ("## heading", markdown only) and lead are written,
   // then the model continues until a stop string or the section's
@@ -77,6 +90,11 @@ struct PipelineSpec {
     // figure found nowhere is removed and listed in the result's
     // `unverified` (facts.h says what counts as the same figure).
     bool verify_figures = false;
+    // Every sentence is traced to the page that holds most of its content
+    // words (facts.h SupportingPage): a supported sentence gets " [p. N]",
+    // one no page supports is removed and listed in the result's
+    // `unsupported`. `verify: [figures, statements]` does both.
+    bool verify_statements = false;
   };
   std::vector<Section> sections;
   // Extraction with provenance: each document is read on its own, each field

@@ -1,0 +1,55 @@
+// Statements traced to pages: a summary's prose checked against the
+// document word by word, so each sentence a reader sees names the page it
+// rests on, and a sentence no page supports is taken out. Pure functions
+// over text (no model). Lexical, not semantic: a sentence is supported when
+// one page (or two adjacent pages) holds most of its content words, after
+// light stemming ("tested" = "testing" = "tests"). It catches statements
+// about things the document never mentions; it cannot catch a wrong
+// relation between words the page does hold (figures are checked by value
+// in provenance.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ellm/pipelines/facts.h"
+
+namespace ellm::pipelines {
+
+// The content words of `text` as stems: lowercased runs of letters and
+// digits, common English and summary words ("report", "describes") left
+// out, suffixes -ing/-ed/-es/-s/-ly/-ation cut, at most 6 bytes kept.
+std::vector<std::string> ContentStems(std::string_view text);
+
+inline constexpr double kMinStatementSupport = 0.6;
+
+struct Support {
+  int first_page = 0;  // the page (or first of two adjacent pages)
+  int last_page = 0;
+  double share = 0;    // of the sentence's distinct stems found there
+};
+// The best-supported page for `sentence` among `pages` when its share
+// reaches `min_share`; nullopt otherwise, and for a sentence with fewer
+// than 3 content stems (too little to check, also too little to drop).
+std::optional<Support> SupportingPage(std::string_view sentence, const std::vector<Page>& pages,
+                                      double min_share = kMinStatementSupport);
+
+// A section's prose checked sentence by sentence: supported sentences get
+// " [p. N]" (or "[pp. N-M]"), unsupported ones are removed; sentences too
+// short to check stay as written. Page markers the model wrote are dropped
+// first, except with `keep_cited`: then a sentence citing a page stays as
+// it is (lines VerifyFigureLines already checked and cited).
+struct StatementCheck {
+  std::string text;
+  std::vector<std::string> unsupported;  // removed sentences
+  int statements = 0;                    // sentences checked
+  int supported = 0;
+};
+StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
+                                bool keep_cited = false,
+                                double min_share = kMinStatementSupport);
+
+}  // namespace ellm::pipelines

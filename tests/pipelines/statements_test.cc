@@ -1,0 +1,87 @@
+// Statements traced to pages (statements.h).
+#include "ellm/pipelines/statements.h"
+
+#include <gtest/gtest.h>
+
+namespace ellm::pipelines {
+namespace {
+
+const char kManual[] =
+    "[page 1]\nHow SQLite Is Tested\n\nThe reliability and robustness of SQLite is achieved "
+    "in part by thorough and careful testing. Three independent test harnesses are used: the "
+    "TCL tests, the TH3 test harness and the SQL Logic Test.\n"
+    "[page 2]\nAnomaly testing\n\nOut-of-memory errors are simulated by a malloc wrapper "
+    "that fails after a chosen number of allocations. I/O errors are simulated by a virtual "
+    "file system that fails on command.\n"
+    "[page 3]\nFuzz testing\n\nFuzz testing feeds random SQL statements and corrupt database "
+    "files to the library, looking for crashes.\n";
+
+TEST(Statements, StemsIgnoreFunctionWordsAndSuffixes) {
+  EXPECT_EQ(ContentStems("The report describes how tests are tested while testing"),
+            std::vector<std::string>({"test"}));
+  EXPECT_EQ(ContentStems("Simulated allocations, 2026 and 12"),
+            std::vector<std::string>({"simula", "alloc"}));
+}
+
+TEST(Statements, ASentenceIsTracedToThePageHoldingItsWords) {
+  const auto pages = SplitPages(kManual);
+  auto s = SupportingPage("Out-of-memory errors are simulated with a failing malloc wrapper.",
+                          pages);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->first_page, 2);
+  EXPECT_EQ(s->last_page, 2);
+  // Words the document never uses: no page.
+  EXPECT_FALSE(SupportingPage("The company expects revenue growth in Asian markets.", pages));
+  // Too short to judge.
+  EXPECT_FALSE(SupportingPage("SQLite testing.", pages));
+}
+
+TEST(Statements, UnsupportedSentencesAreRemovedAndListed) {
+  const auto pages = SplitPages(kManual);
+  const std::string body =
+      "The report describes three independent test harnesses: TCL, TH3 and SQL Logic Test [page "
+      "7]. The company expects revenue growth in Asian markets.\n"
+      "- Fuzz testing feeds corrupt database files and random statements.\n"
+      "- Short line.\n";
+  StatementCheck c = VerifyStatements(body, pages);
+  EXPECT_EQ(c.statements, 3);
+  EXPECT_EQ(c.supported, 2);
+  ASSERT_EQ(c.unsupported.size(), 1u);
+  EXPECT_EQ(c.unsupported[0], "The company expects revenue growth in Asian markets.");
+  // The model's own page marker goes; ours replaces it.
+  EXPECT_EQ(c.text,
+            "The report describes three independent test harnesses: TCL, TH3 and SQL Logic "
+            "Test. [p. 1]\n"
+            "- Fuzz testing feeds corrupt database files and random statements. [p. 3]\n"
+            "- Short line.");
+}
+
+TEST(Statements, ACheckedFigureLineKeepsItsCitation) {
+  const auto pages = SplitPages(kManual);
+  const std::string body = "- Three harnesses are used for testing robustness [p. 1]\n";
+  EXPECT_EQ(VerifyStatements(body, pages, /*keep_cited=*/true).text,
+            "- Three harnesses are used for testing robustness [p. 1]");
+  // Without keep_cited the marker is the model's: checked again.
+  EXPECT_EQ(VerifyStatements(body, pages).text,
+            "- Three harnesses are used for testing robustness [p. 1]");
+}
+
+TEST(Statements, AnySentenceOverAnyPagesIsSafe) {
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 200; ++i) {
+    std::string t;
+    const int n = static_cast<int>(x % 120);
+    for (int k = 0; k < n; ++k) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      static const char kAlphabet[] = "abc tes. \n[]page1-\xE2\x80\x93\xC3";
+      t += kAlphabet[x % (sizeof(kAlphabet) - 1)];
+    }
+    const auto pages = SplitPages(t);
+    StatementCheck c = VerifyStatements(t, pages);
+    EXPECT_LE(c.supported, c.statements);
+    EXPECT_EQ(c.unsupported.size(), static_cast<size_t>(c.statements - c.supported));
+  }
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
