@@ -79,6 +79,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
                           {"generated_tokens", res.generated_tokens},
                           {"prefill_ms", res.prefill_ms},
                           {"decode_ms", res.decode_ms},
+                          {"constraint_ms", res.constraint_ms},
                           {"seconds", seconds},
                           {"store", db}};
     if (res.output_json) out["json"] = nlohmann::json::parse(*res.output_json);

@@ -66,6 +66,10 @@ ALTER TABLE jobs ADD COLUMN finished_at TEXT;
 ALTER TABLE results ADD COLUMN strategy TEXT;
 CREATE INDEX events_by_job ON events(job_id, kind);
 )sql",
+      // 3: the time grammar-constrained decoding took of a result's decode.
+      R"sql(
+ALTER TABLE results ADD COLUMN constraint_ms INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

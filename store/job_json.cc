@@ -10,7 +10,8 @@ nlohmann::json ResultToJson(const ResultRecord& r) {
                         {"prompt_tokens", r.prompt_tokens},
                         {"generated_tokens", r.generated_tokens},
                         {"prefill_ms", r.prefill_ms},
-                        {"decode_ms", r.decode_ms}};
+                        {"decode_ms", r.decode_ms},
+                        {"constraint_ms", r.constraint_ms}};
   if (r.output_json) {
     // Stored only after it parsed (PipelineProcessor checks it); a row
     // written by hand that does not parse is shown as its text.

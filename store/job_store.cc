@@ -214,8 +214,8 @@ StatusOr<bool> JobStore::Succeed(const std::string& job_id,
         Statement::Prepare(*db_,
                            "INSERT INTO results(job_id, output_text, output_json, "
                            "model_fingerprint, pipeline_name, pipeline_version, prompt_tokens, "
-                           "generated_tokens, prefill_ms, decode_ms, strategy) VALUES "
-                           "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                           "generated_tokens, prefill_ms, decode_ms, strategy, constraint_ms) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
     res.Bind(1, std::string_view(job_id))
         .Bind(2, std::string_view(r.output_text))
         .Bind(3, r.output_json)
@@ -226,7 +226,8 @@ StatusOr<bool> JobStore::Succeed(const std::string& job_id,
         .Bind(8, r.generated_tokens)
         .Bind(9, r.prefill_ms)
         .Bind(10, r.decode_ms)
-        .Bind(11, std::string_view(r.strategy));
+        .Bind(11, std::string_view(r.strategy))
+        .Bind(12, r.constraint_ms);
     ELLM_RETURN_IF_ERROR(res.Run());
     ELLM_ASSIGN_OR_RETURN(auto up, Statement::Prepare(*db_, Sql("UPDATE jobs SET "
                                                                 "status='succeeded', "
@@ -345,7 +346,7 @@ StatusOr<std::optional<JobRecord>> JobStore::Get(const std::string& job_id) {
       auto r, Statement::Prepare(*db_,
                                  "SELECT output_text, output_json, model_fingerprint, "
                                  "pipeline_name, pipeline_version, strategy, prompt_tokens, "
-                                 "generated_tokens, prefill_ms, decode_ms FROM results "
+                                 "generated_tokens, prefill_ms, decode_ms, constraint_ms FROM results "
                                  "WHERE job_id=?1"));
   r.Bind(1, std::string_view(job_id));
   ELLM_ASSIGN_OR_RETURN(bool has_result, r.Step());
@@ -361,6 +362,7 @@ StatusOr<std::optional<JobRecord>> JobStore::Get(const std::string& job_id) {
     res.generated_tokens = r.Int(7);
     res.prefill_ms = r.Int(8);
     res.decode_ms = r.Int(9);
+    res.constraint_ms = r.Int(10);
     j.result = std::move(res);
   }
 

@@ -18,6 +18,7 @@ void AddGeneration(store::ResultRecord& r, const Generation& g) {
   r.generated_tokens += g.generated_tokens;
   r.prefill_ms += g.prefill_ms;
   r.decode_ms += g.decode_ms;
+  r.constraint_ms += g.constraint_ms;
 }
 
 std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,

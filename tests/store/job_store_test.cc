@@ -42,6 +42,7 @@ class JobStoreTest : public ::testing::Test {
     r.pipeline_version = "1";
     r.strategy = "single-pass";
     r.prompt_tokens = 10;
+    r.constraint_ms = 7;
     r.generated_tokens = 5;
     return r;
   }
@@ -75,6 +76,7 @@ TEST_F(JobStoreTest, RunsANewJobOnceAndRefusesItAfterwards) {
   EXPECT_EQ(j.result->output_text, "summary");
   EXPECT_EQ(*j.result->output_json, R"({"words":3})");
   EXPECT_EQ(j.result->strategy, "single-pass");
+  EXPECT_EQ(j.result->constraint_ms, 7);
   ASSERT_EQ(j.documents.size(), 1u);
   EXPECT_EQ(j.documents[0].page_count, 3);
   EXPECT_EQ(j.source.partition, 2);
@@ -157,6 +159,7 @@ TEST_F(JobStoreTest, ResultJsonCarriesTheStructuredOutputParsed) {
   EXPECT_EQ(j["json"]["words"], 3);
   EXPECT_EQ(j["strategy"], "single-pass");
   EXPECT_EQ(j["prompt_tokens"], 10);
+  EXPECT_EQ(j["constraint_ms"], 7);
   ResultRecord r = Result("x");
   r.output_json = "{not json";
   EXPECT_EQ(ResultToJson(r)["json"], "{not json");

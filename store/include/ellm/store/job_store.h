@@ -69,6 +69,7 @@ struct ResultRecord {
   int64_t generated_tokens = 0;
   int64_t prefill_ms = 0;
   int64_t decode_ms = 0;
+  int64_t constraint_ms = 0;  // of decode_ms: masks and accepts of a JSON schema
 };
 
 struct EventRecord {
