@@ -27,6 +27,29 @@ What it prints, per pipeline:
 Both output forms are read: the computed table (pipelines with `fields`)
 and the older "- Document N, the X: value" lines, so one command scores a
 previous build for the "before" numbers.
+
+Real documents (--real, default all): pages of SQLite's documentation
+(public domain) from the Debian package sqlite3-doc, made into PDFs by
+bench/real_docs.py (fetched once into ~/.cache/ellm/real-docs with
+apt-get download; skipped with a note when that fails), with the facts and
+key terms of bench/real_facts.json, checked by hand. Each is summarized
+with summarize-report; the long ones (fts5, fileformat2: 20-30K tokens)
+at --real-ctx, the others at the default context. Per document and in
+total it prints the document's tokens, the strategy and time, then
+  fact recall         hand-checked facts whose figure is in the summary
+  figures             figures in the summary; found anywhere in the document
+                      (the rest: hallucinated); on the page their statement
+                      cites
+  coverage            top-level sections with any of their key terms in the
+                      summary
+  statement support   statements (sentences or bullets, headings excluded)
+                      citing "[p. N]" with >= 60% of their content words on
+                      the cited pages; statements with no citation
+  --real NAME...      documents: testing limits whentouse fts5 fileformat2,
+                      or all (default), short (the first three), long, none
+  --real-ctx N        context for the long ones (default 32768)
+The long documents take minutes each on a small CPU; --real none keeps the
+planted documents alone.
 """
 
 import argparse
@@ -68,9 +91,9 @@ def ensure_venv():
 
 # --- values and their normal forms -----------------------------------------
 
-SCALE = {"thousand": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9}
+SCALE = {"k": 1e3, "thousand": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9}
 FIGURE = re.compile(r"(?:(EUR|USD|GBP|€|\$|£)\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
-                    r"(?:\s?(%|percent|thousand|million|billion|bn|mn|m)\b|(%))?"
+                    r"(?:\s?(%|percent|thousand|million|billion|bn|mn|m|k)\b|(%))?"
                     r"(?:\s(days|months|years|weeks))?", re.I)
 DATE = re.compile(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{4})\b")
 
@@ -360,6 +383,215 @@ def score_summaries(args, reports, name=None, ctx=0):
     print(f"  citation accuracy        {pct(cite_ok, cited_lines)} (cited page holds every figure)")
 
 
+# --- real documents -----------------------------------------------------------
+
+REAL_FACTS = os.path.join(REPO, "bench", "real_facts.json")
+REAL_CACHE = os.path.expanduser("~/.cache/ellm/real-docs")
+CITE = re.compile(r"\[(?:p\.|pp\.|page|pages) (\d+(?:\s*[-,–]\s*\d+)*)\]")
+# Words that say nothing about what a statement claims.
+STOPWORDS = set("""
+about above after also been being both cannot could does doing each from have having here into
+itself just more most much must only other over same should some such than that their them then
+there these they this those through under very were what when where which while will with would
+your summary report document page pages section sections describes described provides discusses
+""".split())
+REAL_ALIASES = ("all", "short", "long", "none")
+# Names with digits in them (FTS5, unicode61, FTS3/4, TH3) are no figures.
+IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\d[A-Za-z0-9_]*(?:/\d+)*")
+
+
+def real_figures(text):
+    return figures(IDENTIFIER.sub(" ", CITE.sub("", text)))
+
+
+def real_names(wanted):
+    """Document names of real_facts.json that --real selects, in file order."""
+    docs = json.load(open(REAL_FACTS))["documents"]
+    out = []
+    for w in wanted:
+        for part in w.split(","):
+            if part == "none":
+                continue
+            if part == "all":
+                out += list(docs)
+            elif part in ("short", "long"):
+                out += [n for n, d in docs.items() if bool(d.get("long")) == (part == "long")]
+            elif part in docs:
+                out.append(part)
+            else:
+                sys.exit(f"--real: no document {part!r} in {REAL_FACTS} (have: {', '.join(docs)})")
+    return list(dict.fromkeys(out))
+
+
+def cited_pages(text):
+    """Pages a "[p. 3]", "[p. 2, 5]" or "[p. 4-6]" citation names."""
+    pages = set()
+    for m in CITE.finditer(text):
+        for part in re.split(r"\s*,\s*", m.group(1)):
+            ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x]
+            pages.update(range(ends[0], ends[-1] + 1) if len(ends) == 2 and ends[1] - ends[0] < 50
+                         else ends)
+    return pages
+
+
+def content_words(text):
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9_]*", text.lower())
+            if len(w) >= 4 and w not in STOPWORDS}
+
+
+def statements(summary):
+    """Sentences and bullets of a summary with words to check; headings left out."""
+    out = []
+    for line in summary.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = re.sub(r"^(?:[-*\u2022]|\d+[.)])\s+", "", line)
+        # A citation after the full stop belongs to the sentence before it.
+        for sent in re.split(r"(?<=[.!?\]])\s+(?=[A-Z\"(])", line):
+            if content_words(CITE.sub("", sent)):
+                out.append(sent)
+    return out
+
+
+def term_found(term, text):
+    """A key term at the start of a word; case-sensitive when it has no lowercase letter."""
+    flags = 0 if term == term.upper() else re.I
+    return re.search(r"(?<![A-Za-z0-9])" + re.escape(term), text, flags) is not None
+
+
+def make_real_documents(args, names):
+    """Writes OUT/real/NAME.pdf and .sections.json; False (with a note) if that fails."""
+    docs = json.load(open(REAL_FACTS))["documents"]
+    out = os.path.join(args.out, "real")
+    p = subprocess.run([ensure_venv(), os.path.join(REPO, "bench", "real_docs.py"), REAL_CACHE, out]
+                       + [docs[n]["html"][:-len(".html")] for n in names],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"real documents skipped: bench/real_docs.py failed: {p.stderr.strip()[-400:]}",
+              file=sys.stderr)
+        return False
+    if p.stderr.strip():
+        print(p.stderr.strip(), file=sys.stderr)
+    return True
+
+
+def token_count(args, pdf):
+    """Tokens of the text the model sees of pdf (ellm extract), or None."""
+    txt = pdf[:-len(".pdf")] + ".txt"
+    with open(txt, "w") as fh:
+        fh.write(subprocess.run([args.ellm, "extract", pdf], capture_output=True, text=True).stdout)
+    p = subprocess.run([args.ellm, "tokenize", "--model", args.model, "--file", txt],
+                       capture_output=True, text=True)
+    return len(json.loads(p.stdout)) if p.returncode == 0 else None
+
+
+def score_real_document(args, name, doc):
+    """Counts for one real document (see the module docstring), or None if it failed."""
+    pdf = os.path.join(args.out, "real", doc["html"][:-len(".html")] + ".pdf")
+    sections = json.load(open(pdf[:-len(".pdf")] + ".sections.json"))
+    tokens = token_count(args, pdf)
+    ctx = args.real_ctx if doc.get("long") else 0
+    res, secs, err = run(args, ["summarize", pdf] + (["--ctx", str(ctx)] if ctx else []))
+    if res is None:
+        print(f"  {name}: failed after {secs:.0f} s: {err}", file=sys.stderr)
+        return None
+    text = res.get("text", "")
+    with open(pdf[:-len(".pdf")] + ".result.json", "w") as fh:
+        json.dump(res, fh, indent=1)
+    pages = {p["number"]: p["text"] for p in json.loads(subprocess.run(
+        [args.ellm, "extract", pdf, "--json"], capture_output=True, text=True).stdout)["pages"]}
+    page_figs = {n: real_figures(t) for n, t in pages.items()}
+    page_words = {n: content_words(t) for n, t in pages.items()}
+    src_figs = {x for figs in page_figs.values() for x in figs}
+    c = {"tokens": tokens or 0, "secs": secs, "strategy": res.get("strategy", "?")}
+
+    body = "\n".join(re.sub(r"^(?:[-*\u2022]|\d+[.)])\s+", "", l.strip())
+                     for l in text.splitlines() if not l.lstrip().startswith("#"))
+    out_figs = real_figures(body)
+    c["facts"] = len(doc["facts"])
+    c["facts_found"] = 0
+    for f in doc["facts"]:
+        hit = figures(f["figure"])[0] in out_figs
+        c["facts_found"] += hit
+        if not hit and args.verbose:
+            print(f"    {name}: missed {f['figure']} ({f['description']}; {f['section']})")
+
+    c["figures"] = len(out_figs)
+    c["figures_in_doc"] = sum(x in src_figs for x in out_figs)
+    c["figures_cited"] = c["figures_on_page"] = 0
+    c["statements"] = c["cited"] = c["supported"] = 0
+    for st in statements(text):
+        c["statements"] += 1
+        cited = cited_pages(st)
+        if not cited:
+            continue
+        c["cited"] += 1
+        words = content_words(CITE.sub("", st))
+        there = set().union(*(page_words.get(n, set()) for n in cited))
+        ok = len(words & there) >= 0.6 * len(words)
+        c["supported"] += ok
+        if not ok and args.verbose:
+            print(f"    {name}: unsupported by p. {sorted(cited)} "
+                  f"({len(words & there)}/{len(words)} words): {st[:160]}")
+        for fig in real_figures(st):
+            c["figures_cited"] += 1
+            c["figures_on_page"] += any(fig in page_figs.get(n, []) for n in cited)
+
+    terms = doc["key_terms"]
+    heads = [s["heading"] for s in sections["sections"]]
+    for h in set(heads) ^ set(terms):
+        print(f"  {name}: section {h!r} is in only one of real_docs.py's headings and "
+              "real_facts.json's key_terms", file=sys.stderr)
+    c["sections"] = len(heads)
+    c["covered"] = 0
+    for h in heads:
+        hit = any(term_found(t, text) for t in terms.get(h, []))
+        c["covered"] += hit
+        if not hit and args.verbose:
+            print(f"    {name}: section not covered: {h}")
+    return c
+
+
+def print_real(label, c):
+    pct = lambda x, y: f"{100.0 * x / y:.1f}%" if y else "n/a"
+    print(f"  {label}")
+    print(f"    fact recall            {pct(c['facts_found'], c['facts'])} "
+          f"({c['facts_found']}/{c['facts']} hand-checked facts)")
+    halluc = c["figures"] - c["figures_in_doc"]
+    print(f"    figures                {c['figures']} in the summary; {c['figures_in_doc']} in the "
+          f"document, hallucinated {pct(halluc, c['figures'])}; {c['figures_on_page']}/"
+          f"{c['figures_cited']} cited ones on their cited page")
+    print(f"    coverage               {pct(c['covered'], c['sections'])} "
+          f"({c['covered']}/{c['sections']} top-level sections)")
+    print(f"    statement support      {pct(c['supported'], c['cited'])} "
+          f"({c['supported']}/{c['cited']} cited statements); uncited "
+          f"{c['statements'] - c['cited']}/{c['statements']}")
+
+
+def score_real(args, names):
+    if not make_real_documents(args, names):
+        return
+    docs = json.load(open(REAL_FACTS))["documents"]
+    version = json.load(open(REAL_FACTS))["checked_against"]
+    print(f"summarize-report on real documents (SQLite documentation; facts checked against "
+          f"{version}; long ones at --ctx {args.real_ctx})")
+    total, done = {}, 0
+    for name in names:
+        c = score_real_document(args, name, docs[name])
+        if c is None:
+            continue
+        done += 1
+        print_real(f"{name}: {docs[name]['title']} ({c['tokens']} tokens; {c['strategy']}; "
+                   f"{c['secs']:.0f} s)", c)
+        for k, v in c.items():
+            if not isinstance(v, str):
+                total[k] = total.get(k, 0) + v
+    if total:
+        print_real(f"total ({done} documents, {total['tokens']} tokens, "
+                   f"{total['secs']:.0f} s)", total)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ellm", default=os.path.join(REPO, "build", "release", "cli", "ellm"))
@@ -373,7 +605,11 @@ def main():
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--long", type=int, default=100, help="pages of the long report (0: none)")
     ap.add_argument("--long-ctx", type=int, default=4096, help="context for it (map-reduce)")
-    ap.add_argument("--verbose", action="store_true", help="print every wrong term")
+    ap.add_argument("--real", nargs="+", default=["all"], metavar="NAME",
+                    help="real documents (" + " ".join(REAL_ALIASES) + " or names; default all)")
+    ap.add_argument("--real-ctx", type=int, default=32768, help="context for the long real documents")
+    ap.add_argument("--verbose", action="store_true",
+                    help="print every wrong term, missed fact and unsupported statement")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if os.path.exists(os.path.join(args.out, "q.db")):
@@ -392,6 +628,9 @@ def main():
         score_summaries(args, reports)
     if args.long and reports:
         score_summaries(args, reports[:1], "long.pdf", args.long_ctx)
+    real = real_names(args.real)
+    if real:
+        score_real(args, real)
 
 
 if __name__ == "__main__":
