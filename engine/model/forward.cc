@@ -295,7 +295,7 @@ std::vector<WeightPath> Engine::WeightPaths() const {
   std::vector<WeightPath> out;
   // A fused matrix (Phi 3's attn_qkv) is bound as row ranges of one tensor.
   std::vector<std::string_view> seen;
-  auto add = [&](const model::Weight& w) {
+  auto add = [&](const ops::Weight& w) {
     if (w.info == nullptr || std::find(seen.begin(), seen.end(), w.info->name) != seen.end()) {
       return;
     }
@@ -304,7 +304,7 @@ std::vector<WeightPath> Engine::WeightPaths() const {
         {std::string(w.info->name), std::string(quant::TypeName(w.type)), w.packed != nullptr});
   };
   for (const model::Layer& l : model_->layers()) {
-    for (const model::Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add(*w);
+    for (const ops::Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add(*w);
   }
   add(model_->output());
   return out;

@@ -31,8 +31,8 @@ std::string TensorName(std::string_view pattern, int il) {
 
 // Rows [first, first + count) of `w`, as a matrix of its own (a fused
 // tensor's part: its rows are contiguous in the file).
-Weight RowRange(const Weight& w, int64_t first, int64_t count) {
-  Weight part = w;
+ops::Weight RowRange(const ops::Weight& w, int64_t first, int64_t count) {
+  ops::Weight part = w;
   part.rows = count;
   part.data = w.data + first * w.row_bytes;
   return part;
@@ -99,15 +99,15 @@ StatusOr<std::unique_ptr<Model>> Model::Load(gguf::GgufFile file, bool pack_weig
 void Model::PackWeights() {
   const char* env = std::getenv("ELLM_PACKED_WEIGHTS");
   if (env != nullptr && std::string_view(env) == "off") return;
-  std::vector<Weight*> targets;
+  std::vector<ops::Weight*> targets;
   for (Layer& l : layers_) {
-    for (Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(w);
+    for (ops::Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(w);
   }
   const bool tied = output_.data == token_embd_.data;
   targets.push_back(&output_);
   std::vector<ops::PackSource> sources;
-  std::vector<Weight*> packed_targets;
-  for (Weight* w : targets) {
+  std::vector<ops::Weight*> packed_targets;
+  for (ops::Weight* w : targets) {
     if (w->data == nullptr || !kernels::CanPack(w->type)) continue;
     sources.push_back({w->type, w->rows, w->cols, w->data, w->row_bytes, true});
     packed_targets.push_back(w);
@@ -398,7 +398,7 @@ Status Model::BindTensors() {
                                   std::string(quant::TypeName(t->type)) +
                                   ", which is not supported");
       }
-      Weight w{
+      ops::Weight w{
           t,      t->type, t->ne[0], t->ne[1], quant::RowBytes(quant::Traits(t->type), t->ne[0]),
           t->data};
       Layer* l = ts.per_layer ? &layers_[static_cast<size_t>(il)] : nullptr;

@@ -13,6 +13,7 @@
 #include "model/arch_spec.h"
 #include "ops/elementwise.h"
 #include "ops/packed_weight.h"
+#include "ops/weight.h"
 
 namespace ellm::model {
 
@@ -50,25 +51,8 @@ struct HParams {
   float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
 };
 
-// A weight matrix view: `rows` rows of `cols` elements each, row-major in
-// the file's format. For a GGML tensor of shape [ne0, ne1], cols = ne0.
-struct Weight {
-  const gguf::TensorInfo* info = nullptr;
-  quant::TensorType type = quant::TensorType::kF32;
-  int64_t cols = 0;
-  int64_t rows = 0;
-  uint64_t row_bytes = 0;
-  const uint8_t* data = nullptr;
-  // The same matrix repacked for the packed GEMM (owned by the Model), or
-  // nullptr. When set, ops::MatMul and ops::DequantizeWeightRow read only
-  // this, and the file pages of `data` may have been released (they read
-  // back from the file on touch).
-  const ops::PackedWeight* packed = nullptr;
-  const uint8_t* Row(int64_t r) const { return data + r * row_bytes; }
-};
-
 struct Layer {
-  Weight q, k, v, o, gate, up, down;
+  ops::Weight q, k, v, o, gate, up, down;
   std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffn_norm;
   // Added to the Q/K/V projections; empty when the family has none.
   std::vector<float> q_bias, k_bias, v_bias;
@@ -87,8 +71,8 @@ class Model {
   const ArchSpec& spec() const { return *spec_; }
   const HParams& hparams() const { return hp_; }
   const gguf::GgufFile& file() const { return file_; }
-  const Weight& token_embd() const { return token_embd_; }
-  const Weight& output() const { return output_; }
+  const ops::Weight& token_embd() const { return token_embd_; }
+  const ops::Weight& output() const { return output_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
   // Llama 3.1+'s per-pair RoPE frequency divisors; empty when absent.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
@@ -112,12 +96,12 @@ class Model {
   gguf::GgufFile file_;
   const ArchSpec* spec_ = nullptr;
   HParams hp_;
-  Weight token_embd_, output_;
+  ops::Weight token_embd_, output_;
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<float> rope_short_, rope_long_;  // LongRoPE's divisors; empty when absent
   std::vector<Layer> layers_;
-  std::vector<std::unique_ptr<ops::PackedWeight>> packed_;  // Weight::packed points here
+  std::vector<std::unique_ptr<ops::PackedWeight>> packed_;  // ops::Weight::packed points here
 };
 
 }  // namespace ellm::model

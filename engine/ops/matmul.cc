@@ -88,7 +88,7 @@ void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, 
 
 }  // namespace
 
-void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
+void MatMulRows(const Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
   if (w.packed != nullptr) {
     PackedMatMulRows(*w.packed, x, n_tokens, row_begin, row_end, y, pool, scratch);
@@ -126,8 +126,7 @@ void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_
   });
 }
 
-void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
-                         std::vector<uint8_t>& row_buf) {
+void DequantizeWeightRow(const Weight& w, int64_t r, float* out, std::vector<uint8_t>& row_buf) {
   const uint8_t* row = w.Row(r);
   if (w.packed != nullptr) {
     row_buf.resize(w.row_bytes);
@@ -137,7 +136,7 @@ void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
   quant::DequantizeRow(w.type, row, out, w.cols);
 }
 
-void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+void MatMul(const Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch) {
   MatMulRows(w, x, n_tokens, 0, w.rows, y, pool, scratch);
 }

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ellm/engine/thread_pool.h"
-#include "model/model.h"
+#include "ops/weight.h"
 
 namespace ellm::ops {
 
@@ -24,19 +24,18 @@ struct MatMulScratch {
 // Rows are split across the pool's threads. When w.packed is set, the packed
 // GEMM kernels (kernels/gemm_packed.h) run on it instead of the row-wise dot
 // kernels; results agree to the tolerance stated there (not bit for bit).
-void MatMul(const model::Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+void MatMul(const Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch);
 
 // As MatMul, but only for weight rows [row_begin, row_end); y is
 // [n_tokens, row_end - row_begin]. Used to compute logits in slices.
-void MatMulRows(const model::Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
+void MatMulRows(const Weight& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch);
 
 // out[0, w.cols) = row r of w in f32 (an embedding lookup), decoded from
 // the packed copy when w has one (its file pages may have been released)
 // with the same bits as from the file. `row_buf` is scratch, reused.
 // REQUIRES: 0 <= r < w.rows.
-void DequantizeWeightRow(const model::Weight& w, int64_t r, float* out,
-                         std::vector<uint8_t>& row_buf);
+void DequantizeWeightRow(const Weight& w, int64_t r, float* out, std::vector<uint8_t>& row_buf);
 
 }  // namespace ellm::ops

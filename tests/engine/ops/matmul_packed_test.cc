@@ -24,7 +24,7 @@ using quant::TensorType;
 
 struct Matrix {
   std::vector<uint8_t> bytes;
-  model::Weight w;
+  Weight w;
 };
 
 Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -56,7 +56,7 @@ Matrix RandomMatrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& r
   return m;
 }
 
-double Bound(const model::Weight& w, int64_t r, const float* x) {
+double Bound(const Weight& w, int64_t r, const float* x) {
   std::vector<float> wf(w.cols), mf(w.cols, 0.0f);
   quant::DequantizeRow(w.type, w.Row(r), wf.data(), w.cols);
   // Quants zeroed (fifth bits too), scales kept: the min term. [begin,
@@ -95,7 +95,7 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
     Matrix m = RandomMatrix(c.type, c.rows, c.cols, rng);
     const PackSource src{c.type, c.rows, c.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
-    model::Weight pw = m.w;
+    Weight pw = m.w;
     pw.packed = packed[0].get();
     for (int64_t n : {1, 7, 33}) {
       std::vector<float> x(n * c.cols);
@@ -137,7 +137,7 @@ TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
     Matrix m = RandomMatrix(type, 21, 768, rng);  // 3 super-blocks, 24 blocks of 32
     const PackSource src{type, m.w.rows, m.w.cols, m.w.data, m.w.row_bytes, false};
     const auto packed = PackWeights({&src, 1}, 2);
-    model::Weight pw = m.w;
+    Weight pw = m.w;
     pw.packed = packed[0].get();
     std::vector<uint8_t> row_buf;
     std::vector<float> want(m.w.cols), got(m.w.cols);
