@@ -377,13 +377,12 @@ void CompactQ3_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   }
 }
 
-constexpr size_t kMaxTypeId = 40;  // > every TensorType value
 constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
-using Table = std::array<std::array<GemmPackedFn, kMaxTypeId>, kLevels>;
+using Table = std::array<std::array<GemmPackedFn, quant::kMaxTypeId>, kLevels>;
 
 Table BuildTable() {
   Table t{};
-  for (uint32_t id = 0; id < kMaxTypeId; ++id) {
+  for (uint32_t id = 0; id < quant::kMaxTypeId; ++id) {
     const auto traits = TraitsOf(id);
     if (!traits.has_value() || !CanPack(traits->type)) continue;
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefGemmPacked(traits->type);
@@ -675,7 +674,7 @@ void SummarizeQ8_1(const uint8_t* rows, size_t stride, int64_t n_tokens, int64_t
 GemmPackedFn GetGemmPackedAt(TensorType type, IsaLevel level) {
   static const Table table = BuildTable();
   const uint32_t id = static_cast<uint32_t>(type);
-  if (id >= kMaxTypeId) return nullptr;
+  if (id >= quant::kMaxTypeId) return nullptr;
   for (int l = static_cast<int>(level); l >= 0; --l) {
     if (table[l][id] != nullptr) return table[l][id];
   }

@@ -9,14 +9,13 @@
 namespace ellm::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 40;  // > every TensorType value
 constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
 
-using Table = std::array<std::array<VecDotFn, kMaxTypeId>, kLevels>;
+using Table = std::array<std::array<VecDotFn, quant::kMaxTypeId>, kLevels>;
 
 Table BuildTable() {
   Table t{};
-  for (uint32_t id = 0; id < kMaxTypeId; ++id) {
+  for (uint32_t id = 0; id < quant::kMaxTypeId; ++id) {
     const auto traits = quant::TraitsOf(id);
     if (!traits.has_value()) continue;
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefVecDot(traits->type);
@@ -36,7 +35,7 @@ const Table& GetTable() {
 
 VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level) {
   const uint32_t id = static_cast<uint32_t>(weight);
-  if (id >= kMaxTypeId) return nullptr;
+  if (id >= quant::kMaxTypeId) return nullptr;
   const Table& table = GetTable();
   for (int l = static_cast<int>(level); l >= 0; --l) {
     if (table[l][id] != nullptr) return table[l][id];

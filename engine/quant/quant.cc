@@ -46,8 +46,6 @@ struct FormatOps {
   bool has_activation = false;
 };
 
-constexpr size_t kMaxTypeId = 40;  // > every TensorType value
-
 std::array<FormatOps, kMaxTypeId> BuildTable() {
   std::array<FormatOps, kMaxTypeId> t{};
   auto set = [&t](TensorType type, DequantizeFn dq, QuantizeFn q, TensorType act, bool has_act) {

@@ -43,28 +43,34 @@ constexpr TypeTraits kTable[] = {
     {TensorType::kMXFP4, "mxfp4", 32, 17, true},
 };
 
-constexpr size_t kMaxId = 40;
+constexpr bool AllBelowMaxTypeId() {
+  for (const TypeTraits& t : kTable) {
+    if (static_cast<size_t>(t.type) >= kMaxTypeId) return false;
+  }
+  return true;
+}
+static_assert(AllBelowMaxTypeId(), "raise kMaxTypeId (tensor_type.h) above every TensorType id");
 
-constexpr std::array<int, kMaxId> BuildIndex() {
-  std::array<int, kMaxId> index{};
+constexpr std::array<int, kMaxTypeId> BuildIndex() {
+  std::array<int, kMaxTypeId> index{};
   for (auto& i : index) i = -1;
   for (size_t i = 0; i < std::size(kTable); ++i) {
     index[static_cast<uint32_t>(kTable[i].type)] = static_cast<int>(i);
   }
   return index;
 }
-constexpr std::array<int, kMaxId> kIndex = BuildIndex();
+constexpr std::array<int, kMaxTypeId> kIndex = BuildIndex();
 
 }  // namespace
 
 std::optional<TypeTraits> TraitsOf(uint32_t type_id) {
-  if (type_id >= kMaxId || kIndex[type_id] < 0) return std::nullopt;
+  if (type_id >= kMaxTypeId || kIndex[type_id] < 0) return std::nullopt;
   return kTable[kIndex[type_id]];
 }
 
 const TypeTraits& Traits(TensorType type) {
   uint32_t id = static_cast<uint32_t>(type);
-  if (id >= kMaxId || kIndex[id] < 0) std::abort();  // not a TensorType we declared
+  if (id >= kMaxTypeId || kIndex[id] < 0) std::abort();  // not a TensorType we declared
   return kTable[kIndex[id]];
 }
 

@@ -47,6 +47,12 @@ enum class TensorType : uint32_t {
   kMXFP4 = 39,
 };
 
+// One past the largest TensorType id: the size of every table indexed by a
+// type id (traits, formats, kernel dispatch). Appending a type with a larger
+// id means raising this; the traits table in quant/tensor_type.cc, which
+// lists every type, fails to compile until it is.
+inline constexpr size_t kMaxTypeId = static_cast<size_t>(TensorType::kMXFP4) + 1;
+
 struct TypeTraits {
   TensorType type;
   std::string_view name;  // as llama.cpp prints it: "q4_K", "bf16", ...
