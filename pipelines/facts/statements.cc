@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <unordered_set>
@@ -114,7 +115,7 @@ std::optional<Support> BestSupport(const std::vector<std::string>& stems,
                                    const std::vector<Page>& pages,
                                    const std::vector<std::unordered_set<std::string>>& sets,
                                    double min_share) {
-  if (stems.size() < 3) return std::nullopt;
+  if (stems.empty()) return std::nullopt;
   std::optional<Support> best;
   auto consider = [&](size_t a, size_t b) {
     int hits = 0;
@@ -137,7 +138,9 @@ std::optional<Support> SupportingPage(std::string_view sentence, const std::vect
                                       double min_share) {
   std::vector<std::unordered_set<std::string>> sets;
   for (const Page& p : pages) sets.push_back(StemSet(p.text));
-  return BestSupport(ContentStems(sentence), pages, sets, min_share);
+  const std::vector<std::string> stems = ContentStems(sentence);
+  if (stems.size() < 3) return std::nullopt;
+  return BestSupport(stems, pages, sets, min_share);
 }
 
 StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
@@ -168,13 +171,16 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
         continue;
       }
       sentence = std::regex_replace(sentence, kMarker, "");
-      const std::vector<std::string> stems = ContentStems(sentence);
-      if (stems.size() < 3 || pages.empty()) {
+      if (pages.empty()) {
         kept += (kept.empty() ? "" : " ") + sentence;
         continue;
       }
+      // A sentence of one or two content words must find all of them on
+      // one page; one of none says nothing ("The report is above.").
+      const std::vector<std::string> stems = ContentStems(sentence);
       ++out.statements;
-      const std::optional<Support> s = BestSupport(stems, pages, sets, min_share);
+      const std::optional<Support> s =
+          BestSupport(stems, pages, sets, stems.size() < 3 ? 1.0 : min_share);
       if (!s) {
         out.unsupported.push_back(Trim(sentence));
         continue;
@@ -192,6 +198,40 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
     if (!kept.empty()) out.text += mark + kept + "\n";
   }
   while (!out.text.empty() && out.text.back() == '\n') out.text.pop_back();
+  return out;
+}
+
+std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages) {
+  static const std::regex kHeading(R"(^(\d{1,2})\.?\s+[A-Z][^\n]{0,100}$)");
+  std::vector<OutlineEntry> out;
+  int next = 1;
+  for (const Page& page : pages) {
+    const std::string marker = page.number > 0 ? "[page " + std::to_string(page.number) + "]\n" : "";
+    if (!out.empty()) out.back().text += marker;
+    size_t at = 0;
+    bool paragraph_start = true;
+    while (at < page.text.size()) {
+      size_t nl = page.text.find('\n', at);
+      if (nl == std::string::npos) nl = page.text.size();
+      const std::string line = page.text.substr(at, nl - at);
+      at = nl + 1;
+      const std::string t = Trim(line);
+      const bool alone = paragraph_start && (at >= page.text.size() || page.text[at] == '\n');
+      paragraph_start = t.empty();
+      std::smatch m;
+      if (alone && std::regex_match(t, m, kHeading) && std::atoi(m[1].str().c_str()) == next &&
+          t.back() != '.' && t.back() != ':' && t.back() != ',' &&
+          std::count(t.begin(), t.end(), ' ') < 12) {
+        out.push_back({t, page.number, page.number, marker});
+        ++next;
+      }
+      if (!out.empty()) {
+        out.back().text += line + "\n";
+        out.back().last_page = page.number;
+      }
+    }
+  }
+  if (out.size() < 2) out.clear();
   return out;
 }
 

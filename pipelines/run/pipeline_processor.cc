@@ -82,6 +82,28 @@ std::vector<std::string> Placeholders(const std::string& text) {
 }
 
 // "pages 3-5" from the [page N] markers in `chunk`, or "" if it has none.
+// A line the answer already said, in this section or another, goes (a
+// small model repeats its best line under every heading).
+std::string DropRepeatedLines(const std::string& text) {
+  static const std::regex kMarker(R"(\s*[\[(](?:page|p\.|pp\.)\s*\d+(?:\s*-\s*\d+)?[\])])",
+                                  std::regex::icase);
+  std::set<std::string> seen;
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string line = text.substr(at, nl - at);
+    at = nl + 1;
+    std::string key = Trim(std::regex_replace(line, kMarker, ""));
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool heading = key.starts_with("#");
+    if (!heading && key.size() > 1 && !seen.insert(key).second) continue;
+    out += line + (nl < text.size() ? "\n" : "");
+  }
+  return out;
+}
+
 std::string PageRange(const std::string& chunk) {
   static const std::regex kMarker(R"(\[page (\d+)\])");
   std::string first, last;
@@ -167,12 +189,20 @@ StatusOr<json> ParseOutputObject(const std::string& text,
 // the heading is not there.
 std::optional<std::pair<size_t, size_t>> SectionBody(const std::string& text,
                                                      const std::string& heading) {
-  const std::string head = "## " + heading + "\n";
-  const size_t at = text.find(head);
-  if (at == std::string::npos) return std::nullopt;
-  const size_t body = at + head.size();
-  size_t end = text.find("\n\n## ", body);
+  const std::string head = "## " + heading;
+  size_t at = 0, after = 0;
+  for (;; at = after) {
+    at = text.find(head, at);
+    if (at == std::string::npos) return std::nullopt;
+    after = at + head.size();
+    if ((at == 0 || text[at - 1] == '\n') && (after == text.size() || text[after] == '\n')) break;
+  }
+  // The body runs to the next heading line (blank lines before it excluded).
+  const size_t body = std::min(after + 1, text.size());
+  size_t end = text.find("\n## ", body - 1);
   if (end == std::string::npos) end = text.size();
+  end = std::max(end, body);
+  while (end > body && text[end - 1] == '\n') --end;
   return std::make_pair(body, end);
 }
 
@@ -189,7 +219,7 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   std::vector<Page> pages;
   for (const auto& doc : source) pages.insert(pages.end(), doc.begin(), doc.end());
   bool any = false;
-  std::string out = text;
+  std::string out = text + "\n";  // a last heading without a body still ends its line
   nlohmann::ordered_json unverified = nlohmann::ordered_json::array();
   nlohmann::ordered_json unsupported = nlohmann::ordered_json::array();
   nlohmann::ordered_json citations = nlohmann::ordered_json::array();
@@ -211,19 +241,27 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
       for (auto& line : check.unverified)
         unverified.push_back({{"section", sec.heading}, {"line", line}});
       for (auto& c : check.citations) citations.push_back(c);
-      kept = check.text.empty() ? "(no figure could be verified in the source)" : check.text;
+      kept = check.text;
     }
-    if (sec.verify_statements) {
+    if (sec.verify_statements && !kept.empty()) {
       StatementCheck check = VerifyStatements(kept, pages, sec.verify_figures);
       statements += check.statements;
       supported += check.supported;
       for (auto& sentence : check.unsupported)
         unsupported.push_back({{"section", sec.heading}, {"sentence", sentence}});
-      kept = check.text.empty() ? "(no statement could be traced to the source)" : check.text;
+      kept = check.text;
+    }
+    if (kept.empty()) {
+      kept = sec.verify_figures ? "(no figure could be verified in the source)"
+                                : "(no statement could be traced to the source)";
     }
     out.replace(body, end - body, kept);
   }
   if (!any) return std::nullopt;
+  // One blank line before every heading, also after a body that was empty.
+  static const std::regex kCramped(R"(([^\n])\n(## ))");
+  out = std::regex_replace(out, kCramped, "$1\n\n$2");
+  while (out.ends_with("\n")) out.pop_back();
   nlohmann::ordered_json faith = nlohmann::ordered_json::object();
   if (any_figures) {
     faith["figures"] = total;
@@ -411,7 +449,13 @@ std::vector<Generator::Section> PipelineProcessor::GeneratorSections() const {
     std::string before = i == 0 ? spec_.output_prefix : (s.heading.empty() ? "\n" : "\n\n");
     std::string head = s.heading.empty() ? "" : "## " + s.heading + "\n";
     if (spec_.output == OutputForm::kJson) before = i == 0 ? spec_.output_prefix : "";
-    sections.push_back({before + head + s.lead, s.max_tokens, s.stop});
+    std::vector<std::string> stop = s.stop;
+    if (spec_.output == OutputForm::kMarkdown && !s.heading.empty()) {
+      // A heading the model writes itself ends its section: the next one is ours.
+      if (stop.empty()) stop = spec_.generation.stop;
+      stop.push_back("\n#");
+    }
+    sections.push_back({before + head + s.lead, s.max_tokens, stop});
   }
   return sections;
 }
@@ -638,7 +682,7 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     r.output_json = obj->dump();
     r.output_text = obj->dump(2);
   } else {
-    r.output_text = Trim(answer);
+    r.output_text = Trim(spec_.sections.empty() ? answer : DropRepeatedLines(answer));
     for (const auto& [heading, lines] : mapped) {
       const auto where = SectionBody(r.output_text, heading);
       if (!where) continue;
@@ -646,10 +690,23 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       r.output_text.replace(where->first, where->second - where->first,
                             MergeFigureLines(body, lines, kMaxMergedFigureLines));
     }
+    std::optional<nlohmann::ordered_json> result;
     if (auto checked = VerifySections(r.output_text, source_pages)) {
       r.output_text = std::move(checked->first);
-      r.output_json = checked->second.dump();
+      result = std::move(checked->second);
     }
+    if (!spec_.outline.empty() && docs.size() == 1) {
+      std::string lines;
+      nlohmann::ordered_json outline;
+      ProcessorResult step = Outline(docs[0], source_pages[0], cancel, &r, &lines, &outline);
+      if (step.cancelled || !step.error_code.empty()) return step;
+      if (!lines.empty()) {
+        r.output_text += "\n\n## " + spec_.outline + "\n" + Trim(lines);
+        if (!result) result = nlohmann::ordered_json::object();
+        (*result)["outline"] = std::move(outline);
+      }
+    }
+    if (result) r.output_json = result->dump();
   }
   return Finish(std::move(out));
 }

@@ -106,6 +106,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "map_prompt",
                                               "map_max_tokens",
                                               "single_pass_max_tokens",
+                                              "outline",
                                               "description",
                                               "sections",
                                               "fields",
@@ -157,6 +158,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_prompt", spec.map_prompt, false));
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_max_tokens", spec.map_max_tokens, false));
   if (spec.map_max_tokens <= 0) return At(src, root["map_max_tokens"], "must be positive");
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "outline", spec.outline, false));
   if (YAML::Node sp = root["single_pass_max_tokens"]) {
     auto tokens = [&](const YAML::Node& n, int64_t* out) -> Status {
       try {

@@ -42,18 +42,20 @@ TEST(Statements, UnsupportedSentencesAreRemovedAndListed) {
       "The report describes three independent test harnesses: TCL, TH3 and SQL Logic Test [page "
       "7]. The company expects revenue growth in Asian markets.\n"
       "- Fuzz testing feeds corrupt database files and random statements.\n"
-      "- Short line.\n";
+      "- Short line.\n- Fuzz testing.\n- The report is about it.\n";
   StatementCheck c = VerifyStatements(body, pages);
-  EXPECT_EQ(c.statements, 3);
-  EXPECT_EQ(c.supported, 2);
-  ASSERT_EQ(c.unsupported.size(), 1u);
+  EXPECT_EQ(c.statements, 6);
+  EXPECT_EQ(c.supported, 3);
+  ASSERT_EQ(c.unsupported.size(), 3u);
   EXPECT_EQ(c.unsupported[0], "The company expects revenue growth in Asian markets.");
+  EXPECT_EQ(c.unsupported[1], "Short line.");  // neither word in the manual
+  EXPECT_EQ(c.unsupported[2], "The report is about it.");  // no content word at all
   // The model's own page marker goes; ours replaces it.
   EXPECT_EQ(c.text,
             "The report describes three independent test harnesses: TCL, TH3 and SQL Logic "
             "Test. [p. 1]\n"
             "- Fuzz testing feeds corrupt database files and random statements. [p. 3]\n"
-            "- Short line.");
+            "- Fuzz testing. [p. 3]");
 }
 
 TEST(Statements, ACheckedFigureLineKeepsItsCitation) {
@@ -64,6 +66,29 @@ TEST(Statements, ACheckedFigureLineKeepsItsCitation) {
   // Without keep_cited the marker is the model's: checked again.
   EXPECT_EQ(VerifyStatements(body, pages).text,
             "- Three harnesses are used for testing robustness [p. 1]");
+}
+
+TEST(Statements, TheOutlineIsTheDocumentsNumberedTopLevelSections) {
+  const auto pages = SplitPages(
+      "[page 1]\nHow SQLite Is Tested\n\n1. Introduction\n\nThe reliability of SQLite.\n\n"
+      "1.1. Executive Summary\n\nFour harnesses.\n\n2. Test Harnesses\n\nThere are four.\n"
+      "[page 2]\nMore on harnesses, with 3 tables.\n\n5. Not next in sequence\n\n"
+      "3 Anomaly Testing\n\nOut-of-memory errors.\n[page 3]\n4. Fuzz testing ends here.\n\n"
+      "4. Fuzz Testing\n\nRandom SQL.\n");
+  const std::vector<OutlineEntry> o = DocumentOutline(pages);
+  ASSERT_EQ(o.size(), 4u);
+  EXPECT_EQ(o[0].heading, "1. Introduction");
+  EXPECT_EQ(o[1].heading, "2. Test Harnesses");
+  EXPECT_EQ(o[1].first_page, 1);
+  EXPECT_EQ(o[1].last_page, 2);
+  EXPECT_EQ(o[2].heading, "3 Anomaly Testing");
+  EXPECT_EQ(o[3].heading, "4. Fuzz Testing");  // not the sentence ending in '.'
+  EXPECT_EQ(o[3].first_page, 3);
+  EXPECT_NE(o[0].text.find("1.1. Executive Summary"), std::string::npos);
+  EXPECT_EQ(o[1].text.rfind("2. Test Harnesses", 0), std::string::npos);  // marker first
+  EXPECT_NE(o[1].text.find("[page 2]\nMore on harnesses"), std::string::npos);
+  // A lone "1. ..." is no outline.
+  EXPECT_TRUE(DocumentOutline(SplitPages("[page 1]\n1. Open the file\n\nText.\n")).empty());
 }
 
 TEST(Statements, AnySentenceOverAnyPagesIsSafe) {
@@ -78,6 +103,7 @@ TEST(Statements, AnySentenceOverAnyPagesIsSafe) {
     }
     const auto pages = SplitPages(t);
     StatementCheck c = VerifyStatements(t, pages);
+    for (const OutlineEntry& e : DocumentOutline(pages)) EXPECT_LE(e.first_page, e.last_page);
     EXPECT_LE(c.supported, c.statements);
     EXPECT_EQ(c.unsupported.size(), static_cast<size_t>(c.statements - c.supported));
   }

@@ -101,6 +101,12 @@ class PipelineProcessor : public Processor {
   // (the job's params.single_pass_max_tokens, else the pipeline's first
   // rule matching the model); 0: none.
   std::pair<std::string, int64_t> SinglePassLimit(const std::string& params_json) const;
+  // The `outline` section (PipelineSpec::outline) for a document's pages:
+  // Markdown lines and their JSON; empty text when the document has no
+  // numbered top-level sections.
+  ProcessorResult Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
+                          const std::atomic<bool>& cancel, store::ResultRecord* r,
+                          std::string* text, nlohmann::ordered_json* json);
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
                             const std::string& params_json, const std::atomic<bool>& cancel,
                             store::ResultRecord* r, MappedLines* mapped);

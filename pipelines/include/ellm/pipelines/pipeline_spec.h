@@ -74,6 +74,12 @@ struct PipelineSpec {
     int64_t tokens = 0;
   };
   std::vector<SinglePassRule> single_pass_max_tokens;
+  // A one-document Markdown pipeline with `outline: HEADING` ends its
+  // answer with that section: one line per top-level numbered section of
+  // the document (statements.h DocumentOutline) with its pages and a
+  // sentence the model writes from that section alone ("This section ..."),
+  // kept only when the section's pages support it.
+  std::string outline;
   // Output in sections, generated in one sequence after one prefill: each
   // section's heading ("## heading", markdown only) and lead are written,
   // then the model continues until a stop string or the section's

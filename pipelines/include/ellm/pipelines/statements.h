@@ -38,8 +38,9 @@ std::optional<Support> SupportingPage(std::string_view sentence, const std::vect
                                       double min_share = kMinStatementSupport);
 
 // A section's prose checked sentence by sentence: supported sentences get
-// " [p. N]" (or "[pp. N-M]"), unsupported ones are removed; sentences too
-// short to check stay as written. Page markers the model wrote are dropped
+// " [p. N]" (or "[pp. N-M]"), unsupported ones are removed. A sentence of
+// one or two content words is supported only when one page holds them all;
+// one of none ("The report is above.") is not. Page markers the model wrote are dropped
 // first, except with `keep_cited`: then a sentence citing a page stays as
 // it is (lines VerifyFigureLines already checked and cited).
 struct StatementCheck {
@@ -51,5 +52,21 @@ struct StatementCheck {
 StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
                                 bool keep_cited = false,
                                 double min_share = kMinStatementSupport);
+
+// A top-level numbered section of a document ("2. Test Harnesses"): its
+// heading line, the pages it spans and its text with its "[page N]"
+// markers (the heading line included).
+struct OutlineEntry {
+  std::string heading;
+  int first_page = 0;
+  int last_page = 0;
+  std::string text;
+};
+// The document's top-level sections: paragraphs of one line that start with
+// the next number in sequence (1, 2, 3, ...; "1." or "1"), then a capital
+// letter, at most 12 words, no sentence end. Sub-sections ("2.1.") stay
+// inside theirs. Fewer than two found: empty (no outline is better than a
+// numbered list taken for one).
+std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages);
 
 }  // namespace ellm::pipelines

@@ -1,0 +1,84 @@
+// The `outline` section: the document's own top-level sections, each with
+// its pages and one sentence the model writes from that section alone
+// (pipeline_spec.h, PipelineSpec::outline).
+#include <algorithm>
+
+#include "ellm/pipelines/pipeline_processor.h"
+#include "ellm/pipelines/statements.h"
+#include "run/pipeline_internal.h"
+
+namespace ellm::pipelines {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+using internal::AddGeneration;
+using internal::kMargin;
+using internal::Trim;
+
+// A section is read from its start, at most this many tokens: its opening
+// says what it is about, and a small model reads a few thousand tokens well.
+constexpr int64_t kMaxSectionTokens = 3072;
+constexpr int kGistTokens = 48;
+const char kLead[] = "This section";
+
+std::string Pages(const OutlineEntry& e) {
+  if (e.first_page <= 0) return "";
+  return e.first_page == e.last_page
+             ? "p. " + std::to_string(e.first_page)
+             : "pp. " + std::to_string(e.first_page) + "-" + std::to_string(e.last_page);
+}
+
+}  // namespace
+
+ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
+                                           const std::atomic<bool>& cancel,
+                                           store::ResultRecord* r, std::string* text,
+                                           ordered_json* json) {
+  auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
+  const std::vector<OutlineEntry> outline = DocumentOutline(pages);
+  *json = ordered_json::array();
+  text->clear();
+  GenerationSettings settings = spec_.generation;
+  settings.max_tokens = kGistTokens;
+  settings.stop = {". ", ".\n", "\n"};
+  for (size_t i = 0; i < outline.size(); ++i) {
+    if (cancel.load()) return ProcessorResult::Cancelled();
+    const OutlineEntry& e = outline[i];
+    if (progress_) {
+      progress_({"outline " + std::to_string(i + 1) + "/" + std::to_string(outline.size()),
+                 static_cast<int64_t>(i), static_cast<int64_t>(outline.size())});
+    }
+    const std::string head = "Section \"" + e.heading + "\" of \"" + doc.title + "\":\n\n";
+    const std::string tail = "\n\nThe section \"" + e.heading + "\" in one sentence:\n";
+    const int64_t budget = std::min<int64_t>(kMaxSectionTokens, generator_->context() -
+                                                                    count(head + tail) -
+                                                                    kGistTokens - kMargin);
+    if (budget < 64) break;
+    const std::string body = SplitForBudget(e.text, budget, count).front();
+    auto g = generator_->GenerateSections(spec_.system_prompt, head + body + tail, spec_.format,
+                                          settings, {{kLead, kGistTokens}}, cancel, nullptr);
+    if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
+    if (g->cancelled) return ProcessorResult::Cancelled();
+    AddGeneration(*r, *g);
+    std::string gist = Trim(g->text);
+    if (!gist.empty() && gist.back() != '.') gist += ".";
+    // The sentence must rest on this section's own pages.
+    std::vector<Page> own;
+    for (const Page& p : pages) {
+      if (p.number >= e.first_page && p.number <= e.last_page) own.push_back(p);
+    }
+    const StatementCheck check = VerifyStatements(gist, own);
+    const bool kept = check.supported == 1 && check.unsupported.empty();
+    if (kept) gist = check.text;  // with its page
+    const std::string where = Pages(e);
+    *text += "- " + e.heading + (where.empty() ? "" : " (" + where + ")") +
+             (kept ? ": " + gist : "") + "\n";
+    json->push_back({{"heading", e.heading},
+                     {"pages", {e.first_page, e.last_page}},
+                     {"sentence", gist},
+                     {"supported", kept}});
+  }
+  return {};
+}
+
+}  // namespace ellm::pipelines
