@@ -19,7 +19,9 @@ using internal::Trim;
 // says what it is about, and a small model reads a few thousand tokens well.
 constexpr int64_t kMaxSectionTokens = 3072;
 constexpr int kGistTokens = 48;
+constexpr int kFigureTokens = 32;
 const char kLead[] = "This section";
+const char kFigureLead[] = "\nKey figure of this section:";
 
 std::string Pages(const OutlineEntry& e) {
   if (e.first_page <= 0) return "";
@@ -33,7 +35,8 @@ std::string Pages(const OutlineEntry& e) {
 ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
                                            const std::atomic<bool>& cancel,
                                            store::ResultRecord* r, std::string* text,
-                                           ordered_json* json) {
+                                           ordered_json* json,
+                                           std::vector<std::string>* figures) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<OutlineEntry> outline = DocumentOutline(pages);
   *json = ordered_json::array();
@@ -55,12 +58,14 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
                                                                     kGistTokens - kMargin);
     if (budget < 64) break;
     const std::string body = SplitForBudget(e.text, budget, count).front();
-    auto g = generator_->GenerateSections(spec_.system_prompt, head + body + tail, spec_.format,
-                                          settings, {{kLead, kGistTokens}}, cancel, nullptr);
+    // One prefill: the sentence, then the section's key figure.
+    auto g = generator_->GenerateSections(
+        spec_.system_prompt, head + body + tail, spec_.format, settings,
+        {{kLead, kGistTokens}, {kFigureLead, kFigureTokens, {"\n"}}}, cancel, nullptr);
     if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
     if (g->cancelled) return ProcessorResult::Cancelled();
     AddGeneration(*r, *g);
-    std::string gist = Trim(g->text);
+    std::string gist = g->sections.empty() ? "" : Trim(kLead + g->sections[0]);
     if (!gist.empty() && gist.back() != '.') gist += ".";
     // The sentence must rest on this section's own pages.
     std::vector<Page> own;
@@ -70,13 +75,20 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
     const StatementCheck check = VerifyStatements(gist, own);
     const bool kept = check.supported == 1 && check.unsupported.empty();
     if (kept) gist = check.text;  // with its page
+    std::string figure;
+    if (g->sections.size() > 1) {
+      const FigureCheck f = VerifyFigureLines("- " + Trim(g->sections[1]), own);
+      if (f.figures_total > 0 && f.unverified.empty()) figure = Trim(f.text);
+    }
+    if (!figure.empty()) figures->push_back(figure);
     const std::string where = Pages(e);
     *text += "- " + e.heading + (where.empty() ? "" : " (" + where + ")") +
              (kept ? ": " + gist : "") + "\n";
     json->push_back({{"heading", e.heading},
                      {"pages", {e.first_page, e.last_page}},
                      {"sentence", gist},
-                     {"supported", kept}});
+                     {"supported", kept},
+                     {"figure", figure.empty() ? ordered_json(nullptr) : ordered_json(figure)}});
   }
   return {};
 }

@@ -683,6 +683,22 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     r.output_text = obj->dump(2);
   } else {
     r.output_text = Trim(spec_.sections.empty() ? answer : DropRepeatedLines(answer));
+    // The outline reads each top-level section on its own; the key figures
+    // it finds join the figure section like a map step's.
+    std::string outline_lines;
+    nlohmann::ordered_json outline_json;
+    if (!spec_.outline.empty() && docs.size() == 1) {
+      std::vector<std::string> figures;
+      ProcessorResult step = Outline(docs[0], source_pages[0], cancel, &r, &outline_lines,
+                                     &outline_json, &figures);
+      if (step.cancelled || !step.error_code.empty()) return step;
+      for (const auto& sec : spec_.sections) {
+        if (!sec.verify_figures) continue;
+        auto& lines = mapped[sec.heading];
+        lines.insert(lines.end(), figures.begin(), figures.end());
+        break;
+      }
+    }
     for (const auto& [heading, lines] : mapped) {
       const auto where = SectionBody(r.output_text, heading);
       if (!where) continue;
@@ -695,16 +711,10 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       r.output_text = std::move(checked->first);
       result = std::move(checked->second);
     }
-    if (!spec_.outline.empty() && docs.size() == 1) {
-      std::string lines;
-      nlohmann::ordered_json outline;
-      ProcessorResult step = Outline(docs[0], source_pages[0], cancel, &r, &lines, &outline);
-      if (step.cancelled || !step.error_code.empty()) return step;
-      if (!lines.empty()) {
-        r.output_text += "\n\n## " + spec_.outline + "\n" + Trim(lines);
-        if (!result) result = nlohmann::ordered_json::object();
-        (*result)["outline"] = std::move(outline);
-      }
+    if (!outline_lines.empty()) {
+      r.output_text += "\n\n## " + spec_.outline + "\n" + Trim(outline_lines);
+      if (!result) result = nlohmann::ordered_json::object();
+      (*result)["outline"] = std::move(outline_json);
     }
     if (result) r.output_json = result->dump();
   }

@@ -103,10 +103,13 @@ class PipelineProcessor : public Processor {
   std::pair<std::string, int64_t> SinglePassLimit(const std::string& params_json) const;
   // The `outline` section (PipelineSpec::outline) for a document's pages:
   // Markdown lines and their JSON; empty text when the document has no
-  // numbered top-level sections.
+  // numbered top-level sections. `figures`: each section's key figure line
+  // as the model named it after its sentence, when all its figures are on
+  // the section's pages (cited "[p. N]"), for the Key figures section.
   ProcessorResult Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
                           const std::atomic<bool>& cancel, store::ResultRecord* r,
-                          std::string* text, nlohmann::ordered_json* json);
+                          std::string* text, nlohmann::ordered_json* json,
+                          std::vector<std::string>* figures);
   ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
                             const std::string& params_json, const std::atomic<bool>& cancel,
                             store::ResultRecord* r, MappedLines* mapped);
