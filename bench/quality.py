@@ -400,7 +400,14 @@ REAL_ALIASES = ("all", "short", "long", "none")
 IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\d[A-Za-z0-9_]*(?:/\d+)*")
 
 
+# An outline line's section number and page range ("- 2. Test Harnesses
+# (pp. 1-2): ...") are no figures either.
+SECTION_NUMBER = re.compile(r"(?m)^(\s*(?:[-*\u2022]\s+)?)\d+(?:\.\d+)*\.?\s+(?=[A-Z])")
+PAGE_RANGE = re.compile(r"\((?:p\.|pp\.) \d+(?:\s*[-\u2013]\s*\d+)?\)")
+
+
 def real_figures(text):
+    text = PAGE_RANGE.sub("", SECTION_NUMBER.sub(r"\1", text))
     return figures(IDENTIFIER.sub(" ", CITE.sub("", text)))
 
 
@@ -506,7 +513,7 @@ def score_real_document(args, name, doc):
     src_figs = {x for figs in page_figs.values() for x in figs}
     c = {"tokens": tokens or 0, "secs": secs, "strategy": res.get("strategy", "?")}
 
-    body = "\n".join(re.sub(r"^(?:[-*\u2022]|\d+[.)])\s+", "", l.strip())
+    body = "\n".join(re.sub(r"^(?:[-*\u2022]\s+)?(?:\d+(?:\.\d+)*[.)]?\s+(?=[A-Z]))?", "", l.strip())
                      for l in text.splitlines() if not l.lstrip().startswith("#"))
     out_figs = real_figures(body)
     c["facts"] = len(doc["facts"])
