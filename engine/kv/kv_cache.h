@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "ellm/base/status.h"
-#include "ellm/engine/engine.h"
+#include "ellm/engine/kv_types.h"
 #include "kv/block_codec.h"
 #include "kv/spill_file.h"
 #include "kv/spill_prefetcher.h"

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "ellm/engine/cpu_features.h"
-#include "ellm/engine/engine.h"
+#include "ellm/engine/kv_types.h"
 
 namespace ellm {
 

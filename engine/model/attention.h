@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "ellm/engine/engine.h"
 #include "ellm/engine/numa.h"
 #include "ellm/engine/thread_pool.h"
 #include "kv/kv_cache.h"
