@@ -37,7 +37,10 @@ constexpr const char* kUsage =
     "  model path | install FILE [--to PATH]  where the configured model lives; check a\n"
     "                                         GGUF file loads and copy it there atomically\n"
     "  cpu                                    CPU features and the kernel level in use\n"
-    "  version, --version                     print the version\n";
+    "  version, --version                     print the version\n"
+    "  help [COMMAND]                         this text, or COMMAND's usage\n"
+    "short flags: -m --model, -p --prompt, -f --file, -n --max-tokens, -c --ctx,\n"
+    "             -t --threads, -s --seed (in the commands that take them)\n";
 
 // `ellm CMD --help`: CMD's lines of kUsage (its own lines and the indented
 // ones under them), each command line prefixed with "ellm"; "" for an
@@ -74,6 +77,11 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   ellm::cli::Args args(argv + 2, argv + argc);
+  // `ellm help CMD` is `ellm CMD --help`.
+  if (cmd == "help" && !args.empty()) {
+    cmd = args[0];
+    args = {"--help"};
+  }
   // Every command answers --help / -h on stdout with exit code 0
   // (tokenize prints its own, longer help).
   for (const std::string& a : args) {

@@ -1,11 +1,45 @@
 #include "flags.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace ellm::cli {
+namespace {
+
+// Short flag -> long flag, the names llama.cpp's tools use. An alias applies
+// only in commands that declare the long flag.
+struct ShortFlag {
+  char letter;
+  const char* name;
+};
+constexpr ShortFlag kShortFlags[] = {
+    {'m', "model"}, {'p', "prompt"},  {'f', "file"}, {'n', "max-tokens"},
+    {'c', "ctx"},   {'t', "threads"}, {'s', "seed"},
+};
+
+// The long name "-x" stands for in this command, or "" when none.
+std::string LongNameOf(const std::string& arg, const std::set<std::string>& with_value,
+                       const std::set<std::string>& switches) {
+  if (arg.size() != 2) return "";
+  for (const ShortFlag& s : kShortFlags) {
+    if (s.letter == arg[1] && (with_value.count(s.name) || switches.count(s.name))) return s.name;
+  }
+  return "";
+}
+
+[[noreturn]] void ListFlagsAndExit(const std::set<std::string>& with_value,
+                                   const std::set<std::string>& switches) {
+  std::set<std::string> all = with_value;
+  all.insert(switches.begin(), switches.end());
+  for (const std::string& n : all) std::printf("--%s\n", n.c_str());
+  std::fflush(stdout);
+  std::exit(0);
+}
+
+}  // namespace
 
 StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args,
                              const std::set<std::string>& with_value,
@@ -13,11 +47,17 @@ StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args,
   Flags f;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) {
+    if (a == "--list-flags") ListFlagsAndExit(with_value, switches);
+    std::string name, value;
+    if (a.rfind("--", 0) == 0) {
+      name = a.substr(2);
+    } else if (a.size() > 1 && a[0] == '-') {
+      name = LongNameOf(a, with_value, switches);
+      if (name.empty()) return InvalidArgumentError("unknown flag " + a);
+    } else {
       f.positional_.push_back(a);
       continue;
     }
-    std::string name = a.substr(2), value;
     size_t eq = name.find('=');
     bool inline_value = eq != std::string::npos;
     if (inline_value) {

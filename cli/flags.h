@@ -1,5 +1,9 @@
 // A small "--name value" / "--switch" parser shared by the subcommands.
 // Unknown flags and missing values are errors that name the flag.
+// The short forms llama.cpp users expect (-m -p -f -n -c -t -s, see
+// kShortFlags in flags.cc) stand for their long flag in every command that
+// declares it; any other "-x" is an unknown flag. A lone "-" is a positional
+// argument or a value (standard input).
 #pragma once
 
 #include <map>
@@ -14,6 +18,10 @@ namespace ellm::cli {
 class Flags {
  public:
   // `with_value`: flags that take a value; `switches`: flags that do not.
+  // The hidden flag --list-flags prints the command's long flags, one per
+  // line and sorted, and exits with 0: tests check the bash completion
+  // script (cli/completion/ellm.bash) against it, so the script cannot drift
+  // from what the commands accept.
   static StatusOr<Flags> Parse(const std::vector<std::string>& args,
                                const std::set<std::string>& with_value,
                                const std::set<std::string>& switches);

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "ellm/engine/engine.h"
 #include "ellm/engine/gguf.h"
+#include "flags.h"
 
 namespace ellm::cli {
 namespace {
@@ -42,19 +43,13 @@ nlohmann::json ToJson(const ellm::gguf::Value& v) {
 }  // namespace
 
 int Info(const Args& args) {
-  std::string path;
-  bool json = false, tensors = false;
-  for (const auto& a : args) {
-    if (a == "--json")
-      json = true;
-    else if (a == "--tensors")
-      tensors = true;
-    else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "ellm info: unknown option %s\n", a.c_str());
-      return 2;
-    } else
-      path = a;
+  auto flags = Flags::Parse(args, {}, {"json", "tensors"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "ellm info: %s\n", flags.status().message().c_str());
+    return 2;
   }
+  const bool json = flags->Has("json"), tensors = flags->Has("tensors");
+  const std::string path = flags->positional().empty() ? "" : flags->positional().back();
   if (path.empty()) {
     std::fputs("usage: ellm info MODEL.gguf [--json] [--tensors]\n", stderr);
     return 2;

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ellm/engine/gguf.h"
 #include "ellm/engine/tokenizer.h"
+#include "flags.h"
 
 namespace ellm::cli {
 namespace {
@@ -20,25 +21,22 @@ constexpr const char* kTokenizeUsage =
 }  // namespace
 
 int Tokenize(const Args& args) {
-  std::string model, file;
-  bool add_bos = true, parse_special = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if ((a == "--model" || a == "--file") && i + 1 < args.size()) {
-      (a == "--model" ? model : file) = args[++i];
-    } else if (a == "--no-bos") {
-      add_bos = false;
-    } else if (a == "--special") {
-      parse_special = true;
-    } else if (a == "-h" || a == "--help") {
+  for (const std::string& a : args) {
+    if (a == "-h" || a == "--help") {
       std::fputs(kTokenizeUsage, stdout);
       return 0;
-    } else {
-      std::fprintf(stderr, "ellm tokenize: unknown option or missing value: %s\n%s", a.c_str(),
-                   kTokenizeUsage);
-      return 2;
     }
   }
+  auto flags = Flags::Parse(args, {"model", "file"}, {"no-bos", "special"});
+  if (!flags.ok() || !flags->positional().empty()) {
+    std::fprintf(stderr, "ellm tokenize: %s\n%s",
+                 flags.ok() ? ("unexpected argument " + flags->positional()[0]).c_str()
+                            : flags.status().message().c_str(),
+                 kTokenizeUsage);
+    return 2;
+  }
+  const std::string model = flags->Get("model"), file = flags->Get("file");
+  const bool add_bos = !flags->Has("no-bos"), parse_special = flags->Has("special");
   if (model.empty() || file.empty()) {
     std::fputs(kTokenizeUsage, stderr);
     return 2;

@@ -4,8 +4,11 @@
 // build must refuse.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "gguf_builder.h"
@@ -36,6 +39,106 @@ TEST(Cli, EveryCommandAnswersHelp) {
   RunCli("generate --help", &out);
   EXPECT_NE(out.find("--messages"), std::string::npos) << out;
   EXPECT_NE(RunCli("nonsense --help 2>/dev/null", &out), 0);
+}
+
+// `ellm help CMD` prints what `ellm CMD --help` prints; `ellm help` the
+// top-level usage.
+TEST(Cli, HelpCommandPrintsACommandsUsage) {
+  for (const std::string cmd : {"generate", "tokenize", "extract", "jobs"}) {
+    std::string help, flag;
+    EXPECT_EQ(RunCli("help " + cmd, &help), 0) << help;
+    EXPECT_EQ(RunCli(cmd + " --help", &flag), 0) << flag;
+    EXPECT_EQ(help, flag) << cmd;
+  }
+  std::string usage;
+  EXPECT_EQ(RunCli("help", &usage), 0);
+  EXPECT_NE(usage.find("usage: ellm <command>"), std::string::npos) << usage;
+  EXPECT_EQ(RunCli("help nonsense", &usage), 2);
+}
+
+// Short flags other than the aliases (and -h) are unknown flags: exit 2.
+TEST(Cli, UnknownShortFlagIsAnError) {
+  for (const std::string args : {"generate -q", "generate -m m.gguf -p hi -q", "info -q m.gguf",
+                                 "jobs list -q", "extract -m x.pdf"}) {
+    std::string out;
+    EXPECT_EQ(RunCli(args, &out), 2) << args << ": " << out;
+    EXPECT_NE(out.find("unknown flag -"), std::string::npos) << args << ": " << out;
+  }
+}
+
+// The short flags llama.cpp users type give the same run as the long ones.
+TEST(Cli, ShortFlagsEqualLongFlags) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string prompt = " \"The capital of France is\"";
+  // Only stdout (the text): RunCli adds 2>&1 at the end, so the speed lines
+  // on stderr are dropped before it, in a command of their own.
+  const std::string text_only = " 2>/dev/null; exit $?";
+  std::string shrt, lng;
+  ASSERT_EQ(RunCli("generate -m '" + model + "' -p" + prompt + " -n 4 -s 1 -t 2 -c 512" + text_only,
+                   &shrt),
+            0)
+      << shrt;
+  ASSERT_EQ(RunCli("generate --model '" + model + "' --prompt" + prompt +
+                       " --max-tokens 4 --seed 1 --threads 2 --ctx 512" + text_only,
+                   &lng),
+            0)
+      << lng;
+  EXPECT_FALSE(shrt.empty());
+  EXPECT_EQ(shrt, lng);
+}
+
+std::set<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::set<std::string> out;
+  for (std::string w; in >> w;) out.insert(w);
+  return out;
+}
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const std::string& w : s) out += w + " ";
+  return out;
+}
+
+// cli/completion/ellm.bash offers every subcommand of the top-level usage,
+// and for each exactly the long flags the command accepts (--list-flags).
+TEST(Cli, CompletionMatchesTheCommands) {
+  const std::string script = SourceDir() + "/cli/completion/ellm.bash";
+  ASSERT_TRUE(std::filesystem::exists(script)) << script;
+  auto bash = [&](const std::string& expr) {
+    std::string out;
+    const std::string cmd = "bash -c 'source \"" + script + "\" && " + expr + "'";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << cmd;
+    return out;
+  };
+  const std::set<std::string> completed = Words(bash("echo $_ellm_commands"));
+  std::string usage;
+  ASSERT_EQ(RunCli("--help", &usage), 0);
+  std::set<std::string> listed;
+  std::istringstream lines(usage);
+  for (std::string line; std::getline(lines, line);) {
+    // Command lines: two spaces, then the command ("version, --version").
+    if (line.size() < 3 || line.rfind("  ", 0) != 0 || line[2] == ' ') continue;
+    std::string word = line.substr(2, line.find_first_of(" ,", 2) - 2);
+    listed.insert(word);
+  }
+  ASSERT_GE(listed.size(), 10u) << usage;
+  for (const std::string& cmd : listed) {
+    EXPECT_TRUE(completed.count(cmd)) << cmd << " is not completed";
+  }
+  for (const std::string& cmd : completed) {
+    // jobs parses its flags after its own subcommand.
+    std::string args = cmd == "jobs" ? "jobs list" : cmd;
+    std::string real;
+    if (cmd != "cpu" && cmd != "version" && cmd != "help") {
+      EXPECT_EQ(RunCli(args + " --list-flags", &real), 0) << cmd << ": " << real;
+    }
+    EXPECT_EQ(Join(Words(bash("_ellm_flags " + cmd))), Join(Words(real))) << cmd;
+  }
 }
 
 TEST(InfoCli, TheRealModelRuns) {
