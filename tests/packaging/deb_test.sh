@@ -91,7 +91,8 @@ for f in ./usr/bin/ellm ./usr/bin/ellmd ./usr/libexec/ellm/ellm-extract \
   ./lib/systemd/system/ellmd.service ./lib/systemd/system/ellm-batch.service \
   ./lib/systemd/system/ellm-batch.timer ./usr/lib/sysusers.d/ellm.conf \
   ./usr/lib/tmpfiles.d/ellm.conf ./usr/share/doc/ellm/copyright \
-  ./usr/share/man/man1/ellm.1.gz ./usr/share/man/man8/ellmd.8.gz; do
+  ./usr/share/man/man1/ellm.1.gz ./usr/share/man/man8/ellmd.8.gz \
+  ./usr/share/bash-completion/completions/ellm; do
   grep -qxF "$f" "$work/contents" || fail "the package lacks $f"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
