@@ -74,6 +74,13 @@ TEST_F(JobMessageTest, RejectsEachKindOfBadMessageWithItsCode) {
        "invalid_message", "'extra'"},
       {R"({"id":"j","pipeline":"summarize-report","params":[1],"documents":[{"path":"/"}]})", "",
        "invalid_message", "params"},
+      {R"({"id":"j","pipeline":"summarize-report","reply_to":"team results","documents":[{"path":"/"}]})",
+       "", "invalid_message", "legal Kafka topic name"},
+      {R"({"id":"j","pipeline":"summarize-report","reply_to":"..","documents":[{"path":"/"}]})", "",
+       "invalid_message", "'..'"},
+      {R"({"id":"j","pipeline":"summarize-report","reply_to":")" + std::string(250, 'a') +
+           R"(","documents":[{"path":"/"}]})",
+       "", "invalid_message", "1-249"},
       {R"({"id":"j","pipeline":"summarize-report","documents":[{"path":"rel.pdf"}]})", "",
        "invalid_message", "absolute"},
       {R"({"id":"j","pipeline":"summarize-report","documents":[{"name":"a","content_base64":"@@@@"}]})",
