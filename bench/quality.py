@@ -33,7 +33,7 @@ Real documents (--real, default all): pages of SQLite's documentation
 bench/real_docs.py (fetched once into ~/.cache/ellm/real-docs with
 apt-get download; skipped with a note when that fails), with the facts and
 key terms of bench/real_facts.json, checked by hand. Each is summarized
-with summarize-report; the long ones (fts5, fileformat2: 20-30K tokens)
+with summarize-report; the long ones (fts5, fts3, fileformat2: 20-30K tokens)
 at --real-ctx, the others at the default context. Per document and in
 total it prints the document's tokens, the strategy and time, then
   fact recall         hand-checked facts whose figure is in the summary
@@ -45,7 +45,7 @@ total it prints the document's tokens, the strategy and time, then
   statement support   statements (sentences or bullets, headings excluded)
                       citing "[p. N]" with >= 60% of their content words on
                       the cited pages; statements with no citation
-  --real NAME...      documents: testing limits whentouse fts5 fileformat2,
+  --real NAME...      documents: testing limits whentouse fts5 fileformat2 fts3,
                       or all (default), short (the first three), long, none
   --real-ctx N        context for the long ones (default 32768)
 The long documents take minutes each on a small CPU; --real none keeps the
@@ -231,6 +231,11 @@ def make_documents(out, pairs, reports, long_pages=0):
 
 # --- running and reading ----------------------------------------------------
 
+# pipeline -> [decode ms, constraint ms, runs]: what grammar-constrained
+# decoding cost each pipeline (results' constraint_ms of their decode_ms).
+DECODE_COST = {}
+
+
 def run(args, cmd):
     full = [args.ellm] + cmd + ["--model", args.model, "--db", os.path.join(args.out, "q.db"),
                                 "--json"]
@@ -240,7 +245,22 @@ def run(args, cmd):
     p = subprocess.run(full, capture_output=True, text=True)
     if p.returncode != 0:
         return None, time.time() - t0, p.stderr.strip()[-300:]
-    return json.loads(p.stdout), time.time() - t0, ""
+    res = json.loads(p.stdout)
+    cost = DECODE_COST.setdefault(res.get("pipeline", cmd[0]), [0, 0, 0])
+    cost[0] += res.get("decode_ms", 0)
+    cost[1] += res.get("constraint_ms", 0)
+    cost[2] += 1
+    return res, time.time() - t0, ""
+
+
+def print_decode_cost():
+    if not DECODE_COST:
+        return
+    print("grammar-constrained decoding, per pipeline (constraint ms of decode ms)")
+    for name, (decode, constraint, runs) in sorted(DECODE_COST.items()):
+        share = f"{100.0 * constraint / decode:.1f}%" if decode else "n/a"
+        print(f"  {name:24s} {constraint} of {decode} ms ({share}; {runs} runs"
+              f"{'; no JSON schema' if constraint == 0 else ''})")
 
 
 def sides_from_result(res):
@@ -451,7 +471,9 @@ def statements(summary):
     out = []
     for line in summary.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
+        # Headings, and the pipeline's own notes ("(no statement could be
+        # traced to the source)"), are no statements.
+        if not line or line.startswith("#") or (line.startswith("(") and line.endswith(")")):
             continue
         line = re.sub(r"^(?:[-*\u2022]|\d+[.)])\s+", "", line)
         # A citation after the full stop belongs to the sentence before it.
@@ -638,6 +660,7 @@ def main():
     real = real_names(args.real)
     if real:
         score_real(args, real)
+    print_decode_cost()
 
 
 if __name__ == "__main__":

@@ -144,7 +144,8 @@ std::optional<Support> SupportingPage(std::string_view sentence, const std::vect
 }
 
 StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
-                                bool keep_cited, double min_share) {
+                                bool keep_cited, std::vector<std::vector<std::string>>* said,
+                                double min_share) {
   static const std::regex kCited(R"(\[pp?\. ?\d+)");
   static const std::regex kMarker(
       R"(\s*[\[(](?:page|pages|p\.|pp\.|p)\s*\d+(?:\s*[-,–]\s*\d+)*[\])])", std::regex::icase);
@@ -178,6 +179,20 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
       // A sentence of one or two content words must find all of them on
       // one page; one of none says nothing ("The report is above.").
       const std::vector<std::string> stems = ContentStems(sentence);
+      if (said != nullptr && !stems.empty()) {
+        bool again = false;
+        for (const std::vector<std::string>& before : *said) {
+          int common = 0;
+          for (const std::string& s : stems) {
+            common += std::find(before.begin(), before.end(), s) != before.end();
+          }
+          again |= common >= 0.8 * static_cast<double>(stems.size());
+        }
+        if (again) {
+          ++out.repeated;
+          continue;
+        }
+      }
       ++out.statements;
       const std::optional<Support> s =
           BestSupport(stems, pages, sets, stems.size() < 3 ? 1.0 : min_share);
@@ -186,6 +201,7 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
         continue;
       }
       ++out.supported;
+      if (said != nullptr) said->push_back(stems);
       std::string cite;
       if (s->first_page > 0) {
         cite = s->first_page == s->last_page

@@ -224,6 +224,7 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   nlohmann::ordered_json unsupported = nlohmann::ordered_json::array();
   nlohmann::ordered_json citations = nlohmann::ordered_json::array();
   int total = 0, found = 0, statements = 0, supported = 0;
+  std::vector<std::vector<std::string>> said;  // stems of the statements kept so far
   bool any_figures = false, any_statements = false;
   for (const auto& sec : spec_.sections) {
     if ((!sec.verify_figures && !sec.verify_statements) || sec.heading.empty()) continue;
@@ -238,13 +239,31 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
       FigureCheck check = VerifyFigureLines(kept, pages);
       total += check.figures_total;
       found += check.figures_found;
-      for (auto& line : check.unverified)
-        unverified.push_back({{"section", sec.heading}, {"line", line}});
+      for (auto& line : check.unverified) {
+        unverified.push_back(
+            {{"section", sec.heading}, {"line", line}, {"reason", "a figure found nowhere"}});
+      }
       for (auto& c : check.citations) citations.push_back(c);
-      kept = check.text;
+      // A line of a figure section that states no figure is off its topic
+      // (a small model fills "Key figures" with sentences).
+      kept.clear();
+      for (size_t a = 0; a < check.text.size();) {
+        size_t nl = check.text.find('\n', a);
+        if (nl == std::string::npos) nl = check.text.size();
+        const std::string line = check.text.substr(a, nl - a);
+        a = nl + 1;
+        if (Trim(line).empty()) continue;
+        if (FiguresIn(line).empty()) {
+          unverified.push_back(
+              {{"section", sec.heading}, {"line", Trim(line)}, {"reason", "no figure"}});
+          continue;
+        }
+        kept += line + "\n";
+      }
+      while (!kept.empty() && kept.back() == '\n') kept.pop_back();
     }
     if (sec.verify_statements && !kept.empty()) {
-      StatementCheck check = VerifyStatements(kept, pages, sec.verify_figures);
+      StatementCheck check = VerifyStatements(kept, pages, sec.verify_figures, &said);
       statements += check.statements;
       supported += check.supported;
       for (auto& sentence : check.unsupported)

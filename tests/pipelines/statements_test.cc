@@ -58,6 +58,23 @@ TEST(Statements, UnsupportedSentencesAreRemovedAndListed) {
             "- Fuzz testing. [p. 3]");
 }
 
+TEST(Statements, ASentenceSaidBeforeIsDropped) {
+  const auto pages = SplitPages(kManual);
+  std::vector<std::vector<std::string>> said;
+  StatementCheck first = VerifyStatements(
+      "Fuzz testing feeds random SQL statements and corrupt database files.", pages, false, &said);
+  EXPECT_EQ(first.supported, 1);
+  ASSERT_EQ(said.size(), 1u);
+  // The same claim reworded in a later section; a new one stays.
+  StatementCheck later = VerifyStatements(
+      "- Fuzz testing feeds corrupt database files and random statements to SQLite.\n"
+      "- Out-of-memory errors are simulated by a malloc wrapper.",
+      pages, false, &said);
+  EXPECT_EQ(later.repeated, 1);
+  EXPECT_EQ(later.text, "- Out-of-memory errors are simulated by a malloc wrapper. [p. 2]");
+  EXPECT_EQ(said.size(), 2u);
+}
+
 TEST(Statements, ACheckedFigureLineKeepsItsCitation) {
   const auto pages = SplitPages(kManual);
   const std::string body = "- Three harnesses are used for testing robustness [p. 1]\n";

@@ -48,9 +48,16 @@ struct StatementCheck {
   std::vector<std::string> unsupported;  // removed sentences
   int statements = 0;                    // sentences checked
   int supported = 0;
+  int repeated = 0;  // dropped as saying again what `said` holds
 };
+//
+// `said` (optional) holds the content stems of statements kept before,
+// e.g. in earlier sections: a sentence whose stems are 80% among one of
+// them says it again and is dropped (counted in `repeated`); each kept
+// sentence's stems are added.
 StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
                                 bool keep_cited = false,
+                                std::vector<std::vector<std::string>>* said = nullptr,
                                 double min_share = kMinStatementSupport);
 
 // A top-level numbered section of a document ("2. Test Harnesses"): its
