@@ -99,10 +99,10 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 }
 
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
-  auto flags = Flags::Parse(
-      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", "params",
-             kChatTemplateFlag},
-      {"json"});
+  auto flags = Flags::Parse(args,
+                            {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads",
+                             "params", kChatTemplateFlag},
+                            {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "

@@ -343,11 +343,12 @@ StatusOr<std::optional<JobRecord>> JobStore::Get(const std::string& job_id) {
   ELLM_ASSIGN_OR_RETURN(JobRecord j, ReadJob(q));
 
   ELLM_ASSIGN_OR_RETURN(
-      auto r, Statement::Prepare(*db_,
-                                 "SELECT output_text, output_json, model_fingerprint, "
-                                 "pipeline_name, pipeline_version, strategy, prompt_tokens, "
-                                 "generated_tokens, prefill_ms, decode_ms, constraint_ms FROM results "
-                                 "WHERE job_id=?1"));
+      auto r,
+      Statement::Prepare(*db_,
+                         "SELECT output_text, output_json, model_fingerprint, "
+                         "pipeline_name, pipeline_version, strategy, prompt_tokens, "
+                         "generated_tokens, prefill_ms, decode_ms, constraint_ms FROM results "
+                         "WHERE job_id=?1"));
   r.Bind(1, std::string_view(job_id));
   ELLM_ASSIGN_OR_RETURN(bool has_result, r.Step());
   if (has_result) {

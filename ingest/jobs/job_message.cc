@@ -186,15 +186,15 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
     // Kafka's own rule for a topic name: a result that could never be
     // published must not get as far as running.
     const std::string& t = *m.reply_to;
-    const bool legal = t.size() <= 249 && t != "." && t != ".." &&
-                       std::all_of(t.begin(), t.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
-                                c == '_' || c == '-';
-                       });
+    const bool legal =
+        t.size() <= 249 && t != "." && t != ".." && std::all_of(t.begin(), t.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+        });
     if (!legal) {
       return Fail{"invalid_message",
                   "'reply_to' is not a legal Kafka topic name (1-249 of [A-Za-z0-9._-], not "
-                  "'.' or '..'): '" + t.substr(0, 80) + "'"};
+                  "'.' or '..'): '" +
+                      t.substr(0, 80) + "'"};
     }
   }
   if (!j.contains("documents")) return Fail{"invalid_message", "missing 'documents'"};

@@ -16,30 +16,31 @@ bool IsWordByte(unsigned char c) { return std::isalnum(c) || c >= 0x80; }
 // words a summary uses about itself.
 const std::unordered_set<std::string>& StopWords() {
   static const std::unordered_set<std::string> kWords = {
-      "about",   "above",   "after",    "again",    "against",  "also",     "although",
-      "among",   "another", "because",  "been",     "before",   "being",    "below",
-      "between", "both",    "but",      "can",      "could",    "does",     "doing",
-      "during",  "each",    "either",   "even",     "every",    "further",  "have",
-      "having",  "here",    "however",  "into",     "its",      "itself",   "just",
-      "many",    "more",    "most",     "much",     "must",     "neither",  "only",
-      "other",   "over",    "same",     "several",  "should",   "since",    "some",
-      "such",    "than",    "that",     "their",    "them",     "then",     "there",
-      "these",   "they",    "this",     "those",    "through",  "under",    "until",
-      "upon",    "very",    "was",      "were",     "what",     "when",     "where",
-      "whether", "which",   "while",    "will",     "with",     "within",   "without",
-      "would",   "your",    "the",      "and",      "for",      "are",      "not",
-      "has",     "had",     "from",     "all",      "any",      "may",      "one",
-      "two",     "how",     "who",      "why",      "our",      "out",      "own",
-      "report",  "reports", "document", "documents", "summary", "summarizes", "summarises",
-      "describes", "described", "describe", "provides", "provide", "provided", "discusses",
-      "discuss", "section",  "sections", "page",     "pages",    "overview", "main",
-      "key",     "also",    "well",     "include",  "includes", "including", "use",
-      "used",    "uses",    "using",    "make",     "makes",    "made",     "like"};
+      "about",     "above",     "after",    "again",     "against",  "also",       "although",
+      "among",     "another",   "because",  "been",      "before",   "being",      "below",
+      "between",   "both",      "but",      "can",       "could",    "does",       "doing",
+      "during",    "each",      "either",   "even",      "every",    "further",    "have",
+      "having",    "here",      "however",  "into",      "its",      "itself",     "just",
+      "many",      "more",      "most",     "much",      "must",     "neither",    "only",
+      "other",     "over",      "same",     "several",   "should",   "since",      "some",
+      "such",      "than",      "that",     "their",     "them",     "then",       "there",
+      "these",     "they",      "this",     "those",     "through",  "under",      "until",
+      "upon",      "very",      "was",      "were",      "what",     "when",       "where",
+      "whether",   "which",     "while",    "will",      "with",     "within",     "without",
+      "would",     "your",      "the",      "and",       "for",      "are",        "not",
+      "has",       "had",       "from",     "all",       "any",      "may",        "one",
+      "two",       "how",       "who",      "why",       "our",      "out",        "own",
+      "report",    "reports",   "document", "documents", "summary",  "summarizes", "summarises",
+      "describes", "described", "describe", "provides",  "provide",  "provided",   "discusses",
+      "discuss",   "section",   "sections", "page",      "pages",    "overview",   "main",
+      "key",       "also",      "well",     "include",   "includes", "including",  "use",
+      "used",      "uses",      "using",    "make",      "makes",    "made",       "like"};
   return kWords;
 }
 
 std::string Stem(std::string w) {
-  for (const char* suffix : {"ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s"}) {
+  for (const char* suffix :
+       {"ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s"}) {
     const size_t n = std::char_traits<char>::length(suffix);
     if (w.size() >= n + 3 && w.compare(w.size() - n, n, suffix) == 0) {
       w.resize(w.size() - n);
@@ -204,10 +205,9 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
       if (said != nullptr) said->push_back(stems);
       std::string cite;
       if (s->first_page > 0) {
-        cite = s->first_page == s->last_page
-                   ? " [p. " + std::to_string(s->first_page) + "]"
-                   : " [pp. " + std::to_string(s->first_page) + "-" +
-                         std::to_string(s->last_page) + "]";
+        cite = s->first_page == s->last_page ? " [p. " + std::to_string(s->first_page) + "]"
+                                             : " [pp. " + std::to_string(s->first_page) + "-" +
+                                                   std::to_string(s->last_page) + "]";
       }
       kept += (kept.empty() ? "" : " ") + sentence + cite;
     }
@@ -222,7 +222,8 @@ std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages) {
   std::vector<OutlineEntry> out;
   int next = 1;
   for (const Page& page : pages) {
-    const std::string marker = page.number > 0 ? "[page " + std::to_string(page.number) + "]\n" : "";
+    const std::string marker =
+        page.number > 0 ? "[page " + std::to_string(page.number) + "]\n" : "";
     if (!out.empty()) out.back().text += marker;
     size_t at = 0;
     bool paragraph_start = true;

@@ -33,8 +33,10 @@ ordered_json Faithfulness(const std::vector<FieldValue>& values) {
     conflicts += v.role_conflict;
     swapped += v.role_note.rfind("swapped", 0) == 0;
   }
-  return {{"fields", values.size()},   {"answered", present},
-          {"verified", verified},      {"roles_swapped", swapped},
+  return {{"fields", values.size()},
+          {"answered", present},
+          {"verified", verified},
+          {"roles_swapped", swapped},
           {"role_conflicts", conflicts}};
 }
 

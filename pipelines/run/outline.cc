@@ -33,9 +33,8 @@ std::string Pages(const OutlineEntry& e) {
 }  // namespace
 
 ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
-                                           const std::atomic<bool>& cancel,
-                                           store::ResultRecord* r, std::string* text,
-                                           ordered_json* json,
+                                           const std::atomic<bool>& cancel, store::ResultRecord* r,
+                                           std::string* text, ordered_json* json,
                                            std::vector<std::string>* figures) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<OutlineEntry> outline = DocumentOutline(pages);
@@ -53,9 +52,8 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
     }
     const std::string head = "Section \"" + e.heading + "\" of \"" + doc.title + "\":\n\n";
     const std::string tail = "\n\nThe section \"" + e.heading + "\" in one sentence:\n";
-    const int64_t budget = std::min<int64_t>(kMaxSectionTokens, generator_->context() -
-                                                                    count(head + tail) -
-                                                                    kGistTokens - kMargin);
+    const int64_t budget = std::min<int64_t>(
+        kMaxSectionTokens, generator_->context() - count(head + tail) - kGistTokens - kMargin);
     if (budget < 64) break;
     const std::string body = SplitForBudget(e.text, budget, count).front();
     // One prefill: the sentence, then the section's key figure.

@@ -708,8 +708,8 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     nlohmann::ordered_json outline_json;
     if (!spec_.outline.empty() && docs.size() == 1) {
       std::vector<std::string> figures;
-      ProcessorResult step = Outline(docs[0], source_pages[0], cancel, &r, &outline_lines,
-                                     &outline_json, &figures);
+      ProcessorResult step =
+          Outline(docs[0], source_pages[0], cancel, &r, &outline_lines, &outline_json, &figures);
       if (step.cancelled || !step.error_code.empty()) return step;
       for (const auto& sec : spec_.sections) {
         if (!sec.verify_figures) continue;

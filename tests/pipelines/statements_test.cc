@@ -25,8 +25,8 @@ TEST(Statements, StemsIgnoreFunctionWordsAndSuffixes) {
 
 TEST(Statements, ASentenceIsTracedToThePageHoldingItsWords) {
   const auto pages = SplitPages(kManual);
-  auto s = SupportingPage("Out-of-memory errors are simulated with a failing malloc wrapper.",
-                          pages);
+  auto s =
+      SupportingPage("Out-of-memory errors are simulated with a failing malloc wrapper.", pages);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->first_page, 2);
   EXPECT_EQ(s->last_page, 2);
@@ -48,7 +48,7 @@ TEST(Statements, UnsupportedSentencesAreRemovedAndListed) {
   EXPECT_EQ(c.supported, 3);
   ASSERT_EQ(c.unsupported.size(), 3u);
   EXPECT_EQ(c.unsupported[0], "The company expects revenue growth in Asian markets.");
-  EXPECT_EQ(c.unsupported[1], "Short line.");  // neither word in the manual
+  EXPECT_EQ(c.unsupported[1], "Short line.");              // neither word in the manual
   EXPECT_EQ(c.unsupported[2], "The report is about it.");  // no content word at all
   // The model's own page marker goes; ours replaces it.
   EXPECT_EQ(c.text,

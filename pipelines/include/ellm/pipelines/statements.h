@@ -29,7 +29,7 @@ inline constexpr double kMinStatementSupport = 0.6;
 struct Support {
   int first_page = 0;  // the page (or first of two adjacent pages)
   int last_page = 0;
-  double share = 0;    // of the sentence's distinct stems found there
+  double share = 0;  // of the sentence's distinct stems found there
 };
 // The best-supported page for `sentence` among `pages` when its share
 // reaches `min_share`; nullopt otherwise, and for a sentence with fewer
