@@ -16,14 +16,6 @@ std::string Trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-// Page markers a model copies from its input ("[page 2]", "(p. 2)"): they
-// carry numbers that are not figures, and we cite pages ourselves.
-std::string StripPageMarkers(const std::string& line) {
-  static const std::regex kMarker(
-      R"(\s*[\[(](?:page|pages|p\.|pp\.|p)\s*\d+(?:\s*[-,]\s*\d+)*[\])])", std::regex::icase);
-  return std::regex_replace(line, kMarker, "");
-}
-
 std::string PagesText(const std::set<int>& pages) {
   std::string s;
   for (int p : pages) s += (s.empty() ? "" : ", ") + std::to_string(p);
@@ -85,15 +77,14 @@ std::vector<std::string> RoleWordsAround(const std::string& hay, size_t begin, s
   return words;
 }
 
-}  // namespace
-
-std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
-                               const std::string& value, const std::vector<Page>& pages) {
+// The fields whose keyword the text around `needle` binds it to, over
+// pages already collapsed.
+std::vector<size_t> BoundRolesIn(const std::vector<PipelineSpec::Field>& fields,
+                                 const std::string& value, const std::vector<std::string>& hays) {
   std::set<size_t> bound;
   const std::string needle = Collapse(value);
   if (needle.empty()) return {};
-  for (const Page& page : pages) {
-    const std::string hay = Collapse(page.text);
+  for (const std::string& hay : hays) {
     for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
       for (const std::string& word : RoleWordsAround(hay, at, at + needle.size())) {
         for (size_t i = 0; i < fields.size(); ++i) {
@@ -108,6 +99,27 @@ std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
   return {bound.begin(), bound.end()};
 }
 
+std::vector<std::string> CollapsedPages(const std::vector<Page>& pages) {
+  std::vector<std::string> hays;
+  for (const Page& page : pages) hays.push_back(Collapse(page.text));
+  return hays;
+}
+
+}  // namespace
+
+// Page markers a model copies from its input ("[page 2]", "(p. 2)"): they
+// carry numbers that are not figures, and we cite pages ourselves.
+std::string StripPageMarkers(const std::string& line) {
+  static const std::regex kMarker(
+      R"(\s*[\[(](?:page|pages|p\.|pp\.|p)\s*\d+(?:\s*[-,–]\s*\d+)*[\])])", std::regex::icase);
+  return std::regex_replace(line, kMarker, "");
+}
+
+std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
+                               const std::string& value, const std::vector<Page>& pages) {
+  return BoundRolesIn(fields, value, CollapsedPages(pages));
+}
+
 int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldValue>* values,
               const std::vector<Page>& pages) {
   std::vector<FieldValue>& v = *values;
@@ -115,6 +127,7 @@ int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldV
   // other[i]: the fields the document binds i's value to, when i is not
   // among them.
   std::vector<std::vector<size_t>> other(n);
+  const std::vector<std::string> hays = CollapsedPages(pages);  // once, not per field
   for (size_t i = 0; i < n; ++i) {
     if (fields[i].type != FactKind::kText || !v[i].present()) continue;
     // "the Buyer" answers with a role, not a party's name.
@@ -133,7 +146,7 @@ int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldV
   }
   for (size_t i = 0; i < n; ++i) {
     if (fields[i].type != FactKind::kText || !v[i].source) continue;
-    std::vector<size_t> roles = BoundRoles(fields, v[i].source->text, pages);
+    std::vector<size_t> roles = BoundRolesIn(fields, v[i].source->text, hays);
     if (std::find(roles.begin(), roles.end(), i) == roles.end()) other[i] = std::move(roles);
   }
   int swaps = 0;

@@ -1,5 +1,7 @@
 #include "ellm/pipelines/statements.h"
 
+#include "ellm/pipelines/provenance.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -148,8 +150,6 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
                                 bool keep_cited, std::vector<std::vector<std::string>>* said,
                                 double min_share) {
   static const std::regex kCited(R"(\[pp?\. ?\d+)");
-  static const std::regex kMarker(
-      R"(\s*[\[(](?:page|pages|p\.|pp\.|p)\s*\d+(?:\s*[-,–]\s*\d+)*[\])])", std::regex::icase);
   std::vector<std::unordered_set<std::string>> sets;
   for (const Page& p : pages) sets.push_back(StemSet(p.text));
   StatementCheck out;
@@ -172,7 +172,7 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
         kept += (kept.empty() ? "" : " ") + sentence;
         continue;
       }
-      sentence = std::regex_replace(sentence, kMarker, "");
+      sentence = StripPageMarkers(sentence);
       if (pages.empty()) {
         kept += (kept.empty() ? "" : " ") + sentence;
         continue;

@@ -85,8 +85,6 @@ std::vector<std::string> Placeholders(const std::string& text) {
 // A line the answer already said, in this section or another, goes (a
 // small model repeats its best line under every heading).
 std::string DropRepeatedLines(const std::string& text) {
-  static const std::regex kMarker(R"(\s*[\[(](?:page|p\.|pp\.)\s*\d+(?:\s*-\s*\d+)?[\])])",
-                                  std::regex::icase);
   std::set<std::string> seen;
   std::string out;
   size_t at = 0;
@@ -95,7 +93,7 @@ std::string DropRepeatedLines(const std::string& text) {
     if (nl == std::string::npos) nl = text.size();
     const std::string line = text.substr(at, nl - at);
     at = nl + 1;
-    std::string key = Trim(std::regex_replace(line, kMarker, ""));
+    std::string key = Trim(StripPageMarkers(line));
     for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const bool heading = key.starts_with("#");
     if (!heading && key.size() > 1 && !seen.insert(key).second) continue;

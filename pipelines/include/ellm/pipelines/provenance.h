@@ -59,6 +59,11 @@ std::vector<size_t> BoundRoles(const std::vector<PipelineSpec::Field>& fields,
 int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldValue>* values,
               const std::vector<Page>& pages);
 
+// `line` without the page markers a model copies from its input ("[page
+// 2]", "(p. 2)", "[pp. 3-4]"): their numbers are no figures, and pages are
+// cited by the checks themselves.
+std::string StripPageMarkers(const std::string& line);
+
 enum class Agreement { kSame, kDifferent, kOnlyInA, kOnlyInB, kInNeither };
 // "same", "different", "only in A", "only in B", "in neither".
 const char* AgreementName(Agreement a);
