@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <regex>
 #include <set>
 #include <unordered_set>
@@ -173,6 +175,11 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
         continue;
       }
       sentence = StripPageMarkers(sentence);
+      // Nothing but marks and spaces ("[page 3]" alone): no statement.
+      if (std::none_of(sentence.begin(), sentence.end(),
+                       [](char c) { return IsWordByte(static_cast<unsigned char>(c)); })) {
+        continue;
+      }
       if (pages.empty()) {
         kept += (kept.empty() ? "" : " ") + sentence;
         continue;
@@ -217,10 +224,34 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
   return out;
 }
 
-std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages) {
-  static const std::regex kHeading(R"(^(\d{1,2})\.?\s+[A-Z][^\n]{0,100}$)");
+namespace {
+
+// Every word of four letters or more starts with a capital ("Maximum Number
+// Of Columns", "Checklist For Choosing The Right Database Engine"); two
+// words at least, no clause punctuation.
+bool TitleCase(const std::string& t) {
+  if (!std::isupper(static_cast<unsigned char>(t[0]))) return false;
+  if (t.find_first_of(",;") != std::string::npos) return false;
+  int words = 0;
+  size_t i = 0;
+  while (i < t.size()) {
+    while (i < t.size() && t[i] == ' ') ++i;
+    const size_t b = i;
+    while (i < t.size() && t[i] != ' ') ++i;
+    if (i == b) break;
+    ++words;
+    size_t letters = 0;
+    for (size_t k = b; k < i; ++k) letters += std::isalpha(static_cast<unsigned char>(t[k])) != 0;
+    if (letters >= 4 && !std::isupper(static_cast<unsigned char>(t[b]))) return false;
+  }
+  return words >= 2;
+}
+
+// The sections `is_heading` starts, given each one-line paragraph that
+// looks like a heading (see DocumentOutline).
+template <typename IsHeading>
+std::vector<OutlineEntry> ScanOutline(const std::vector<Page>& pages, IsHeading is_heading) {
   std::vector<OutlineEntry> out;
-  int next = 1;
   for (const Page& page : pages) {
     const std::string marker =
         page.number > 0 ? "[page " + std::to_string(page.number) + "]\n" : "";
@@ -235,20 +266,221 @@ std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages) {
       const std::string t = Trim(line);
       const bool alone = paragraph_start && (at >= page.text.size() || page.text[at] == '\n');
       paragraph_start = t.empty();
-      std::smatch m;
-      if (alone && std::regex_match(t, m, kHeading) && std::atoi(m[1].str().c_str()) == next &&
-          t.back() != '.' && t.back() != ':' && t.back() != ',' &&
-          std::count(t.begin(), t.end(), ' ') < 12) {
-        out.push_back({t, page.number, page.number, marker});
-        ++next;
-      }
+      const bool heading_like = alone && t.size() > 2 && t.back() != '.' && t.back() != ':' &&
+                                t.back() != ',' && std::count(t.begin(), t.end(), ' ') < 12;
+      if (heading_like && is_heading(t)) out.push_back({t, page.number, page.number, marker});
       if (!out.empty()) {
         out.back().text += line + "\n";
         out.back().last_page = page.number;
       }
     }
   }
-  if (out.size() < 2) out.clear();
+  return out;
+}
+
+}  // namespace
+
+std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages) {
+  static const std::regex kHeading(R"(^(\d{1,2})\.?\s+[A-Z][^\n]{0,100}$)");
+  static const std::regex kAppendix(R"(^Appendix ([A-Z])[.:]?\s+[A-Z][^\n]{0,100}$)");
+  int next = 1;
+  char next_appendix = 'A';
+  std::vector<OutlineEntry> out = ScanOutline(pages, [&](const std::string& t) {
+    std::smatch m;
+    if (next_appendix == 'A' && std::regex_match(t, m, kHeading) &&
+        std::atoi(m[1].str().c_str()) == next) {
+      ++next;
+      return true;
+    }
+    if (next > 2 && std::regex_match(t, m, kAppendix) && m[1].str()[0] == next_appendix) {
+      ++next_appendix;
+      return true;
+    }
+    return false;
+  });
+  if (out.size() >= 2) return out;
+  // No numbered sections: headings in Title Case, three at least.
+  out = ScanOutline(pages, [](const std::string& t) { return TitleCase(t); });
+  if (out.size() < 3) out.clear();
+  return out;
+}
+
+namespace {
+
+// A key term's identity: lowercased, a plural "s" cut ("tokenizers" ->
+// "tokenizer"; "class", "status" stay).
+std::string TermKey(const std::string& word) {
+  std::string k;
+  for (char c : word) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k.size() > 5 && k.compare(k.size() - 3, 3, "ies") == 0) {
+    k.replace(k.size() - 3, 3, "y");  // "queries" -> "query"
+  } else if (k.size() > 4 && k.back() == 's' && k[k.size() - 2] != 's' && k[k.size() - 2] != 'u' &&
+             k[k.size() - 2] != 'i') {
+    k.pop_back();
+  }
+  return k;
+}
+
+struct TermCount {
+  int count = 0;
+  bool marked = false;               // written as a name or code somewhere
+  size_t first = 0;                  // position of the first occurrence
+  std::map<std::string, int> forms;  // as written -> times
+  std::map<int, int> pages;          // page -> times
+};
+
+// A line of running text, not code, a table row or a heading: six words or
+// more and a sentence end (".", "?", "!" or ":" at its end, or ". " inside).
+bool Prose(const std::string& line) {
+  const std::string t = Trim(line);
+  if (t.empty() || std::count(t.begin(), t.end(), ' ') < 5) return false;
+  const char last = t.back();
+  return last == '.' || last == '?' || last == '!' || last == ':' ||
+         t.find(". ") != std::string::npos;
+}
+
+// The candidate words of one section's running text (Prose lines),
+// counted by TermKey.
+std::map<std::string, TermCount> CountTerms(const OutlineEntry& e) {
+  static const std::regex kMarker(R"(^\[page (\d+)\]$)");
+  std::map<std::string, TermCount> out;
+  // The heading's words, compared as stems of their keys.
+  std::unordered_set<std::string> heading;
+  for (const std::string& s : ContentStems(e.heading)) heading.insert(s);
+  {
+    std::string w;
+    for (char c : e.heading + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+        w += c;
+      } else if (!w.empty()) {
+        heading.insert(Stem(TermKey(w)));
+        w.clear();
+      }
+    }
+  }
+  int page = e.first_page;
+  size_t pos = 0;
+  const std::string& t = e.text;
+  auto word_byte = [](unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; };
+  size_t line_at = 0;
+  while (line_at < t.size()) {
+    size_t nl = t.find('\n', line_at);
+    if (nl == std::string::npos) nl = t.size();
+    const std::string line = t.substr(line_at, nl - line_at);
+    line_at = nl + 1;
+    std::smatch m;
+    if (std::regex_match(line, m, kMarker)) {
+      page = std::atoi(m[1].str().c_str());
+      continue;
+    }
+    if (!Prose(line)) continue;
+    bool after_stop = true;  // a line starts a sentence
+    size_t at = 0;
+    while (at < line.size()) {
+      if (!word_byte(static_cast<unsigned char>(line[at]))) {
+        ++at;
+        continue;
+      }
+      size_t j = at;
+      while (j < line.size()) {
+        if (word_byte(static_cast<unsigned char>(line[j]))) {
+          ++j;
+        } else if (line[j] == '-' && j + 1 < line.size() &&
+                   std::isalnum(static_cast<unsigned char>(line[j + 1])) && j > at) {
+          ++j;  // "integrity-check", "UTF-16"
+        } else {
+          break;
+        }
+      }
+      const std::string w = line.substr(at, j - at);
+      at = j;
+      ++pos;
+      // After a sentence end, a capital says nothing about the word.
+      const bool sentence_start = after_stop;
+      after_stop =
+          j < line.size() && (line[j] == '.' || line[j] == ':' || line[j] == '!' || line[j] == '?');
+      const bool starts_with_letter = std::isalpha(static_cast<unsigned char>(w[0])) || w[0] < 0;
+      const bool ascii_letter = std::any_of(
+          w.begin(), w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+      const bool capitals = std::none_of(
+          w.begin(), w.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); });
+      // Bullets and other signs are bytes >= 0x80 too: a term holds a letter.
+      if (!starts_with_letter || !ascii_letter || w.size() < (capitals ? 3u : 4u)) continue;
+      const std::string key = TermKey(w);
+      if (StopWords().count(key) || StopWords().count(w)) continue;
+      if (heading.count(Stem(key))) continue;  // the heading already says it
+      // A name or code: capitals inside ("FTS3", "OOM", "matchInfo"), digits,
+      // '_' or '-' ("unicode61", "integrity-check"), or a capital in
+      // mid-sentence ("Valgrind").
+      const bool marked = std::any_of(w.begin() + 1, w.end(),
+                                      [](char c) {
+                                        return std::isupper(static_cast<unsigned char>(c)) ||
+                                               std::isdigit(static_cast<unsigned char>(c)) ||
+                                               c == '_' || c == '-';
+                                      }) ||
+                          (std::isupper(static_cast<unsigned char>(w[0])) && !sentence_start);
+      // Adverbs and past participles ("simply", "obtained") are seldom what
+      // a section is about.
+      if (!marked && key.size() > 4 &&
+          (key.compare(key.size() - 2, 2, "ly") == 0 ||
+           key.compare(key.size() - 2, 2, "ed") == 0)) {
+        continue;
+      }
+      TermCount& c = out[key];
+      c.marked |= marked;
+      if (c.count++ == 0) c.first = pos;
+      ++c.forms[w];
+      ++c.pages[page];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<KeyTerm>> SectionKeyTerms(const std::vector<OutlineEntry>& outline, int k) {
+  std::vector<std::map<std::string, TermCount>> counts;
+  std::map<std::string, int> df;
+  for (const OutlineEntry& e : outline) {
+    counts.push_back(CountTerms(e));
+    for (const auto& [key, c] : counts.back()) ++df[key];
+  }
+  const double n = static_cast<double>(outline.size());
+  std::vector<std::vector<KeyTerm>> out(outline.size());
+  for (size_t i = 0; i < outline.size() && k > 0; ++i) {
+    struct Scored {
+      double score;
+      size_t first;
+      const std::string* key;
+    };
+    std::vector<Scored> scored;
+    for (const auto& [key, c] : counts[i]) {
+      // A plain word must recur more than a name to be a term; a word in
+      // more than half the sections says what the document is about.
+      if (c.count < (c.marked ? 2 : 3) || df[key] > std::max(1.0, n / 2)) continue;
+      // Sublinear in occurrences: a word on every line of a long section
+      // does not outweigh one found in this section alone.
+      const double score =
+          (1 + std::log(static_cast<double>(c.count))) * std::log(n / df[key]) * (c.marked ? 2 : 1);
+      if (score > 0) scored.push_back({score, c.first, &key});
+    }
+    std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+      return a.score != b.score ? a.score > b.score : a.first < b.first;
+    });
+    for (size_t j = 0; j < scored.size() && static_cast<int>(j) < k; ++j) {
+      const TermCount& c = counts[i].at(*scored[j].key);
+      auto most = [](const auto& m) {
+        auto best = m.begin();
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          if (it->second > best->second) best = it;
+        }
+        return best->first;
+      };
+      // Among forms written equally often, map order prefers capitals
+      // ("MATCH" before "match"); among pages, the first.
+      out[i].push_back({most(c.forms), most(c.pages), c.count});
+    }
+  }
   return out;
 }
 

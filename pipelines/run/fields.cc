@@ -49,7 +49,7 @@ ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
                                                  std::vector<FieldValue>* values) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<Page> pages = SplitPages(doc.text);
-  std::vector<Generator::Section> sections;
+  std::vector<TextGenerator::Section> sections;
   int64_t answer_room = 0;
   for (const PipelineSpec::Field& f : spec_.fields) {
     sections.push_back({"\n" + f.lead, f.max_tokens, kFieldStops});

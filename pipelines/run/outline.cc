@@ -38,6 +38,7 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
                                            std::vector<std::string>* figures) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<OutlineEntry> outline = DocumentOutline(pages);
+  const std::vector<std::vector<KeyTerm>> terms = SectionKeyTerms(outline, spec_.outline_terms);
   *json = ordered_json::array();
   text->clear();
   GenerationSettings settings = spec_.generation;
@@ -79,14 +80,27 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
       if (f.figures_total > 0 && f.unverified.empty()) figure = Trim(f.text);
     }
     if (!figure.empty()) figures->push_back(figure);
+    // The section's own key terms, each with its page: what it is about in
+    // the document's words, whatever the model made of it.
+    std::string term_list;
+    ordered_json term_json = ordered_json::array();
+    for (const KeyTerm& t : terms[i]) {
+      term_list += (term_list.empty() ? "" : ", ") + t.term +
+                   (t.page > 0 ? " [p. " + std::to_string(t.page) + "]" : "");
+      term_json.push_back({{"term", t.term}, {"page", t.page}, {"count", t.count}});
+    }
     const std::string where = Pages(e);
-    *text += "- " + e.heading + (where.empty() ? "" : " (" + where + ")") +
-             (kept ? ": " + gist : "") + "\n";
+    std::string line = "- " + e.heading + (where.empty() ? "" : " (" + where + ")");
+    if (kept || !term_list.empty()) line += ":";
+    if (kept) line += " " + gist;
+    if (!term_list.empty()) line += " Terms: " + term_list + ".";
+    *text += line + "\n";
     json->push_back({{"heading", e.heading},
                      {"pages", {e.first_page, e.last_page}},
                      {"sentence", gist},
                      {"supported", kept},
-                     {"figure", figure.empty() ? ordered_json(nullptr) : ordered_json(figure)}});
+                     {"figure", figure.empty() ? ordered_json(nullptr) : ordered_json(figure)},
+                     {"terms", term_json}});
   }
   return {};
 }

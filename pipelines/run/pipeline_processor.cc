@@ -404,7 +404,7 @@ std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tok
   return chunks;
 }
 
-Status RegisterPipelines(const std::vector<PipelineSpec>& specs, Generator* generator,
+Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry) {
   for (const PipelineSpec& spec : specs) {
     ELLM_RETURN_IF_ERROR(
@@ -424,7 +424,7 @@ std::string DefaultPipelinesDir() {
   return ELLM_SOURCE_PIPELINES_DIR;
 }
 
-PipelineProcessor::PipelineProcessor(PipelineSpec spec, Generator* generator,
+PipelineProcessor::PipelineProcessor(PipelineSpec spec, TextGenerator* generator,
                                      ingest::ExtractOptions extract)
     : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {}
 
@@ -454,8 +454,8 @@ ProcessorResult PipelineProcessor::Load(const ingest::JobMessage& job,
   return {};
 }
 
-std::vector<Generator::Section> PipelineProcessor::GeneratorSections() const {
-  std::vector<Generator::Section> sections;
+std::vector<TextGenerator::Section> PipelineProcessor::GeneratorSections() const {
+  std::vector<TextGenerator::Section> sections;
   if (spec_.sections.empty()) {
     sections.push_back({spec_.output_prefix, spec_.generation.max_tokens});
     return sections;
@@ -585,8 +585,8 @@ std::pair<std::string, int64_t> PipelineProcessor::SinglePassLimit(
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   };
-  const std::string name = lower(generator_->info().name);
-  const std::string file = lower(std::filesystem::path(generator_->info().path).filename());
+  const std::string name = lower(generator_->model_name());
+  const std::string file = lower(std::filesystem::path(generator_->model_path()).filename());
   for (const PipelineSpec::SinglePassRule& rule : spec_.single_pass_max_tokens) {
     const std::string m = lower(rule.model);
     if (m.empty()) return {"pipeline " + spec_.name + ", any model", rule.tokens};
@@ -674,7 +674,7 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
 
   auto prompt = render(docs);
   if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
-  const std::vector<Generator::Section> sections = GeneratorSections();
+  const std::vector<TextGenerator::Section> sections = GeneratorSections();
   // The first document's block may be shared with other jobs (one contract
   // compared with many): offer it to the generator's prefix cache.
   size_t shared_prefix = 0;

@@ -107,6 +107,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "map_max_tokens",
                                               "single_pass_max_tokens",
                                               "outline",
+                                              "outline_terms",
                                               "description",
                                               "sections",
                                               "fields",
@@ -159,6 +160,13 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_max_tokens", spec.map_max_tokens, false));
   if (spec.map_max_tokens <= 0) return At(src, root["map_max_tokens"], "must be positive");
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "outline", spec.outline, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "outline_terms", spec.outline_terms, false));
+  if (spec.outline_terms < 0 || spec.outline_terms > 20) {
+    return At(src, root["outline_terms"], "outline_terms must be between 0 and 20");
+  }
+  if (spec.outline_terms > 0 && spec.outline.empty()) {
+    return At(src, root["outline_terms"], "outline_terms needs an outline heading (outline:)");
+  }
   if (YAML::Node sp = root["single_pass_max_tokens"]) {
     auto tokens = [&](const YAML::Node& n, int64_t* out) -> Status {
       try {

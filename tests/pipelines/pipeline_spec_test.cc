@@ -162,6 +162,18 @@ fields:
       EXPECT_NE(b.status().message().find("single_pass_max_tokens"), std::string::npos);
     }
   }
+  // outline_terms: with an outline, 0 to 20.
+  v = ParsePipeline("name: x\nversion: 1\nprompt: p\noutline: Contents\noutline_terms: 5\n", "p");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->outline_terms, 5);
+  for (const char* bad : {"outline: C\noutline_terms: 21\n", "outline: C\noutline_terms: -1\n",
+                          "outline_terms: 3\n", "outline: C\noutline_terms: many\n"}) {
+    auto b = ParsePipeline(std::string("name: x\nversion: 1\nprompt: p\n") + bad, "p");
+    EXPECT_FALSE(b.ok()) << bad;
+    if (!b.ok()) {
+      EXPECT_NE(b.status().message().find("outline_terms"), std::string::npos) << bad;
+    }
+  }
 }
 
 TEST(PipelineSpec, ParsesSectionsSchemaAndFormat) {

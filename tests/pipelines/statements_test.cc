@@ -42,7 +42,9 @@ TEST(Statements, UnsupportedSentencesAreRemovedAndListed) {
       "The report describes three independent test harnesses: TCL, TH3 and SQL Logic Test [page "
       "7]. The company expects revenue growth in Asian markets.\n"
       "- Fuzz testing feeds corrupt database files and random statements.\n"
-      "- Short line.\n- Fuzz testing.\n- The report is about it.\n";
+      "- Short line.\n- Fuzz testing.\n- The report is about it.\n"
+      // A page marker alone, or a bare full stop, is no statement at all.
+      "- [page 3]\n[page 4].\n.\n";
   StatementCheck c = VerifyStatements(body, pages);
   EXPECT_EQ(c.statements, 6);
   EXPECT_EQ(c.supported, 3);
@@ -108,6 +110,84 @@ TEST(Statements, TheOutlineIsTheDocumentsNumberedTopLevelSections) {
   EXPECT_TRUE(DocumentOutline(SplitPages("[page 1]\n1. Open the file\n\nText.\n")).empty());
 }
 
+TEST(Statements, AppendicesFollowTheNumberedSectionsInSequence) {
+  const auto pages = SplitPages(
+      "[page 1]\n1. Introduction\n\nText.\n\n2. Queries\n\nMore.\n\n"
+      "Appendix B: Out of sequence\n\nStill queries.\n[page 2]\n"
+      "Appendix A: Search Application Tips\n\nRank by relevance.\n\n"
+      "3. Not after an appendix\n\nText.\n\nAppendix B. Query Syntax\n\nGrammar.\n");
+  const std::vector<OutlineEntry> o = DocumentOutline(pages);
+  ASSERT_EQ(o.size(), 4u);
+  EXPECT_EQ(o[1].heading, "2. Queries");
+  EXPECT_NE(o[1].text.find("Appendix B: Out of sequence"), std::string::npos);
+  EXPECT_EQ(o[2].heading, "Appendix A: Search Application Tips");
+  EXPECT_EQ(o[2].first_page, 2);
+  EXPECT_NE(o[2].text.find("3. Not after an appendix"), std::string::npos);
+  EXPECT_EQ(o[3].heading, "Appendix B. Query Syntax");
+  // One numbered section and an appendix are no outline.
+  EXPECT_TRUE(
+      DocumentOutline(SplitPages("[page 1]\n1. Intro\n\nText.\n\nAppendix A: Notes\n\nx.\n"))
+          .empty());
+}
+
+TEST(Statements, WithoutNumbersTitleCaseHeadingsMakeTheOutline) {
+  const std::string doc =
+      "[page 1]\nLimits In SQLite\n\nSizes that can not be exceeded.\n\n"
+      "Maximum length of a string or BLOB\n\nOne billion bytes.\n\n"
+      "Maximum Number Of Columns\n\nThe default is 2000.\n[page 2]\n"
+      "Embedded devices and the internet of things\n\nA good fit.\n\n"
+      "Maximum Database Size, Roughly\n\nNo heading: a comma.\n\n"
+      "Maximum Number Of Attached Databases\n\nTen.\n";
+  const std::vector<OutlineEntry> o = DocumentOutline(SplitPages(doc));
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_EQ(o[0].heading, "Limits In SQLite");  // the title: the preamble's section
+  EXPECT_NE(o[0].text.find("Maximum length of a string"), std::string::npos);  // sentence case
+  EXPECT_EQ(o[1].heading, "Maximum Number Of Columns");
+  EXPECT_EQ(o[1].last_page, 2);
+  EXPECT_NE(o[1].text.find("Embedded devices"), std::string::npos);
+  EXPECT_EQ(o[2].heading, "Maximum Number Of Attached Databases");
+  // Two such lines are no outline; numbered sections win over Title Case.
+  EXPECT_TRUE(DocumentOutline(SplitPages("[page 1]\nOne Title Here\n\nText.\n\n"
+                                         "Second Title Here\n\nText.\n"))
+                  .empty());
+  const auto numbered = DocumentOutline(
+      SplitPages("[page 1]\nThe Title\n\n1. Scope\n\nText.\n\nSome Title Case Line\n\nx.\n\n"
+                 "2. Terms\n\nText.\n\nAnother Title Case Line\n\ny.\n"));
+  ASSERT_EQ(numbered.size(), 2u);
+  EXPECT_EQ(numbered[1].heading, "2. Terms");
+}
+
+TEST(Statements, KeyTermsMarkASectionOutFromTheOthers) {
+  const auto pages = SplitPages(
+      "[page 1]\n1. Queries\n\nA query with MATCH finds rows. The table holds rows. "
+      "MATCH uses the index; a query with NEAR finds close tokens.\n[page 2]\n"
+      "Use NEAR/3 for three tokens. The NEAR operator and MATCH work on the table.\n\n"
+      "\xE2\x80\xA2 one \xE2\x80\xA2 two \xE2\x80\xA2 three\n\n"
+      "2. Tokenizers\n\nThe porter tokenizer stems. The table holds rows; porter and "
+      "unicode61 tokenizers split text. Simply put, porter is simply fixed, fixed, fixed.\n"
+      "[page 3]\nThe unicode61 tokenizer folds case. "
+      "The integrity-check command checks; integrity-check reads the table. Queries and rows.\n");
+  const std::vector<OutlineEntry> o = DocumentOutline(pages);
+  ASSERT_EQ(o.size(), 2u);
+  const auto terms = SectionKeyTerms(o, 3);
+  ASSERT_EQ(terms.size(), 2u);
+  std::vector<std::string> first, second;
+  for (const KeyTerm& t : terms[0]) first.push_back(t.term);
+  for (const KeyTerm& t : terms[1]) second.push_back(t.term);
+  // In both sections: "table", "rows" (score 0). In the heading: "queries",
+  // "tokenizers". Plain words twice ("finds", "tokens"): too few. Bullets,
+  // "simply", "fixed": no terms. Names and codes first.
+  EXPECT_EQ(first, (std::vector<std::string>{"MATCH", "NEAR"}));
+  EXPECT_EQ(second, (std::vector<std::string>{"unicode61", "integrity-check", "porter"}));
+  EXPECT_EQ(terms[0][1].page, 2);  // NEAR: once on p. 1, twice on p. 2
+  EXPECT_EQ(terms[0][1].count, 3);
+  EXPECT_EQ(terms[1][0].page, 2);  // once on each page: the first
+  EXPECT_EQ(terms[1][1].page, 3);
+  EXPECT_EQ(terms[1][2].count, 3);
+  EXPECT_TRUE(SectionKeyTerms(o, 0)[0].empty());
+  EXPECT_TRUE(SectionKeyTerms({}, 5).empty());
+}
+
 TEST(Statements, AnySentenceOverAnyPagesIsSafe) {
   uint64_t x = 88172645463325252ull;
   for (int i = 0; i < 200; ++i) {
@@ -120,7 +200,9 @@ TEST(Statements, AnySentenceOverAnyPagesIsSafe) {
     }
     const auto pages = SplitPages(t);
     StatementCheck c = VerifyStatements(t, pages);
-    for (const OutlineEntry& e : DocumentOutline(pages)) EXPECT_LE(e.first_page, e.last_page);
+    const std::vector<OutlineEntry> outline = DocumentOutline(pages);
+    for (const OutlineEntry& e : outline) EXPECT_LE(e.first_page, e.last_page);
+    for (const auto& terms : SectionKeyTerms(outline, 4)) EXPECT_LE(terms.size(), 4u);
     EXPECT_LE(c.supported, c.statements);
     EXPECT_EQ(c.unsupported.size(), static_cast<size_t>(c.statements - c.supported));
   }

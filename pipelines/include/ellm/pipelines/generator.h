@@ -60,29 +60,29 @@ struct Generation {
   bool cancelled = false;
 };
 
-class Generator {
+// What pipelines need of a model: count tokens, and turn a prompt into
+// text. Generator is the engine's; unit tests give pipelines a fake.
+class TextGenerator {
  public:
-  static StatusOr<std::unique_ptr<Generator>> Load(const std::string& model_path,
-                                                   const GeneratorOptions& options);
+  virtual ~TextGenerator() = default;
 
   // Tokens of `text` as a prompt would hold them (no BOS).
-  int64_t CountTokens(const std::string& text) const;
+  virtual int64_t CountTokens(const std::string& text) const = 0;
   // The usable context: min(options.context, the model's training context).
-  int64_t context() const { return context_; }
+  virtual int64_t context() const = 0;
   // "<file name>:<general.name>:<file size>": recorded with every result.
-  const std::string& fingerprint() const { return fingerprint_; }
-  const ModelInfo& info() const { return engine_->info(); }
-  // KV cache bytes held in memory by the generator's session.
-  uint64_t kv_bytes() const { return session_->kv_bytes(); }
-  // The session's KV cache since the last generation began (spill included).
-  KvStats kv_stats() const { return session_->kv_stats(); }
+  virtual const std::string& fingerprint() const = 0;
+  // The model's general.name and file path (per-model pipeline settings).
+  virtual std::string model_name() const = 0;
+  virtual std::string model_path() const = 0;
 
   // Runs `prompt` (already rendered; with `format` kChat it is wrapped in
   // the model's chat template with `system`). OutOfRange when the prompt
   // leaves no room for `settings.max_tokens` in the context.
-  StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
-                                PromptFormat format, const GenerationSettings& settings,
-                                const std::atomic<bool>& cancel, const ProgressFn& progress);
+  virtual StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
+                                        PromptFormat format, const GenerationSettings& settings,
+                                        const std::atomic<bool>& cancel,
+                                        const ProgressFn& progress) = 0;
 
   // One prefill of `prompt`, then for each section: feed its `lead` text
   // and generate until a stop string, an end token or its max_tokens, in the
@@ -99,11 +99,37 @@ class Generator {
   // is then tokenized in two parts at that point (with or without a cache,
   // so results do not depend on cache hits), and with a prefix cache the
   // first part's KV state is restored when saved before, saved otherwise.
+  virtual StatusOr<Generation> GenerateSections(
+      const std::string& system, const std::string& prompt, PromptFormat format,
+      const GenerationSettings& settings, const std::vector<Section>& sections,
+      const std::atomic<bool>& cancel, const ProgressFn& progress, size_t shared_prefix = 0) = 0;
+};
+
+class Generator : public TextGenerator {
+ public:
+  static StatusOr<std::unique_ptr<Generator>> Load(const std::string& model_path,
+                                                   const GeneratorOptions& options);
+
+  int64_t CountTokens(const std::string& text) const override;
+  int64_t context() const override { return context_; }
+  const std::string& fingerprint() const override { return fingerprint_; }
+  std::string model_name() const override { return engine_->info().name; }
+  std::string model_path() const override { return engine_->info().path; }
+  const ModelInfo& info() const { return engine_->info(); }
+  // KV cache bytes held in memory by the generator's session.
+  uint64_t kv_bytes() const { return session_->kv_bytes(); }
+  // The session's KV cache since the last generation began (spill included).
+  KvStats kv_stats() const { return session_->kv_stats(); }
+
+  StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
+                                PromptFormat format, const GenerationSettings& settings,
+                                const std::atomic<bool>& cancel,
+                                const ProgressFn& progress) override;
   StatusOr<Generation> GenerateSections(const std::string& system, const std::string& prompt,
                                         PromptFormat format, const GenerationSettings& settings,
                                         const std::vector<Section>& sections,
                                         const std::atomic<bool>& cancel, const ProgressFn& progress,
-                                        size_t shared_prefix = 0);
+                                        size_t shared_prefix = 0) override;
 
  private:
   // Restores or prefills ids[0, n_prefix) through the prefix cache; returns

@@ -58,7 +58,7 @@ std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tok
 
 // Registers a PipelineProcessor for each spec, plus the built-in
 // document-stats. `generator` must outlive `registry`.
-Status RegisterPipelines(const std::vector<PipelineSpec>& specs, Generator* generator,
+Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry);
 
 // Where the shipped pipelines are: $ELLM_PIPELINES_DIR, else
@@ -77,7 +77,7 @@ class PipelineProcessor : public Processor {
  public:
   // `generator` is shared by every pipeline of a daemon; it must outlive
   // the processor.
-  PipelineProcessor(PipelineSpec spec, Generator* generator, ingest::ExtractOptions extract);
+  PipelineProcessor(PipelineSpec spec, TextGenerator* generator, ingest::ExtractOptions extract);
 
   const std::string& name() const override { return spec_.name; }
   const std::string& version() const override { return spec_.version; }
@@ -117,7 +117,7 @@ class PipelineProcessor : public Processor {
   ProcessorResult Finish(ProcessorOutput out) const;
   // The generator's sections for spec_.sections (or one answer after
   // output_prefix).
-  std::vector<Generator::Section> GeneratorSections() const;
+  std::vector<TextGenerator::Section> GeneratorSections() const;
   // A pipeline with fields (run/fields.cc): each document's fields, located
   // in it; with two documents, compared. `out` holds the loaded documents.
   ProcessorResult RunFields(const ingest::JobMessage& job, const std::vector<PipelineDoc>& docs,
@@ -130,7 +130,7 @@ class PipelineProcessor : public Processor {
                                 std::vector<FieldValue>* values);
 
   PipelineSpec spec_;
-  Generator* generator_;
+  TextGenerator* generator_;
   ingest::ExtractOptions extract_;
   ProgressFn progress_;
 };

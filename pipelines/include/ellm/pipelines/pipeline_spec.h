@@ -80,6 +80,10 @@ struct PipelineSpec {
   // sentence the model writes from that section alone ("This section ..."),
   // kept only when the section's pages support it.
   std::string outline;
+  // With `outline`: up to this many of each section's own key terms
+  // (statements.h SectionKeyTerms), each with its page, after the sentence.
+  // 0: none.
+  int outline_terms = 0;
   // Output in sections, generated in one sequence after one prefill: each
   // section's heading ("## heading", markdown only) and lead are written,
   // then the model continues until a stop string or the section's

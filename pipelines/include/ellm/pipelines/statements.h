@@ -72,8 +72,31 @@ struct OutlineEntry {
 // The document's top-level sections: paragraphs of one line that start with
 // the next number in sequence (1, 2, 3, ...; "1." or "1"), then a capital
 // letter, at most 12 words, no sentence end. Sub-sections ("2.1.") stay
-// inside theirs. Fewer than two found: empty (no outline is better than a
-// numbered list taken for one).
+// inside theirs. After them, appendices lettered in sequence ("Appendix A:
+// Title", "Appendix B. Title", "Appendix C Title"). Fewer than two numbered
+// sections found: the one-line paragraphs in Title Case (every word of four
+// letters or more capitalised, two words at least, no ',' or ';'), when there
+// are three or more; the document's title line is then the first. Else
+// empty (no outline is better than a list taken for one).
 std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages);
+
+// A term that marks one section out from the others, and the page of the
+// section where it occurs most (the first of them on a tie).
+struct KeyTerm {
+  std::string term;  // as the section writes it most often
+  int page = 0;
+  int count = 0;  // occurrences in the section
+};
+// Up to `k` key terms per outline entry, by tf-idf over the entries: words
+// (letters, digits, '_', inner '-': "unicode61", "integrity-check",
+// "UTF-16") holding an ASCII letter, of at least 4 bytes (3 when written in
+// capitals), not common function words, adverbs in -ly, past participles in
+// -ed, or words of the section's own heading. A name or code (capitals after
+// the first letter, digits, '_', '-', or a capital in mid-sentence) must
+// occur twice in the section, another word three times. Score: (1 + ln
+// occurrences) x ln(sections / sections holding the word), doubled for a
+// name or code; a word in every section scores 0 and is never chosen.
+// Plurals count with their singular ("tokenizers" = "tokenizer").
+std::vector<std::vector<KeyTerm>> SectionKeyTerms(const std::vector<OutlineEntry>& outline, int k);
 
 }  // namespace ellm::pipelines

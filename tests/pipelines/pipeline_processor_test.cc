@@ -1,0 +1,256 @@
+// PipelineProcessor with a fake TextGenerator: the outline and its terms,
+// statements checked against the document, map-reduce, truncation, a
+// context overflow, JSON answers checked against the schema, cancellation —
+// without a model. The documents are real Markdown files read by ingest.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ellm/pipelines/generator.h"
+#include "ellm/pipelines/pipeline_processor.h"
+#include "ellm/pipelines/pipeline_spec.h"
+#include "test_env.h"
+
+namespace ellm::pipelines {
+namespace {
+
+// Words are tokens; answers come from `answer(prompt, lead)` per section.
+class FakeGenerator : public TextGenerator {
+ public:
+  using Answer = std::function<std::string(const std::string& prompt, const std::string& lead)>;
+  FakeGenerator(int64_t context, Answer answer) : context_(context), answer_(std::move(answer)) {}
+
+  int64_t CountTokens(const std::string& text) const override {
+    std::istringstream in(text);
+    int64_t n = 0;
+    for (std::string w; in >> w;) ++n;
+    return n;
+  }
+  int64_t context() const override { return context_; }
+  const std::string& fingerprint() const override { return fingerprint_; }
+  std::string model_name() const override { return "Fake 1B"; }
+  std::string model_path() const override { return "/models/fake-1b.gguf"; }
+
+  StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
+                                PromptFormat format, const GenerationSettings& settings,
+                                const std::atomic<bool>& cancel,
+                                const ProgressFn& progress) override {
+    const std::vector<Section> one = {{"", settings.max_tokens, {}}};
+    return GenerateSections(system, prompt, format, settings, one, cancel, progress, 0);
+  }
+  StatusOr<Generation> GenerateSections(const std::string&, const std::string& prompt, PromptFormat,
+                                        const GenerationSettings&,
+                                        const std::vector<Section>& sections,
+                                        const std::atomic<bool>& cancel, const ProgressFn&,
+                                        size_t) override {
+    prompts.push_back(prompt);
+    Generation g;
+    if (cancel.load()) {
+      g.cancelled = true;
+      return g;
+    }
+    const int64_t tokens = CountTokens(prompt);
+    if (tokens > context_)
+      return OutOfRangeError("prompt of " + std::to_string(tokens) + " tokens");
+    g.prompt_tokens = tokens;
+    for (const Section& s : sections) {
+      std::string a = answer_(prompt, s.lead);
+      g.sections.push_back(a);
+      g.text += s.lead + a;
+      g.generated_tokens += CountTokens(a);
+    }
+    return g;
+  }
+
+  std::vector<std::string> prompts;
+
+ private:
+  int64_t context_;
+  Answer answer_;
+  std::string fingerprint_ = "fake-1b.gguf:Fake 1B:1";
+};
+
+PipelineSpec ShippedSpec(const std::string& name) {
+  auto spec = LoadPipelineFile(::ellm::testing::SourceDir() + "/pipelines/defs/" + name + ".yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : PipelineSpec{};
+}
+
+ingest::JobMessage Job(const std::string& pipeline, const std::string& name,
+                       const std::string& text) {
+  ingest::JobMessage job;
+  job.id = "j1";
+  job.pipeline = pipeline;
+  ingest::JobDocument d;
+  d.is_inline = true;
+  d.name = name;
+  d.inline_bytes = text;
+  job.documents.push_back(d);
+  return job;
+}
+
+// A manual with numbered sections: each says what it holds in its own words.
+const char kManual[] =
+    "Full-text search manual\n\n"
+    "1. Queries\n\n"
+    "A query uses MATCH to search the index. MATCH takes a phrase, and NEAR finds terms close "
+    "together. With NEAR the distance is given as NEAR/3. MATCH and NEAR combine freely.\n\n"
+    "2. Tokenizers\n\n"
+    "The porter tokenizer stems English words. The unicode61 tokenizer folds case and removes "
+    "diacritics. Choose porter for English text; unicode61 handles other scripts. The porter and "
+    "unicode61 tokenizers are built in.\n\n"
+    "3. Maintenance\n\n"
+    "The optimize command merges segments. The integrity-check command verifies the index. Run "
+    "optimize after bulk loads and integrity-check after a crash. Both optimize and "
+    "integrity-check read every segment.\n";
+
+std::string ManualAnswer(const std::string& prompt, const std::string& lead) {
+  if (prompt.find("in one sentence:") != std::string::npos) {
+    if (lead != "This section") return " 42 bananas";  // the key figure: not in the section
+    if (prompt.find("\"2. Tokenizers\"") != std::string::npos) {
+      return " compares the porter tokenizer with the unicode61 tokenizer";
+    }
+    if (prompt.find("\"3. Maintenance\"") != std::string::npos) {
+      return " explains how bananas grow on Mars";  // unsupported: dropped
+    }
+    return " explains queries with MATCH and NEAR";
+  }
+  if (lead.find("Key figures") != std::string::npos) return " The manual has no figures.";
+  return " The porter tokenizer stems English words.";
+}
+
+TEST(PipelineProcessor, OutlineListsEachSectionWithASupportedSentenceAndItsTerms) {
+  FakeGenerator gen(8192, ManualAnswer);
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  ProcessorResult r = p.Run(Job("summarize-report", "manual.md", kManual), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->result.output_text;
+  EXPECT_EQ(r.output->result.strategy, "single-pass");
+  // A text file has no pages, so nothing cites one. Names and codes first.
+  EXPECT_NE(text.find("- 1. Queries: This section explains queries with MATCH and NEAR. "
+                      "Terms: NEAR, MATCH.\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- 2. Tokenizers: This section compares the porter tokenizer with the "
+                      "unicode61 tokenizer. Terms: unicode61, English, porter.\n"),
+            std::string::npos)
+      << text;
+  // The unsupported sentence is gone; the terms stay.
+  EXPECT_NE(text.find("- 3. Maintenance: Terms: integrity-check, optimize."), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("bananas"), std::string::npos) << text;
+  const auto json = nlohmann::json::parse(r.output->result.output_json.value_or(""));
+  ASSERT_EQ(json["outline"].size(), 3u) << json.dump(1);
+  EXPECT_FALSE(json["outline"][2]["supported"].get<bool>());
+  EXPECT_EQ(json["outline"][2]["terms"][0]["term"], "integrity-check");
+  EXPECT_EQ(json["outline"][2]["terms"][0]["count"], 3);
+  EXPECT_TRUE(json["outline"][0]["figure"].is_null());  // "42 bananas" is not in section 1
+  // Each section was read on its own: its prompt holds its text and not the next one's.
+  int section_prompts = 0;
+  for (const std::string& prompt : gen.prompts) {
+    if (prompt.find("\"2. Tokenizers\" in one sentence:") == std::string::npos) continue;
+    ++section_prompts;
+    EXPECT_NE(prompt.find("unicode61 tokenizer folds case"), std::string::npos);
+    EXPECT_EQ(prompt.find("optimize command"), std::string::npos);
+  }
+  EXPECT_EQ(section_prompts, 1);
+}
+
+TEST(PipelineProcessor, ADocumentOverTheContextIsMappedThenReduced) {
+  std::string long_doc;
+  for (int i = 0; i < 60; ++i) {
+    long_doc += "Paragraph " + std::to_string(i) +
+                " says revenue rose 12% to EUR 4.2 billion while the porter tokenizer stems "
+                "English words in the annual report of the company.\n\n";
+  }
+  FakeGenerator gen(1400, [](const std::string&, const std::string&) {
+    return std::string(" Revenue rose 12% to EUR 4.2 billion [page 1].");
+  });
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  ProcessorResult r = p.Run(Job("summarize-report", "long.txt", long_doc), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  EXPECT_EQ(r.output->result.strategy.rfind("map-reduce", 0), 0u) << r.output->result.strategy;
+  EXPECT_NE(r.output->result.strategy.find("tokens > the context's room"), std::string::npos)
+      << r.output->result.strategy;
+  EXPECT_GT(gen.prompts.size(), 2u);  // map steps, then the answer
+  for (const std::string& prompt : gen.prompts) EXPECT_LE(gen.CountTokens(prompt), 1400);
+  EXPECT_NE(r.output->result.output_text.find("EUR 4.2 billion"), std::string::npos)
+      << r.output->result.output_text;
+}
+
+PipelineSpec PlainSpec(const std::string& overflow, const std::string& extra = "") {
+  auto spec = ParsePipeline(
+      "name: plain\nversion: \"1\"\nprompt: \"{{documents}}\\nAnswer:\"\n"
+      "generation: {max_tokens: 20}\noverflow: " +
+          overflow + "\n" + extra,
+      "test");
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : PipelineSpec{};
+}
+
+std::string Words(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "word" + std::to_string(i) + (i % 12 == 11 ? ".\n\n" : " ");
+  return s;
+}
+
+TEST(PipelineProcessor, TruncateCutsTheDocumentToFitAndFailRefusesIt) {
+  FakeGenerator gen(300, [](const std::string&, const std::string&) { return " ok"; });
+  std::atomic<bool> cancel{false};
+  PipelineProcessor truncate(PlainSpec("truncate"), &gen, {});
+  ProcessorResult t = truncate.Run(Job("plain", "a.txt", Words(600)), cancel);
+  ASSERT_TRUE(t.output.has_value()) << t.error_code << ": " << t.error;
+  EXPECT_EQ(t.output->result.strategy.rfind("truncate", 0), 0u) << t.output->result.strategy;
+  ASSERT_EQ(gen.prompts.size(), 1u);
+  EXPECT_NE(gen.prompts[0].find("word0 "), std::string::npos);
+  EXPECT_EQ(gen.prompts[0].find("word599"), std::string::npos);
+  EXPECT_LE(gen.CountTokens(gen.prompts[0]), 300);
+
+  PipelineProcessor fail(PlainSpec("fail"), &gen, {});
+  ProcessorResult f = fail.Run(Job("plain", "a.txt", Words(600)), cancel);
+  EXPECT_FALSE(f.output.has_value());
+  EXPECT_EQ(f.error_code, "context_overflow");
+  EXPECT_NE(f.error.find("tokens"), std::string::npos) << f.error;
+  EXPECT_EQ(gen.prompts.size(), 1u);  // the model was not asked
+}
+
+TEST(PipelineProcessor, AJsonAnswerMustParseAndMatchTheSchema) {
+  const std::string extra = "output: json\nschema: {title: string, pages: number}\n";
+  std::atomic<bool> cancel{false};
+  FakeGenerator good(4096, [](const std::string&, const std::string&) {
+    return std::string(R"({"title": "Manual", "pages": 3})");
+  });
+  PipelineProcessor ok(PlainSpec("fail", extra), &good, {});
+  ProcessorResult r = ok.Run(Job("plain", "a.txt", Words(20)), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  EXPECT_EQ(nlohmann::json::parse(r.output->result.output_json.value_or(""))["pages"], 3);
+
+  for (const char* bad : {R"({"title": "Manual")", R"({"title": 7, "pages": 3})"}) {
+    FakeGenerator gen(4096, [&](const std::string&, const std::string&) { return bad; });
+    PipelineProcessor p(PlainSpec("fail", extra), &gen, {});
+    ProcessorResult b = p.Run(Job("plain", "a.txt", Words(20)), cancel);
+    EXPECT_FALSE(b.output.has_value()) << bad;
+    EXPECT_EQ(b.error_code, "output_invalid") << bad;
+    EXPECT_NE(b.error.find("the answer began"), std::string::npos) << b.error;
+  }
+}
+
+TEST(PipelineProcessor, ACancelledJobStopsWithoutAResult) {
+  FakeGenerator gen(4096, [](const std::string&, const std::string&) { return " ok"; });
+  PipelineProcessor p(PlainSpec("fail"), &gen, {});
+  std::atomic<bool> cancel{true};
+  ProcessorResult r = p.Run(Job("plain", "a.txt", Words(20)), cancel);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.output.has_value());
+  EXPECT_TRUE(r.error_code.empty());
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
