@@ -96,6 +96,13 @@ struct SessionOptions {
   std::string spill_dir;  // required with a budget
   int spill_zstd_level = 1;
   SparseAttentionOptions sparse_attention;  // off by default
+
+  // InvalidArgument naming the first setting that cannot work, whatever the
+  // model: n_ctx or micro_batch below 1, a budget without spill_dir, a zstd
+  // level outside 1..19, negative sparse-attention sizes, bf16 attention
+  // weights without the bf16 KV cache. Engine::NewSession calls it (and
+  // checks n_ctx against the model); config files and CLI flags call it too.
+  Status Validate() const;
 };
 
 struct ModelInfo {
