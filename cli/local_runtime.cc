@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "chat_template_flag.h"
-#include "generator_options.h"
+#include "ellm/app/generator_options.h"
 
 namespace ellm::cli {
 namespace {
@@ -36,12 +36,12 @@ StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
     config_path = "/etc/ellm/ellm.yaml";
   }
   if (!config_path.empty()) {
-    ELLM_ASSIGN_OR_RETURN(rt->config, daemon::LoadConfig(config_path));
+    ELLM_ASSIGN_OR_RETURN(rt->config, app::LoadConfig(config_path));
   }
   // Before anything is opened or created: a wrong name costs nothing.
   ELLM_ASSIGN_OR_RETURN(rt->config.model.chat_template,
                         ChatTemplateFromFlags(f, rt->config.model.chat_template));
-  const daemon::Config& config = rt->config;
+  const app::Config& config = rt->config;
   std::string model = f.Get("model", config.model.path);
   if (access(model.c_str(), R_OK) != 0) {
     return NotFoundError("no model at '" + model +
@@ -59,7 +59,7 @@ StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
   std::filesystem::create_directories(std::filesystem::path(rt->db).parent_path(), ec);
   ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->db));
 
-  pipelines::GeneratorOptions go = daemon::GeneratorOptionsFrom(config);
+  pipelines::GeneratorOptions go = app::GeneratorOptionsFrom(config);
   if (config_path.empty()) {
     // Without a config, keep the prefix cache beside the store, not in /var/lib.
     go.prefix_cache_dir = (std::filesystem::path(rt->db).parent_path() / "prefix-cache").string();

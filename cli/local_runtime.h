@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
@@ -17,7 +17,7 @@ namespace ellm::cli {
 // Flags it reads: --config --model --db --pipelines --ctx --threads
 // --chat-template (over the config's model.chat_template).
 struct LocalRuntime {
-  daemon::Config config;
+  app::Config config;
   std::string db;
   std::string pipelines_dir;
   std::unique_ptr<store::JobStore> store;

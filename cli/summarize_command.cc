@@ -18,7 +18,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"

@@ -22,7 +22,8 @@
 #include <string>
 #include <thread>
 
-#include "config.h"
+#include "ellm/app/config.h"
+#include "ellm/app/generator_options.h"
 #include "ellm/engine/cpu_features.h"
 #include "ellm/engine/gguf.h"
 #include "ellm/ingest/extract.h"
@@ -30,7 +31,6 @@
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/pipelines/processor.h"
 #include "ellm/store/job_store.h"
-#include "generator_options.h"
 #include "job_runner.h"
 #include "logging.h"
 #include "metrics.h"
@@ -64,7 +64,7 @@ int64_t NowNs() {
 // What the consumer side needs from start-up, and the flags the signal
 // thread sets.
 struct Context {
-  const ellm::daemon::Config* config;
+  const ellm::app::Config* config;
   ellm::store::JobStore* store;
   ellm::pipelines::ProcessorRegistry* registry;
   ellm::pipelines::Generator* generator;
@@ -94,8 +94,8 @@ std::string Hostname() {
 
 // Consumes jobs until `stop`; returns the process exit code.
 int RunKafka(Context& ctx) {
-  const ellm::daemon::Config& config = *ctx.config;
-  const ellm::daemon::KafkaConfig& k = config.kafka;
+  const ellm::app::Config& config = *ctx.config;
+  const ellm::app::KafkaConfig& k = config.kafka;
   ellm::ingest::KafkaOptions kafka;
   kafka.brokers = k.brokers;
   kafka.client_id = "ellmd-" + Hostname();
@@ -170,7 +170,7 @@ int RunKafka(Context& ctx) {
 }
 
 int Run(const std::string& config_path, bool check_only) {
-  auto config = ellm::daemon::LoadConfig(config_path);
+  auto config = ellm::app::LoadConfig(config_path);
   if (!config.ok()) {
     spdlog::critical("{}", config.status().ToString());
     return 78;  // EX_CONFIG: systemd will not restart-loop on a bad file
@@ -213,7 +213,7 @@ int Run(const std::string& config_path, bool check_only) {
     spdlog::critical("pipelines: {}", specs.status().ToString());
     return 78;
   }
-  ellm::pipelines::GeneratorOptions gen_options = ellm::daemon::GeneratorOptionsFrom(*config);
+  ellm::pipelines::GeneratorOptions gen_options = ellm::app::GeneratorOptionsFrom(*config);
   if (gen_options.kv_memory_budget > 0) {
     std::error_code ec;
     std::filesystem::create_directories(gen_options.spill_dir, ec);
