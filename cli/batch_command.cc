@@ -31,6 +31,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
+#include "ellm/pipelines/pipeline_processor.h"
 #include "flags.h"
 #include "local_runtime.h"
 
@@ -163,7 +164,7 @@ Status Run(const Flags& f, int* failures) {
   if (f.positional().size() != 1) return InvalidArgumentError("give one manifest file");
   ELLM_ASSIGN_OR_RETURN(Manifest m,
                         LoadManifest(f.positional()[0], f.Get("pipeline", "compare-contracts")));
-  ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
   // Every item is checked (pipeline known) before the first one runs.
   for (const Item& item : m.items) ELLM_RETURN_IF_ERROR(rt->Find(item.pipeline).status());
   ProgressLine line(isatty(2));
@@ -217,7 +218,7 @@ Status Run(const Flags& f, int* failures) {
     std::fflush(stdout);
   }
   std::fprintf(stderr, "batch %s: %d run, %d already done, %d failed; results in %s\n",
-               m.id.c_str(), done, skipped, *failures, rt->db.c_str());
+               m.id.c_str(), done, skipped, *failures, rt->store_path.c_str());
   return OkStatus();
 }
 

@@ -18,7 +18,6 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
-#include "ellm/app/config.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
@@ -46,10 +45,10 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
     job.params_json = p.dump();
   }
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
-  ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
   auto& store = rt->store;
-  const std::string& db = rt->db;
+  const std::string& db = rt->store_path;
   ProgressLine line(isatty(2) && !f.Has("json"));
   if (auto* pp = dynamic_cast<pipelines::PipelineProcessor*>(processor)) {
     pp->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
