@@ -31,6 +31,8 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
+#include "ellm/app/run_job.h"
+#include "ellm/pipelines/pipeline_processor.h"
 #include "flags.h"
 #include "local_runtime.h"
 
@@ -159,11 +161,29 @@ StatusOr<Manifest> LoadManifest(const std::string& path, const std::string& defa
   return m;
 }
 
+// The processor of an item whose documents cannot be found: it fails the
+// item with the reason, as a pipeline fails a bad document.
+class UnreadableDocuments : public pipelines::Processor {
+ public:
+  UnreadableDocuments(std::string pipeline, Status why)
+      : name_(std::move(pipeline)), why_(std::move(why)) {}
+  const std::string& name() const override { return name_; }
+  const std::string& version() const override { return version_; }
+  pipelines::ProcessorResult Run(const ingest::JobMessage&, const std::atomic<bool>&) override {
+    return pipelines::ProcessorResult::Failed("document_not_found", why_.message());
+  }
+
+ private:
+  std::string name_;
+  std::string version_;
+  Status why_;
+};
+
 Status Run(const Flags& f, int* failures) {
   if (f.positional().size() != 1) return InvalidArgumentError("give one manifest file");
   ELLM_ASSIGN_OR_RETURN(Manifest m,
                         LoadManifest(f.positional()[0], f.Get("pipeline", "compare-contracts")));
-  ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
   // Every item is checked (pipeline known) before the first one runs.
   for (const Item& item : m.items) ELLM_RETURN_IF_ERROR(rt->Find(item.pipeline).status());
   ProgressLine line(isatty(2));
@@ -181,43 +201,41 @@ Status Run(const Flags& f, int* failures) {
                      std::nullopt,
                      {"batch:" + m.id, -1, int64_t(i)},
                      "ellm-batch/" + std::to_string(getpid())};
-    ELLM_ASSIGN_OR_RETURN(store::BeginResult begun, rt->store->Begin(nj));
-    if (begun.decision != store::BeginDecision::kRun) {
-      ++skipped;
-      if (begun.status == store::JobStatus::kFailed) ++*failures;
-      std::printf("%-40s %s (already)\n", id.c_str(),
-                  std::string(store::JobStatusName(begun.status)).c_str());
-      continue;
-    }
     ingest::JobMessage job;
     job.id = id;
     job.pipeline = item.pipeline;
+    // A document that cannot be found fails its item (after Begin, so that a
+    // finished item is skipped even when its documents are gone).
     auto docs = LocalDocuments(item.documents);
-    pipelines::ProcessorResult r;
-    if (!docs.ok()) {
-      r = pipelines::ProcessorResult::Failed("document_not_found", docs.status().message());
-    } else {
-      job.documents = *docs;
-      std::atomic<bool> cancel{false};
-      r = processor->Run(job, cancel);
-    }
+    UnreadableDocuments unreadable(item.pipeline, docs.status());
+    if (docs.ok()) job.documents = *docs;
+    std::atomic<bool> cancel{false};
+    app::JobRun run =
+        app::RunJob(*rt->store, docs.ok() ? *processor : unreadable, nj, job, cancel, {});
     line.Clear();
+    ELLM_RETURN_IF_ERROR(run.error);
+    if (!run.ran) {
+      ++skipped;
+      if (run.status == store::JobStatus::kFailed) ++*failures;
+      std::printf("%-40s %s (already)\n", id.c_str(),
+                  std::string(store::JobStatusName(run.status)).c_str());
+      continue;
+    }
+    const pipelines::ProcessorResult& r = run.result;
     if (r.output) {
-      ELLM_RETURN_IF_ERROR(rt->store->Succeed(id, r.output->documents, r.output->result).status());
       ++done;
       std::printf("%-40s succeeded (%s, %lld+%lld tokens)\n", id.c_str(),
                   r.output->result.strategy.c_str(),
                   static_cast<long long>(r.output->result.prompt_tokens),
                   static_cast<long long>(r.output->result.generated_tokens));
     } else {
-      ELLM_RETURN_IF_ERROR(rt->store->Fail(nj, r.error_code, r.error).status());
       ++*failures;
       std::printf("%-40s failed: %s: %s\n", id.c_str(), r.error_code.c_str(), r.error.c_str());
     }
     std::fflush(stdout);
   }
   std::fprintf(stderr, "batch %s: %d run, %d already done, %d failed; results in %s\n",
-               m.id.c_str(), done, skipped, *failures, rt->db.c_str());
+               m.id.c_str(), done, skipped, *failures, rt->store_path.c_str());
   return OkStatus();
 }
 

@@ -1,6 +1,6 @@
 // --chat-template NAME|FILE.jinja, for the commands that put prompts through
 // a chat template: generate (with --chat), and summarize, compare and batch
-// (through LocalRuntime, over the config's model.chat_template). NAME is a
+// (through OpenLocalRuntime, over the config's model.chat_template). NAME is a
 // built-in format (gemma, llama3, chatml), FILE.jinja a Jinja template;
 // without the flag the template is the configured one, else the model
 // file's own tokenizer.chat_template, else a built-in recognised from it.

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/store/job_json.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
@@ -25,8 +25,8 @@ StatusOr<std::string> StorePath(const Flags& f) {
   if (f.Has("db")) return f.Get("db");
   std::string config = f.Get("config");
   if (config.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) config = "/etc/ellm/ellm.yaml";
-  if (config.empty()) return daemon::StoreConfig().path;
-  ELLM_ASSIGN_OR_RETURN(auto c, daemon::LoadConfig(config));
+  if (config.empty()) return app::StoreConfig().path;
+  ELLM_ASSIGN_OR_RETURN(auto c, app::LoadConfig(config));
   return c.store.path;
 }
 

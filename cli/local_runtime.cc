@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "chat_template_flag.h"
-#include "generator_options.h"
 
 namespace ellm::cli {
 namespace {
@@ -29,60 +28,37 @@ std::string DataDirStore() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LocalRuntime>> LocalRuntime::Open(const Flags& f) {
-  auto rt = std::make_unique<LocalRuntime>();
+StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f) {
+  app::Config config;
   std::string config_path = f.Get("config");
   if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
     config_path = "/etc/ellm/ellm.yaml";
   }
   if (!config_path.empty()) {
-    ELLM_ASSIGN_OR_RETURN(rt->config, daemon::LoadConfig(config_path));
+    ELLM_ASSIGN_OR_RETURN(config, app::LoadConfig(config_path));
   }
   // Before anything is opened or created: a wrong name costs nothing.
-  ELLM_ASSIGN_OR_RETURN(rt->config.model.chat_template,
-                        ChatTemplateFromFlags(f, rt->config.model.chat_template));
-  const daemon::Config& config = rt->config;
-  std::string model = f.Get("model", config.model.path);
-  if (access(model.c_str(), R_OK) != 0) {
-    return NotFoundError("no model at '" + model +
+  ELLM_ASSIGN_OR_RETURN(config.model.chat_template,
+                        ChatTemplateFromFlags(f, config.model.chat_template));
+  app::RuntimeOverrides overrides;
+  overrides.model_path = f.Get("model", config.model.path);
+  if (access(overrides.model_path.c_str(), R_OK) != 0) {
+    return NotFoundError("no model at '" + overrides.model_path +
                          "' (pass --model PATH; in a source tree scripts/fetch-model fetches "
                          "Gemma 3 270M)");
   }
-  rt->db = f.Get("db", config_path.empty() ? DataDirStore() : config.store.path);
-  rt->pipelines_dir =
-      f.Get("pipelines",
-            config.pipelines.dir.empty() ? pipelines::DefaultPipelinesDir() : config.pipelines.dir);
-  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", config.model.context));
-  ELLM_ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", config.model.threads));
-  ELLM_ASSIGN_OR_RETURN(auto specs, pipelines::LoadPipelineDirectory(rt->pipelines_dir));
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(rt->db).parent_path(), ec);
-  ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->db));
-
-  pipelines::GeneratorOptions go = daemon::GeneratorOptionsFrom(config);
+  overrides.store_path = f.Get("db", config_path.empty() ? DataDirStore() : config.store.path);
+  overrides.pipelines_dir = f.Get("pipelines");
+  ELLM_ASSIGN_OR_RETURN(overrides.context, f.GetInt("ctx", config.model.context));
+  ELLM_ASSIGN_OR_RETURN(overrides.threads, f.GetInt("threads", config.model.threads));
+  const std::filesystem::path store_dir = std::filesystem::path(overrides.store_path).parent_path();
   if (config_path.empty()) {
     // Without a config, keep the prefix cache beside the store, not in /var/lib.
-    go.prefix_cache_dir = (std::filesystem::path(rt->db).parent_path() / "prefix-cache").string();
+    overrides.prefix_cache_dir = (store_dir / "prefix-cache").string();
   }
-  go.engine.threads = static_cast<int>(threads);
-  go.context = ctx;
-  if (go.kv_memory_budget > 0) {
-    std::filesystem::create_directories(go.spill_dir, ec);
-  }
-  ELLM_ASSIGN_OR_RETURN(rt->generator, pipelines::Generator::Load(model, go));
-  ingest::ExtractOptions extract;
-  ELLM_RETURN_IF_ERROR(
-      pipelines::RegisterPipelines(specs, rt->generator.get(), extract, &rt->registry));
-  return rt;
-}
-
-StatusOr<pipelines::Processor*> LocalRuntime::Find(const std::string& pipeline) {
-  pipelines::Processor* p = registry.Find(pipeline);
-  if (p) return p;
-  std::string names;
-  for (const auto& n : registry.Names()) names += (names.empty() ? "" : ", ") + n;
-  return NotFoundError("no pipeline '" + pipeline + "' in " + pipelines_dir + " (have: " + names +
-                       ")");
+  std::error_code ec;  // a directory that cannot be made fails the store's open, saying so
+  std::filesystem::create_directories(store_dir, ec);
+  return app::OpenRuntime(config, overrides);
 }
 
 StatusOr<std::vector<ingest::JobDocument>> LocalDocuments(const std::vector<std::string>& files) {

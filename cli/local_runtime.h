@@ -1,33 +1,24 @@
-// The pieces `ellm summarize`, `ellm compare` and `ellm batch` share: the
-// configuration (--config, else /etc/ellm/ellm.yaml when present), the model,
-// the pipelines, the job store, and a progress line for terminals.
+// What `ellm summarize`, `ellm compare` and `ellm batch` share: the runtime
+// opened from flags, the job documents for local files, and a progress line
+// for terminals.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include "config.h"
-#include "ellm/pipelines/pipeline_processor.h"
-#include "ellm/store/job_store.h"
+#include "ellm/app/runtime.h"
+#include "ellm/pipelines/generator.h"
 #include "flags.h"
 
 namespace ellm::cli {
 
-// Flags it reads: --config --model --db --pipelines --ctx --threads
-// --chat-template (over the config's model.chat_template).
-struct LocalRuntime {
-  daemon::Config config;
-  std::string db;
-  std::string pipelines_dir;
-  std::unique_ptr<store::JobStore> store;
-  std::unique_ptr<pipelines::Generator> generator;
-  pipelines::ProcessorRegistry registry;
-
-  static StatusOr<std::unique_ptr<LocalRuntime>> Open(const Flags& f);
-  // NotFound listing the pipelines there are.
-  StatusOr<pipelines::Processor*> Find(const std::string& pipeline);
-};
+// The runtime (app/runtime.h) for local files. Flags it reads: --config
+// (else /etc/ellm/ellm.yaml when present, else the defaults) and over it
+// --model --db --pipelines --ctx --threads --chat-template. Without a config
+// file the store is $XDG_DATA_HOME/ellm/ellm.db (its directory created) with
+// the prefix cache beside it.
+StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f);
 
 // One progress line on stderr, redrawn in place; silent when disabled.
 class ProgressLine {

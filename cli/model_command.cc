@@ -24,7 +24,7 @@
 #include <string>
 
 #include "commands.h"
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/engine/engine.h"
 #include "flags.h"
 
@@ -42,9 +42,9 @@ StatusOr<std::string> ConfiguredModelPath(const Flags& flags) {
   if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
     config_path = "/etc/ellm/ellm.yaml";
   }
-  daemon::Config config;
+  app::Config config;
   if (!config_path.empty()) {
-    ELLM_ASSIGN_OR_RETURN(config, daemon::LoadConfig(config_path));
+    ELLM_ASSIGN_OR_RETURN(config, app::LoadConfig(config_path));
   }
   return config.model.path;
 }

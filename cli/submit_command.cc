@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/ingest/job_message.h"
 #include "ellm/ingest/kafka.h"
 #include "flags.h"
@@ -24,13 +24,13 @@ namespace {
 
 Status Run(const Flags& f) {
   if (f.positional().empty()) return InvalidArgumentError("give at least one file");
-  daemon::Config config;
+  app::Config config;
   std::string config_path = f.Get("config");
   if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
     config_path = "/etc/ellm/ellm.yaml";
   }
   if (!config_path.empty()) {
-    ELLM_ASSIGN_OR_RETURN(config, daemon::LoadConfig(config_path));
+    ELLM_ASSIGN_OR_RETURN(config, app::LoadConfig(config_path));
   }
   nlohmann::json docs = nlohmann::json::array();
   for (const std::string& file : f.positional()) {

@@ -18,7 +18,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
-#include "config.h"
+#include "ellm/app/run_job.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
@@ -27,8 +27,6 @@
 
 namespace ellm::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   const auto& files = f.positional();
@@ -46,10 +44,9 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
     job.params_json = p.dump();
   }
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
-  ELLM_ASSIGN_OR_RETURN(auto rt, LocalRuntime::Open(f));
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
-  auto& store = rt->store;
-  const std::string& db = rt->db;
+  const std::string& db = rt->store_path;
   ProgressLine line(isatty(2) && !f.Has("json"));
   if (auto* pp = dynamic_cast<pipelines::PipelineProcessor*>(processor)) {
     pp->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
@@ -58,17 +55,19 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   job.id = "cli-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   store::NewJob nj{job.id,       pipeline,        job.params_json,
                    std::nullopt, {"cli", -1, -1}, "ellm/" + std::to_string(getpid())};
-  ELLM_RETURN_IF_ERROR(store->Begin(nj).status());
   std::atomic<bool> cancel{false};
-  auto t0 = Clock::now();
-  pipelines::ProcessorResult r = processor->Run(job, cancel);
-  double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  app::JobRun run = app::RunJob(*rt->store, *processor, nj, job, cancel, {});
   line.Clear();
-  if (!r.output) {
-    (void)store->Fail(nj, r.error_code, r.error);
+  const pipelines::ProcessorResult& r = run.result;
+  if (run.ran && !r.output && !r.cancelled) {
     return Status(StatusCode::kFailedPrecondition, r.error_code + ": " + r.error);
   }
-  ELLM_RETURN_IF_ERROR(store->Succeed(job.id, r.output->documents, r.output->result).status());
+  ELLM_RETURN_IF_ERROR(run.error);
+  if (!run.ran || !r.output) {
+    return InternalError("job " + job.id + " did not run (" +
+                         std::string(store::JobStatusName(run.status)) + ")");
+  }
+  const double seconds = run.seconds;
   const store::ResultRecord& res = r.output->result;
   if (f.Has("json")) {
     nlohmann::json out = {{"id", job.id},

@@ -18,19 +18,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 
-#include "config.h"
+#include "ellm/app/config.h"
+#include "ellm/app/runtime.h"
 #include "ellm/engine/cpu_features.h"
-#include "ellm/engine/gguf.h"
-#include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_consumer.h"
-#include "ellm/pipelines/pipeline_processor.h"
-#include "ellm/pipelines/processor.h"
 #include "ellm/store/job_store.h"
-#include "generator_options.h"
 #include "job_runner.h"
 #include "logging.h"
 #include "metrics.h"
@@ -64,27 +59,12 @@ int64_t NowNs() {
 // What the consumer side needs from start-up, and the flags the signal
 // thread sets.
 struct Context {
-  const ellm::daemon::Config* config;
-  ellm::store::JobStore* store;
-  ellm::pipelines::ProcessorRegistry* registry;
-  ellm::pipelines::Generator* generator;
-  ellm::ingest::ExtractOptions extract;
-  std::string pipelines_dir;
+  ellm::app::Runtime* runtime;
   std::atomic<bool> stop{false};
   std::atomic<bool> reload{false};
   std::atomic<int64_t> heartbeat_ns{0};  // the consumer thread's last poll
   ellm::daemon::Metrics* metrics = nullptr;
 };
-
-// A fresh registry from the pipeline files (SIGHUP).
-ellm::StatusOr<std::unique_ptr<ellm::pipelines::ProcessorRegistry>> ReloadPipelines(
-    const Context& ctx) {
-  ELLM_ASSIGN_OR_RETURN(auto specs, ellm::pipelines::LoadPipelineDirectory(ctx.pipelines_dir));
-  auto registry = std::make_unique<ellm::pipelines::ProcessorRegistry>();
-  ELLM_RETURN_IF_ERROR(
-      ellm::pipelines::RegisterPipelines(specs, ctx.generator, ctx.extract, registry.get()));
-  return registry;
-}
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -94,8 +74,8 @@ std::string Hostname() {
 
 // Consumes jobs until `stop`; returns the process exit code.
 int RunKafka(Context& ctx) {
-  const ellm::daemon::Config& config = *ctx.config;
-  const ellm::daemon::KafkaConfig& k = config.kafka;
+  const ellm::app::Config& config = ctx.runtime->config;
+  const ellm::app::KafkaConfig& k = config.kafka;
   ellm::ingest::KafkaOptions kafka;
   kafka.brokers = k.brokers;
   kafka.client_id = "ellmd-" + Hostname();
@@ -117,13 +97,13 @@ int RunKafka(Context& ctx) {
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
                           std::to_string(getpid());
   runner_options.status = [](const std::string& what) { sd_notify(0, ("STATUS=" + what).c_str()); };
-  runner_options.reload = [&ctx] { return ReloadPipelines(ctx); };
+  runner_options.reload = [&ctx] { return ctx.runtime->LoadPipelines(); };
   runner_options.reload_requested = &ctx.reload;
   runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
     ctx.metrics->JobFinished(pipeline, ok, seconds);
   };
   auto kv_gauges = [&ctx] {
-    const ellm::KvStats kv = ctx.generator->kv_stats();
+    const ellm::KvStats kv = ctx.runtime->generator->kv_stats();
     ctx.metrics->SetKvBytes(static_cast<int64_t>(kv.resident_bytes),
                             static_cast<int64_t>(kv.spilled_bytes));
   };
@@ -132,7 +112,8 @@ int RunKafka(Context& ctx) {
     kv_gauges();  // the last job's KV: resident now, spilled during it
   };
   kv_gauges();
-  ellm::daemon::JobRunner runner(ctx.store, producer->get(), ctx.registry, runner_options);
+  ellm::daemon::JobRunner runner(ctx.runtime->store.get(), producer->get(),
+                                 ctx.runtime->registry.get(), runner_options);
 
   ellm::ingest::JobConsumerOptions consumer_options;
   consumer_options.kafka = kafka;
@@ -170,7 +151,7 @@ int RunKafka(Context& ctx) {
 }
 
 int Run(const std::string& config_path, bool check_only) {
-  auto config = ellm::daemon::LoadConfig(config_path);
+  auto config = ellm::app::LoadConfig(config_path);
   if (!config.ok()) {
     spdlog::critical("{}", config.status().ToString());
     return 78;  // EX_CONFIG: systemd will not restart-loop on a bad file
@@ -178,68 +159,46 @@ int Run(const std::string& config_path, bool check_only) {
   ellm::daemon::ConfigureLogging(config->log);
   spdlog::info("stage=Init config={} cpu=[{}]", config_path, ellm::HostCpu().ToString());
 
-  auto model = ellm::gguf::GgufFile::Open(config->model.path);
-  if (!model.ok()) {
-    spdlog::critical(
-        "model: {} (place a GGUF model there with `ellm model install FILE.gguf`, or set "
-        "model.path in {}; in a source tree scripts/fetch-model fetches Gemma 3 270M)",
-        model.status().ToString(), config_path);
-    return 78;  // EX_CONFIG: the unit's RestartPreventExitStatus stops a restart loop
-  }
-  auto arch = model->GetString("general.architecture");
-  spdlog::info("model {} arch={} tensors={}", config->model.path,
-               arch.ok() ? std::string(*arch) : "?", model->tensors().size());
-
-  ellm::store::JobStoreOptions store_options;
-  store_options.max_attempts = config->jobs.max_attempts;
-  auto store = ellm::store::JobStore::Open(config->store.path, store_options);
-  if (!store.ok()) {
-    spdlog::critical("store: {}", store.status().ToString());
+  ellm::app::RuntimeStage stage = ellm::app::RuntimeStage::kModel;
+  auto runtime = ellm::app::OpenRuntime(*config, {}, &stage);
+  if (!runtime.ok()) {
+    const std::string error = runtime.status().ToString();
+    switch (stage) {
+      case ellm::app::RuntimeStage::kModel:
+        spdlog::critical(
+            "model: {} (place a GGUF model there with `ellm model install FILE.gguf`, or set "
+            "model.path in {}; in a source tree scripts/fetch-model fetches Gemma 3 270M)",
+            error, config_path);
+        return 78;  // EX_CONFIG: the unit's RestartPreventExitStatus stops a restart loop
+      case ellm::app::RuntimeStage::kStore:
+        spdlog::critical("store: {}", error);
+        return 1;
+      case ellm::app::RuntimeStage::kExtractor:
+        spdlog::critical("document extractor: {}", error);
+        return 1;
+      case ellm::app::RuntimeStage::kPipelines:
+        spdlog::critical("pipelines: {}", error);
+        return 78;
+      case ellm::app::RuntimeStage::kEngine:
+        spdlog::critical("model: {}", error);
+        return 1;
+    }
     return 1;
   }
-  spdlog::info("store {} schema v{}", config->store.path, ellm::store::Database::SchemaVersion());
-
-  ellm::ingest::ExtractOptions extract;
-  auto extractor = ellm::ingest::FindExtractor(extract);
-  if (!extractor.ok()) {
-    spdlog::critical("document extractor: {}", extractor.status().ToString());
-    return 1;
-  }
-  extract.extractor_path = *extractor;
-  std::string pipelines_dir = config->pipelines.dir.empty() ? ellm::pipelines::DefaultPipelinesDir()
-                                                            : config->pipelines.dir;
-  auto specs = ellm::pipelines::LoadPipelineDirectory(pipelines_dir);
-  if (!specs.ok()) {
-    spdlog::critical("pipelines: {}", specs.status().ToString());
-    return 78;
-  }
-  ellm::pipelines::GeneratorOptions gen_options = ellm::daemon::GeneratorOptionsFrom(*config);
-  if (gen_options.kv_memory_budget > 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(gen_options.spill_dir, ec);
-  }
-  auto generator = ellm::pipelines::Generator::Load(config->model.path, gen_options);
-  if (!generator.ok()) {
-    spdlog::critical("model: {}", generator.status().ToString());
-    return 1;
-  }
-  ellm::pipelines::ProcessorRegistry registry;
-  ellm::Status registered =
-      ellm::pipelines::RegisterPipelines(*specs, generator->get(), extract, &registry);
-  if (!registered.ok()) {
-    spdlog::critical("pipelines: {}", registered.ToString());
-    return 78;
-  }
+  ellm::app::Runtime& rt = **runtime;
+  spdlog::info("model {} arch={} tensors={}", rt.model_path, rt.model_architecture,
+               rt.model_tensors);
+  spdlog::info("store {} schema v{}", rt.store_path, ellm::store::Database::SchemaVersion());
   std::string names;
-  for (const auto& n : registry.Names()) names += (names.empty() ? "" : ", ") + n;
-  spdlog::info("pipelines from {}: {}; context {} tokens", pipelines_dir, names,
-               (*generator)->context());
+  for (const auto& n : rt.registry->Names()) names += (names.empty() ? "" : ", ") + n;
+  spdlog::info("pipelines from {}: {}; context {} tokens", rt.pipelines_dir, names,
+               rt.generator->context());
   if (check_only) {
     spdlog::info("check passed");
     return 0;
   }
 
-  auto requeued = (*store)->RecoverInterrupted();
+  auto requeued = rt.store->RecoverInterrupted();
   if (!requeued.ok()) {
     spdlog::critical("store: {}", requeued.status().ToString());
     return 1;
@@ -262,12 +221,7 @@ int Run(const std::string& config_path, bool check_only) {
   }
   Context ctx;
   ctx.metrics = metrics->get();
-  ctx.config = &*config;
-  ctx.store = store->get();
-  ctx.registry = &registry;
-  ctx.generator = generator->get();
-  ctx.extract = extract;
-  ctx.pipelines_dir = pipelines_dir;
+  ctx.runtime = &rt;
   ctx.heartbeat_ns = NowNs();
 
   // The signal thread also keeps systemd's watchdog fed, but only while the
@@ -312,7 +266,7 @@ int Run(const std::string& config_path, bool check_only) {
   }
   finished = true;
   signal_thread.join();
-  store->reset();
+  runtime->reset();  // the pipelines, the engine, then the store
   spdlog::info("stage=Stopped");
   return rc;
 }

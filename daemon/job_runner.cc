@@ -2,10 +2,8 @@
 
 #include "ellm/store/job_json.h"
 
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 namespace ellm::daemon {
@@ -61,54 +59,51 @@ void JobRunner::MaybeReload() {
   spdlog::info("reload: pipelines now {}", names);
 }
 
-Status JobRunner::DeadLetter(const std::string& job_id, const ingest::KafkaMessage& message,
-                             const std::string& code, const std::string& error) {
+StatusOr<std::string> KafkaResultPublisher::DeadLetter(const std::string& job_id,
+                                                       const std::string& error_code,
+                                                       const std::string& error_message) {
   // The original bytes, untouched, so the message can be fixed and replayed;
   // why it failed travels in headers (as Kafka Connect's dead-letter queues do).
   std::vector<std::pair<std::string, std::string>> headers = {
       {"ellm.job_id", job_id},
-      {"ellm.error.code", code},
-      {"ellm.error.message", error},
-      {"ellm.source.topic", message.topic},
-      {"ellm.source.partition", std::to_string(message.partition)},
-      {"ellm.source.offset", std::to_string(message.offset)},
+      {"ellm.error.code", error_code},
+      {"ellm.error.message", error_message},
+      {"ellm.source.topic", message_->topic},
+      {"ellm.source.partition", std::to_string(message_->partition)},
+      {"ellm.source.offset", std::to_string(message_->offset)},
   };
   ELLM_RETURN_IF_ERROR(
-      producer_->Produce(options_.dead_letter_topic, message.key, message.payload, headers));
-  return store_->AddEvent(job_id, "dead_lettered", options_.dead_letter_topic);
+      producer_->Produce(dead_letter_topic_, message_->key, message_->payload, headers));
+  return dead_letter_topic_;
 }
 
-HandleOutcome JobRunner::Finish(const std::string& job_id, const ingest::KafkaMessage& message) {
-  auto job = store_->Get(job_id);
-  if (!job.ok() || !job->has_value()) {
-    spdlog::error("job={} cannot read it back: {}", job_id,
-                  job.ok() ? "missing" : job.status().ToString());
-    return HandleOutcome::kRetryLater;
-  }
-  const store::JobRecord& j = **job;
-  if (j.status == store::JobStatus::kFailed) {
-    auto sent = store_->HasEvent(job_id, "dead_lettered");
-    if (!sent.ok()) return HandleOutcome::kRetryLater;
-    if (!*sent) {
-      Status st = DeadLetter(job_id, message, j.error_code, j.error_message);
-      if (!st.ok()) {
-        spdlog::warn("job={} dead-letter copy not sent yet: {}", job_id, st.ToString());
-        return HandleOutcome::kRetryLater;
-      }
+StatusOr<std::string> KafkaResultPublisher::Publish(const store::JobRecord& job) {
+  std::string topic = job.reply_to.value_or(results_topic_);
+  ELLM_RETURN_IF_ERROR(producer_->Produce(topic, job.id, ResultEventJson(job)));
+  return topic;
+}
+
+app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const {
+  app::RunJobOptions o;
+  o.publisher = publisher;
+  o.crash_after_store_commit = options_.crash_after_store_commit;
+  o.status = options_.status;
+  o.on_finished = options_.on_finished;
+  o.on_result = options_.on_result;
+  o.log = [](app::LogLevel level, const std::string& line) {
+    switch (level) {
+      case app::LogLevel::kInfo:
+        spdlog::info("{}", line);
+        break;
+      case app::LogLevel::kWarn:
+        spdlog::warn("{}", line);
+        break;
+      case app::LogLevel::kError:
+        spdlog::error("{}", line);
+        break;
     }
-  }
-  auto published = store_->HasEvent(job_id, "published");
-  if (!published.ok()) return HandleOutcome::kRetryLater;
-  if (!*published) {
-    std::string topic = j.reply_to.value_or(options_.results_topic);
-    Status st = producer_->Produce(topic, job_id, ResultEventJson(j));
-    if (st.ok()) st = store_->AddEvent(job_id, "published", topic);
-    if (!st.ok()) {
-      spdlog::warn("job={} result event not published yet: {}", job_id, st.ToString());
-      return HandleOutcome::kRetryLater;
-    }
-  }
-  return HandleOutcome::kCommit;
+  };
+  return o;
 }
 
 HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
@@ -128,17 +123,21 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
     spdlog::error("job={} {}", job.id, failed.status().ToString());
     return HandleOutcome::kRetryLater;
   }
+  KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
+                                 options_.dead_letter_topic);
   if (!*failed) {
     // The id names a job that already finished: leave it as it is, but keep
     // a copy of the bad message.
     auto sent = store_->HasEvent(job.id, "dead_lettered");
     if (sent.ok() && !*sent) {
-      Status st = DeadLetter(job.id, message, parsed.error_code, parsed.error);
+      auto where = publisher.DeadLetter(job.id, parsed.error_code, parsed.error);
+      Status st = where.ok() ? store_->AddEvent(job.id, "dead_lettered", *where) : where.status();
       if (!st.ok()) return HandleOutcome::kRetryLater;
     }
     return HandleOutcome::kCommit;
   }
-  return Finish(job.id, message);
+  Status published = app::PublishFinished(*store_, job.id, publisher, RunOptions(&publisher));
+  return published.ok() ? HandleOutcome::kCommit : HandleOutcome::kRetryLater;
 }
 
 HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
@@ -150,59 +149,14 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
 
   store::NewJob job{m.id,       m.pipeline,        m.params_json,
                     m.reply_to, SourceOf(message), options_.worker};
-  auto begun = store_->Begin(job);
-  if (!begun.ok()) {
-    spdlog::error("job={} {}", m.id, begun.status().ToString());
-    return HandleOutcome::kRetryLater;
-  }
-  switch (begun->decision) {
-    case store::BeginDecision::kAlreadyDone:
-      spdlog::info("job={} delivered again; already {}", m.id, store::JobStatusName(begun->status));
-      return Finish(m.id, message);
-    case store::BeginDecision::kGaveUp:
-      spdlog::error("job={} failed: started {} times without finishing", m.id, begun->attempt);
-      return Finish(m.id, message);
-    case store::BeginDecision::kRun:
-      break;
-  }
+  // ParseJobMessage accepts only the names in limits.pipelines, which are
+  // those of registry_.
   pipelines::Processor* processor = registry_->Find(m.pipeline);
-  spdlog::info("job={} pipeline={} attempt={} documents={} from {}[{}]@{}", m.id, m.pipeline,
-               begun->attempt, m.documents.size(), message.topic, message.partition,
-               message.offset);
-  if (options_.status) options_.status("running job " + m.id + " (" + m.pipeline + ")");
-  auto started = std::chrono::steady_clock::now();
-  pipelines::ProcessorResult result = processor->Run(m, cancel);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (options_.status) options_.status("idle");
-  if (!result.cancelled && options_.on_finished) {
-    options_.on_finished(m.pipeline, result.output.has_value(), seconds);
-  }
-  if (result.output && options_.on_result) options_.on_result(result.output->result);
-  if (result.cancelled) {
-    spdlog::warn("job={} cancelled; it will run again", m.id);
-    return HandleOutcome::kRetryLater;
-  }
-  if (result.output) {
-    auto stored = store_->Succeed(m.id, result.output->documents, result.output->result);
-    if (!stored.ok()) {
-      spdlog::error("job={} {}", m.id, stored.status().ToString());
-      return HandleOutcome::kRetryLater;
-    }
-    if (options_.crash_after_store_commit) {
-      spdlog::warn("job={} ELLM_TEST_CRASH_AFTER_STORE: killing the process now", m.id);
-      raise(SIGKILL);
-    }
-    spdlog::info("job={} succeeded: {}", m.id, result.output->result.output_text.substr(0, 200));
-  } else {
-    spdlog::warn("job={} failed ({}): {}", m.id, result.error_code, result.error);
-    auto stored = store_->Fail(job, result.error_code, result.error);
-    if (!stored.ok()) {
-      spdlog::error("job={} {}", m.id, stored.status().ToString());
-      return HandleOutcome::kRetryLater;
-    }
-  }
-  return Finish(m.id, message);
+  KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
+                                 options_.dead_letter_topic);
+  app::JobRun run = app::RunJob(*store_, *processor, job, m, cancel, RunOptions(&publisher));
+  return run.outcome == app::JobOutcome::kDone ? HandleOutcome::kCommit
+                                               : HandleOutcome::kRetryLater;
 }
 
 }  // namespace ellm::daemon

@@ -1,12 +1,14 @@
-// JobRunner: the daemon's JobHandler. For each message from the jobs topic:
-// validate it (a bad message becomes a failed job plus a dead-letter copy),
-// record its start in the store (a job already finished is not run again),
-// run its pipeline, store the outcome, then publish a result event. Every
-// path ends in kCommit only after the outcome is durable in SQLite and its
-// events are acknowledged by the broker; otherwise kRetryLater, and the
-// redelivery finds the job's state in the store and finishes what is left
-// (events are recorded as published in the store, so each goes out once
-// unless the process dies between the broker's ack and that record).
+// JobRunner: the daemon's JobHandler, the Kafka side of a job. For each
+// message from the jobs topic: reload the pipelines if SIGHUP asked for it,
+// validate the message (a bad one becomes a failed job plus a dead-letter
+// copy), then hand it to app::RunJob (the job sequence: begin, run, store
+// the outcome, publish through a KafkaResultPublisher) and map its outcome
+// to the consumer's: kDone is kCommit, only after the outcome is durable in
+// SQLite and its events are acknowledged by the broker; otherwise
+// kRetryLater, and the redelivery finds the job's state in the store and
+// finishes what is left (events are recorded as published in the store, so
+// each goes out once unless the process dies between the broker's ack and
+// that record).
 //
 // Runs on the consumer's worker thread; owns nothing shared with others.
 #pragma once
@@ -16,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "ellm/app/run_job.h"
 #include "ellm/ingest/job_consumer.h"
 #include "ellm/ingest/job_message.h"
 #include "ellm/ingest/kafka.h"
@@ -58,13 +61,9 @@ class JobRunner : public ingest::JobHandler {
  private:
   ingest::HandleOutcome HandleInvalid(const ingest::KafkaMessage& message,
                                       const ingest::ParsedJob& parsed);
-  // Publishes the result event of a finished job (and, for a failure, the
-  // dead-letter copy of `message`) unless the store says it went out.
-  ingest::HandleOutcome Finish(const std::string& job_id, const ingest::KafkaMessage& message);
-  Status DeadLetter(const std::string& job_id, const ingest::KafkaMessage& message,
-                    const std::string& code, const std::string& error);
-
   void MaybeReload();
+  // The options of app::RunJob for one message (publishing through `publisher`).
+  app::RunJobOptions RunOptions(app::ResultPublisher* publisher) const;
 
   store::JobStore* store_;
   ingest::KafkaProducer* producer_;
@@ -75,5 +74,31 @@ class JobRunner : public ingest::JobHandler {
 
 // The result event (JSON, version 1) for a finished job; see README.
 std::string ResultEventJson(const store::JobRecord& job);
+
+// app::ResultPublisher for one message from the jobs topic: result events to
+// the job's reply_to or `results_topic`; the dead-letter copy is `message`'s
+// original bytes to `dead_letter_topic`, why it failed in headers
+// (ellm.job_id, ellm.error.code, ellm.error.message,
+// ellm.source.{topic,partition,offset}). Each call waits for the broker's
+// delivery report. `producer` and `message` must outlive it.
+class KafkaResultPublisher : public app::ResultPublisher {
+ public:
+  KafkaResultPublisher(ingest::KafkaProducer* producer, const ingest::KafkaMessage* message,
+                       std::string results_topic, std::string dead_letter_topic)
+      : producer_(producer),
+        message_(message),
+        results_topic_(std::move(results_topic)),
+        dead_letter_topic_(std::move(dead_letter_topic)) {}
+
+  StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
+                                   const std::string& error_message) override;
+  StatusOr<std::string> Publish(const store::JobRecord& job) override;
+
+ private:
+  ingest::KafkaProducer* producer_;
+  const ingest::KafkaMessage* message_;
+  std::string results_topic_;
+  std::string dead_letter_topic_;
+};
 
 }  // namespace ellm::daemon

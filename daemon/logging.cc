@@ -111,7 +111,7 @@ std::string JsonEscape(std::string_view text) {
   return out;
 }
 
-void ConfigureLogging(const LogConfig& config) {
+void ConfigureLogging(const app::LogConfig& config) {
   spdlog::set_level(spdlog::level::from_str(config.level));
   if (config.format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);

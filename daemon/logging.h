@@ -10,11 +10,11 @@
 
 #include <string>
 
-#include "config.h"
+#include "ellm/app/config.h"
 
 namespace ellm::daemon {
 
-void ConfigureLogging(const LogConfig& config);
+void ConfigureLogging(const app::LogConfig& config);
 
 // The JSON string escape of `text` (quotes, backslashes, control characters).
 std::string JsonEscape(std::string_view text);

@@ -236,7 +236,7 @@ Metrics::Metrics(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Metrics::~Metrics() = default;
 
-StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const MetricsConfig& config) {
+StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const app::MetricsConfig& config) {
   ELLM_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<State> state;
   try {

@@ -24,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "config.h"
+#include "ellm/app/config.h"
 #include "ellm/base/status.h"
 
 namespace ellm::daemon {
@@ -40,7 +40,7 @@ class Metrics {
   // InvalidArgument. Call after blocking signals: the server's threads
   // inherit the caller's signal mask. Starting also sets SIGPIPE to ignored
   // for the process (civetweb does; a client hanging up must not kill us).
-  static StatusOr<std::unique_ptr<Metrics>> Start(const MetricsConfig& config);
+  static StatusOr<std::unique_ptr<Metrics>> Start(const app::MetricsConfig& config);
   // Stops the server; returns once no request handler is running. Takes up
   // to 2 s when enabled: civetweb's accept loop looks at its stop flag only
   // between 2 s polls.

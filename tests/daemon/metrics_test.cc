@@ -9,6 +9,7 @@
 namespace ellm::daemon {
 namespace {
 
+using app::MetricsConfig;
 using ellm::testing::HttpResponse;
 HttpResponse Request(int port, const std::string& method, const std::string& path) {
   return ellm::testing::HttpRequest(port, method, path);

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "ellm/app/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +10,7 @@
 #include "ellm/engine/engine.h"
 #include "ellm/engine/numa.h"
 
-namespace ellm::daemon {
+namespace ellm::app {
 namespace {
 
 Status At(const std::string& src, const YAML::Node& n, const std::string& what) {
@@ -288,4 +288,4 @@ StatusOr<Config> LoadConfig(const std::string& path) {
   return ParseConfig(ss.str(), path);
 }
 
-}  // namespace ellm::daemon
+}  // namespace ellm::app

@@ -1,6 +1,6 @@
-#include "generator_options.h"
+#include "ellm/app/generator_options.h"
 
-namespace ellm::daemon {
+namespace ellm::app {
 
 pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   pipelines::GeneratorOptions o;
@@ -28,4 +28,4 @@ pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config) {
   return o;
 }
 
-}  // namespace ellm::daemon
+}  // namespace ellm::app

@@ -1,10 +1,10 @@
-#include "config.h"
+#include "ellm/app/config.h"
 
 #include <gtest/gtest.h>
 
 #include "test_env.h"
 
-namespace ellm::daemon {
+namespace ellm::app {
 namespace {
 
 TEST(Config, ShippedDefaultFileIsValid) {
@@ -121,9 +121,9 @@ TEST(Config, ReadsAndValidatesMetricsKeys) {
 }
 
 }  // namespace
-}  // namespace ellm::daemon
+}  // namespace ellm::app
 
-namespace ellm::daemon {
+namespace ellm::app {
 namespace {
 
 TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
@@ -149,4 +149,4 @@ TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
 }
 
 }  // namespace
-}  // namespace ellm::daemon
+}  // namespace ellm::app

@@ -1,5 +1,7 @@
-// The daemon's configuration: one struct per module with defaults, parsed
-// once from YAML at start-up and validated before anything is touched.
+// The configuration file (/etc/ellm/ellm.yaml) every front door reads: one
+// struct per module with defaults, parsed once from YAML at start-up and
+// validated before anything is touched. ellmd reads all of it; the ellm CLI
+// reads it for --config (model, kv, pipelines, store, kafka, jobs).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,7 @@
 
 #include "ellm/base/status.h"
 
-namespace ellm::daemon {
+namespace ellm::app {
 
 struct ModelConfig {
   std::string path = "/var/lib/ellm/models/gemma-3-270m-q4_k_m.gguf";
@@ -125,4 +127,4 @@ struct Config {
 StatusOr<Config> LoadConfig(const std::string& path);
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source);
 
-}  // namespace ellm::daemon
+}  // namespace ellm::app

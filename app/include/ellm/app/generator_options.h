@@ -1,0 +1,13 @@
+// The engine settings of a configuration, as the pipelines' generator takes
+// them: one mapping shared by every front door (through OpenRuntime).
+#pragma once
+
+#include "ellm/app/config.h"
+#include "ellm/pipelines/generator.h"
+
+namespace ellm::app {
+
+// REQUIRES: config validated (kv_type is one of the accepted names).
+pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config);
+
+}  // namespace ellm::app

@@ -1,0 +1,102 @@
+// RunJob: the job sequence, written once for every front door. For one job:
+//
+//   1. Begin: JobStore::Begin records the start of an attempt before any
+//      work. A job already finished (succeeded or failed) is never run
+//      again; a job started jobs.max_attempts times without finishing is
+//      failed ("gave up"). Both go straight to step 4.
+//   2. Run: the pipeline's Processor::Run, watching `cancel`. A cancelled
+//      job stores nothing and is kRetryLater: its next delivery begins a
+//      new attempt.
+//   3. Succeed or Fail: the outcome is stored in one SQLite transaction
+//      (the first outcome stored wins).
+//   4. Publish (with a ResultPublisher): the job is read back from the
+//      store; a failed job without a `dead_lettered` event gets its
+//      dead-letter copy sent, then the event recorded; a job without a
+//      `published` event gets its result event sent, then the event
+//      recorded. Any error is kRetryLater, and the next call finds the
+//      outcome stored (step 1) and sends only what is missing.
+//
+// kDone means the outcome is durable and every event acknowledged: the
+// daemon may commit the message's offset. The Kafka side (parsing the
+// message, the commit, reloads) stays in daemon/job_runner.cc; the CLI
+// passes no publisher.
+//
+// Thread-compatible: one job at a time per JobStore.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "ellm/base/status.h"
+#include "ellm/ingest/job_message.h"
+#include "ellm/pipelines/processor.h"
+#include "ellm/store/job_store.h"
+
+namespace ellm::app {
+
+// Where a finished job's events go (the daemon: Kafka topics). RunJob
+// records each event in the store after the call returns OK, so an
+// implementation only sends; each must block until the destination has
+// acknowledged (an OK that was not acknowledged would lose the event).
+class ResultPublisher {
+ public:
+  virtual ~ResultPublisher() = default;
+  // Sends a copy of the request that made `job_id` fail, with why.
+  // Returns where it went (the `dead_lettered` event's detail).
+  virtual StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
+                                           const std::string& error_message) = 0;
+  // Sends the result event of the finished `job` (succeeded or failed).
+  // Returns where it went (the `published` event's detail).
+  virtual StatusOr<std::string> Publish(const store::JobRecord& job) = 0;
+};
+
+enum class JobOutcome {
+  kDone,        // outcome durable, events acknowledged: commit, report
+  kRetryLater,  // nothing durable, or an event not yet out: deliver again later
+};
+
+enum class LogLevel { kInfo, kWarn, kError };
+
+struct RunJobOptions {
+  ResultPublisher* publisher = nullptr;  // none: the outcome is only stored
+  // Test-only fault injection: SIGKILL this process right after a success is
+  // committed to the store, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
+  bool crash_after_store_commit = false;
+  // Each may be empty. `status`: what is running ("running job X (P)",
+  // "idle"). `on_finished`: a run that was not cancelled (pipeline,
+  // succeeded, seconds). `on_result`: a success's token counts and timings.
+  // `log`: one line about the job, starting "job=<id> ".
+  std::function<void(const std::string&)> status;
+  std::function<void(const std::string&, bool, double)> on_finished;
+  std::function<void(const store::ResultRecord&)> on_result;
+  std::function<void(LogLevel, const std::string&)> log;
+};
+
+struct JobRun {
+  JobOutcome outcome = JobOutcome::kRetryLater;
+  // What Begin decided and the job's status after this call (valid when
+  // Begin succeeded; kRunning when cancelled or the outcome was not stored).
+  store::BeginDecision decision = store::BeginDecision::kRun;
+  store::JobStatus status = store::JobStatus::kRunning;
+  int64_t attempt = 0;
+  bool ran = false;                   // the processor ran (decision kRun)
+  pipelines::ProcessorResult result;  // its result, when it ran
+  double seconds = 0;                 // how long it ran
+  Status error;  // why kRetryLater when a store or publisher call failed; OK otherwise
+};
+
+// Runs `request` through the sequence above. `job` is its store record
+// (id, pipeline, params, reply_to, source, worker).
+// REQUIRES: job.id == request.id; `processor` runs request.pipeline.
+JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const store::NewJob& job,
+              const ingest::JobMessage& request, const std::atomic<bool>& cancel,
+              const RunJobOptions& options);
+
+// Step 4 alone, for a job already finished in the store (the daemon's
+// invalid messages, filed with JobStore::Fail): sends what the store says
+// has not gone out. OK means kDone.
+Status PublishFinished(store::JobStore& store, const std::string& job_id,
+                       ResultPublisher& publisher, const RunJobOptions& options);
+
+}  // namespace ellm::app

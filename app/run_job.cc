@@ -1,0 +1,132 @@
+#include "ellm/app/run_job.h"
+
+#include <signal.h>
+
+#include <chrono>
+
+namespace ellm::app {
+namespace {
+
+void Log(const RunJobOptions& options, LogLevel level, const std::string& job_id,
+         const std::string& line) {
+  if (options.log) options.log(level, "job=" + job_id + " " + line);
+}
+
+// Sends the dead-letter copy, then records that it went.
+Status DeadLetterOnce(store::JobStore& store, const std::string& job_id,
+                      const store::JobRecord& job, ResultPublisher& publisher) {
+  ELLM_ASSIGN_OR_RETURN(std::string where,
+                        publisher.DeadLetter(job_id, job.error_code, job.error_message));
+  return store.AddEvent(job_id, "dead_lettered", where);
+}
+
+}  // namespace
+
+Status PublishFinished(store::JobStore& store, const std::string& job_id,
+                       ResultPublisher& publisher, const RunJobOptions& options) {
+  auto read = store.Get(job_id);
+  if (!read.ok() || !read->has_value()) {
+    Status st = read.ok() ? NotFoundError("missing") : read.status();
+    Log(options, LogLevel::kError, job_id,
+        "cannot read it back: " + (read.ok() ? st.message() : st.ToString()));
+    return st;
+  }
+  const store::JobRecord& job = **read;
+  if (job.status == store::JobStatus::kFailed) {
+    ELLM_ASSIGN_OR_RETURN(bool sent, store.HasEvent(job_id, "dead_lettered"));
+    if (!sent) {
+      Status st = DeadLetterOnce(store, job_id, job, publisher);
+      if (!st.ok()) {
+        Log(options, LogLevel::kWarn, job_id, "dead-letter copy not sent yet: " + st.ToString());
+        return st;
+      }
+    }
+  }
+  ELLM_ASSIGN_OR_RETURN(bool published, store.HasEvent(job_id, "published"));
+  if (!published) {
+    auto where = publisher.Publish(job);
+    Status st = where.ok() ? store.AddEvent(job_id, "published", *where) : where.status();
+    if (!st.ok()) {
+      Log(options, LogLevel::kWarn, job_id, "result event not published yet: " + st.ToString());
+      return st;
+    }
+  }
+  return OkStatus();
+}
+
+JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const store::NewJob& job,
+              const ingest::JobMessage& request, const std::atomic<bool>& cancel,
+              const RunJobOptions& options) {
+  JobRun run;
+  // Step 4 for every path that reaches a stored outcome.
+  auto finish = [&]() -> JobRun& {
+    if (options.publisher) run.error = PublishFinished(store, job.id, *options.publisher, options);
+    run.outcome = run.error.ok() ? JobOutcome::kDone : JobOutcome::kRetryLater;
+    return run;
+  };
+  auto retry = [&](Status error) -> JobRun& {
+    Log(options, LogLevel::kError, job.id, error.ToString());
+    run.error = std::move(error);
+    run.outcome = JobOutcome::kRetryLater;
+    return run;
+  };
+
+  auto begun = store.Begin(job);
+  if (!begun.ok()) return retry(begun.status());
+  run.decision = begun->decision;
+  run.status = begun->status;
+  run.attempt = begun->attempt;
+  switch (begun->decision) {
+    case store::BeginDecision::kAlreadyDone:
+      Log(options, LogLevel::kInfo, job.id,
+          "delivered again; already " + std::string(store::JobStatusName(begun->status)));
+      return finish();
+    case store::BeginDecision::kGaveUp:
+      Log(options, LogLevel::kError, job.id,
+          "failed: started " + std::to_string(begun->attempt) + " times without finishing");
+      return finish();
+    case store::BeginDecision::kRun:
+      break;
+  }
+
+  Log(options, LogLevel::kInfo, job.id,
+      "pipeline=" + job.pipeline + " attempt=" + std::to_string(begun->attempt) +
+          " documents=" + std::to_string(request.documents.size()) + " from " + job.source.topic +
+          "[" + std::to_string(job.source.partition) + "]@" + std::to_string(job.source.offset));
+  if (options.status) options.status("running job " + job.id + " (" + job.pipeline + ")");
+  auto started = std::chrono::steady_clock::now();
+  run.result = processor.Run(request, cancel);
+  run.ran = true;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options.status) options.status("idle");
+  const pipelines::ProcessorResult& r = run.result;
+  if (!r.cancelled && options.on_finished) {
+    options.on_finished(job.pipeline, r.output.has_value(), run.seconds);
+  }
+  if (r.output && options.on_result) options.on_result(r.output->result);
+  if (r.cancelled) {
+    Log(options, LogLevel::kWarn, job.id, "cancelled; it will run again");
+    run.outcome = JobOutcome::kRetryLater;
+    return run;
+  }
+
+  if (r.output) {
+    auto stored = store.Succeed(job.id, r.output->documents, r.output->result);
+    if (!stored.ok()) return retry(stored.status());
+    if (options.crash_after_store_commit) {
+      Log(options, LogLevel::kWarn, job.id, "ELLM_TEST_CRASH_AFTER_STORE: killing the process now");
+      raise(SIGKILL);
+    }
+    run.status = store::JobStatus::kSucceeded;
+    Log(options, LogLevel::kInfo, job.id,
+        "succeeded: " + r.output->result.output_text.substr(0, 200));
+  } else {
+    Log(options, LogLevel::kWarn, job.id, "failed (" + r.error_code + "): " + r.error);
+    auto stored = store.Fail(job, r.error_code, r.error);
+    if (!stored.ok()) return retry(stored.status());
+    run.status = store::JobStatus::kFailed;
+  }
+  return finish();
+}
+
+}  // namespace ellm::app

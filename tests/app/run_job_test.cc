@@ -1,0 +1,454 @@
+// The job sequence (app::RunJob) branch by branch, with a fake processor and
+// a fake publisher over a real SQLite job store in a temp directory: no
+// broker, no model.
+#include "ellm/app/run_job.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "test_env.h"
+
+namespace ellm::app {
+namespace {
+
+using pipelines::ProcessorResult;
+using store::BeginDecision;
+using store::JobStatus;
+
+// Runs whatever `body` says and counts its runs.
+class FakeProcessor : public pipelines::Processor {
+ public:
+  using Body = std::function<ProcessorResult(const ingest::JobMessage&, const std::atomic<bool>&)>;
+  explicit FakeProcessor(Body body) : body_(std::move(body)) {}
+
+  const std::string& name() const override { return name_; }
+  const std::string& version() const override { return version_; }
+  ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override {
+    ++runs;
+    return body_(job, cancel);
+  }
+
+  int runs = 0;
+
+ private:
+  Body body_;
+  std::string name_ = "fake";
+  std::string version_ = "1";
+};
+
+ProcessorResult Succeeds(const std::string& text) {
+  pipelines::ProcessorOutput out;
+  out.result.output_text = text;
+  out.result.pipeline_name = "fake";
+  out.result.pipeline_version = "1";
+  out.result.strategy = "single-pass";
+  out.result.prompt_tokens = 12;
+  out.result.generated_tokens = 3;
+  out.documents = {{0, "/srv/a.pdf", "ff", 2, 12}};
+  ProcessorResult r;
+  r.output = std::move(out);
+  return r;
+}
+
+// Records what it was asked to send; a set `fail_*` status makes the next
+// calls fail with it (nothing recorded), as a broker that does not ack.
+class FakePublisher : public ResultPublisher {
+ public:
+  struct DeadLettered {
+    std::string job_id, code, message;
+  };
+  StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
+                                   const std::string& error_message) override {
+    if (!fail_dead_letter.ok()) return fail_dead_letter;
+    dead_lettered.push_back({job_id, error_code, error_message});
+    return std::string("dlq");
+  }
+  StatusOr<std::string> Publish(const store::JobRecord& job) override {
+    if (!fail_publish.ok()) return fail_publish;
+    published.push_back(job);
+    return job.reply_to.value_or("results");
+  }
+
+  Status fail_dead_letter;
+  Status fail_publish;
+  std::vector<DeadLettered> dead_lettered;
+  std::vector<store::JobRecord> published;
+};
+
+class RunJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ellm::testing::MakeTempDir("ellm-run-job");
+    store_ = Open();
+    ASSERT_NE(store_, nullptr);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<store::JobStore> Open(int max_attempts = 3, bool read_only = false) {
+    store::JobStoreOptions o;
+    o.max_attempts = max_attempts;
+    o.database.read_only = read_only;
+    auto s = store::JobStore::Open(dir_ + "/ellm.db", o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  static ingest::JobMessage Request(const std::string& id) {
+    ingest::JobMessage m;
+    m.id = id;
+    m.pipeline = "fake";
+    m.documents.resize(1);
+    m.documents[0].path = "/srv/a.pdf";
+    return m;
+  }
+  static store::NewJob Job(const std::string& id, const std::string& worker = "w1") {
+    return {id, "fake", "{}", std::nullopt, {"ellm.jobs", 0, 7}, worker};
+  }
+
+  // Options that publish through `publisher_` and record every callback.
+  RunJobOptions Options() {
+    RunJobOptions o;
+    o.publisher = &publisher_;
+    o.status = [this](const std::string& s) { statuses_.push_back(s); };
+    o.on_finished = [this](const std::string& pipeline, bool ok, double seconds) {
+      finished_.push_back(pipeline + (ok ? ":ok" : ":failed"));
+      EXPECT_GE(seconds, 0);
+    };
+    o.on_result = [this](const store::ResultRecord& r) { results_.push_back(r.output_text); };
+    o.log = [this](LogLevel, const std::string& line) { log_ += line + "\n"; };
+    return o;
+  }
+
+  JobRun Run(FakeProcessor& processor, const std::string& id, const std::atomic<bool>& cancel,
+             const RunJobOptions& options, store::JobStore* store = nullptr) {
+    return RunJob(store ? *store : *store_, processor, Job(id), Request(id), cancel, options);
+  }
+  JobRun Run(FakeProcessor& processor, const std::string& id) {
+    std::atomic<bool> cancel{false};
+    return Run(processor, id, cancel, Options());
+  }
+
+  store::JobRecord Get(const std::string& id) {
+    auto j = store_->Get(id);
+    EXPECT_TRUE(j.ok() && j->has_value());
+    return j.ok() && j->has_value() ? **j : store::JobRecord{};
+  }
+  int Events(const std::string& id, const std::string& kind) {
+    int n = 0;
+    for (const auto& e : Get(id).events) n += e.kind == kind;
+    return n;
+  }
+
+  std::string dir_;
+  std::unique_ptr<store::JobStore> store_;
+  FakePublisher publisher_;
+  std::vector<std::string> statuses_, finished_, results_;
+  std::string log_;
+};
+
+TEST_F(RunJobTest, SucceededIsStoredThenPublishedOnce) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("the summary"); });
+  JobRun run = Run(p, "j1");
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_TRUE(run.error.ok()) << run.error.ToString();
+  EXPECT_EQ(run.decision, BeginDecision::kRun);
+  EXPECT_EQ(run.attempt, 1);
+  EXPECT_TRUE(run.ran);
+  EXPECT_EQ(run.status, JobStatus::kSucceeded);
+  EXPECT_EQ(p.runs, 1);
+
+  store::JobRecord j = Get("j1");
+  EXPECT_EQ(j.status, JobStatus::kSucceeded);
+  ASSERT_TRUE(j.result.has_value());
+  EXPECT_EQ(j.result->output_text, "the summary");
+  ASSERT_EQ(j.documents.size(), 1u);
+  EXPECT_EQ(j.source.offset, 7);
+
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(publisher_.published[0].id, "j1");
+  EXPECT_EQ(publisher_.published[0].status, JobStatus::kSucceeded);
+  EXPECT_TRUE(publisher_.dead_lettered.empty());
+  EXPECT_EQ(Events("j1", "published"), 1);
+  EXPECT_EQ(Events("j1", "dead_lettered"), 0);
+
+  EXPECT_EQ(statuses_, (std::vector<std::string>{"running job j1 (fake)", "idle"}));
+  EXPECT_EQ(finished_, (std::vector<std::string>{"fake:ok"}));
+  EXPECT_EQ(results_, (std::vector<std::string>{"the summary"}));
+  EXPECT_NE(log_.find("job=j1 pipeline=fake attempt=1 documents=1 from ellm.jobs[0]@7"),
+            std::string::npos)
+      << log_;
+  EXPECT_NE(log_.find("job=j1 succeeded: the summary"), std::string::npos) << log_;
+}
+
+TEST_F(RunJobTest, PublishesToTheJobsReplyTo) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("x"); });
+  store::NewJob job = Job("j1");
+  job.reply_to = "replies";
+  std::atomic<bool> cancel{false};
+  JobRun run = RunJob(*store_, p, job, Request("j1"), cancel, Options());
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(publisher_.published[0].reply_to, "replies");
+  std::string published_to;
+  for (const auto& e : Get("j1").events) {
+    if (e.kind == "published") published_to += e.detail;
+  }
+  EXPECT_EQ(published_to, "replies");
+}
+
+TEST_F(RunJobTest, AlreadyDoneIsNotRunOrPublishedAgain) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("once"); });
+  ASSERT_EQ(Run(p, "j1").outcome, JobOutcome::kDone);
+  JobRun again = Run(p, "j1");
+  EXPECT_EQ(again.outcome, JobOutcome::kDone);
+  EXPECT_EQ(again.decision, BeginDecision::kAlreadyDone);
+  EXPECT_EQ(again.status, JobStatus::kSucceeded);
+  EXPECT_FALSE(again.ran);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(Events("j1", "published"), 1);
+  EXPECT_EQ(finished_.size(), 1u);
+  EXPECT_NE(log_.find("job=j1 delivered again; already succeeded"), std::string::npos) << log_;
+}
+
+TEST_F(RunJobTest, PublishFailureKeepsTheOutcomeAndTheRetryPublishesOnce) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("kept"); });
+  publisher_.fail_publish = UnavailableError("broker: delivery timed out");
+  JobRun first = Run(p, "j1");
+  EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
+  EXPECT_EQ(first.error.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded);  // durable before publishing
+  EXPECT_EQ(Events("j1", "published"), 0);
+  EXPECT_NE(log_.find("job=j1 result event not published yet"), std::string::npos) << log_;
+
+  publisher_.fail_publish = OkStatus();
+  JobRun second = Run(p, "j1");
+  EXPECT_EQ(second.outcome, JobOutcome::kDone);
+  EXPECT_EQ(second.decision, BeginDecision::kAlreadyDone);
+  EXPECT_EQ(p.runs, 1);  // not run again
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(publisher_.published[0].result->output_text, "kept");
+  EXPECT_EQ(Events("j1", "published"), 1);
+
+  JobRun third = Run(p, "j1");
+  EXPECT_EQ(third.outcome, JobOutcome::kDone);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+}
+
+TEST_F(RunJobTest, PipelineErrorFailsTheJobAndDeadLettersIt) {
+  FakeProcessor p([](auto&, auto&) {
+    return ProcessorResult::Failed("document.encrypted", "a.pdf is encrypted");
+  });
+  JobRun run = Run(p, "j1");
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_EQ(run.status, JobStatus::kFailed);
+  EXPECT_TRUE(run.ran);
+  EXPECT_EQ(run.result.error_code, "document.encrypted");
+
+  store::JobRecord j = Get("j1");
+  EXPECT_EQ(j.status, JobStatus::kFailed);
+  EXPECT_EQ(j.error_code, "document.encrypted");
+  EXPECT_FALSE(j.result.has_value());
+  ASSERT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.dead_lettered[0].job_id, "j1");
+  EXPECT_EQ(publisher_.dead_lettered[0].code, "document.encrypted");
+  EXPECT_EQ(publisher_.dead_lettered[0].message, "a.pdf is encrypted");
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(publisher_.published[0].status, JobStatus::kFailed);
+  EXPECT_EQ(Events("j1", "dead_lettered"), 1);
+  EXPECT_EQ(Events("j1", "published"), 1);
+  EXPECT_EQ(finished_, (std::vector<std::string>{"fake:failed"}));
+  EXPECT_TRUE(results_.empty());
+
+  // Delivered again: neither run nor sent again.
+  JobRun again = Run(p, "j1");
+  EXPECT_EQ(again.outcome, JobOutcome::kDone);
+  EXPECT_EQ(again.decision, BeginDecision::kAlreadyDone);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+}
+
+TEST_F(RunJobTest, DeadLetterFailureSendsNothingUntilTheRetry) {
+  FakeProcessor p([](auto&, auto&) { return ProcessorResult::Failed("document.error", "bad"); });
+  publisher_.fail_dead_letter = UnavailableError("broker away");
+  JobRun first = Run(p, "j1");
+  EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
+  EXPECT_EQ(Get("j1").status, JobStatus::kFailed);
+  EXPECT_TRUE(publisher_.published.empty());  // the result event waits for the copy
+  EXPECT_NE(log_.find("job=j1 dead-letter copy not sent yet"), std::string::npos) << log_;
+
+  publisher_.fail_dead_letter = OkStatus();
+  JobRun second = Run(p, "j1");
+  EXPECT_EQ(second.outcome, JobOutcome::kDone);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(Events("j1", "dead_lettered"), 1);
+}
+
+TEST_F(RunJobTest, CancelledStoresNothingAndRunsAgainOnTheNextDelivery) {
+  FakeProcessor p([](auto&, const std::atomic<bool>& cancel) {
+    return cancel ? ProcessorResult::Cancelled() : Succeeds("second time");
+  });
+  std::atomic<bool> cancel{true};
+  JobRun first = Run(p, "j1", cancel, Options());
+  EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
+  EXPECT_TRUE(first.error.ok()) << "a cancelled job is not an error: " << first.error.ToString();
+  EXPECT_TRUE(first.result.cancelled);
+  EXPECT_EQ(first.status, JobStatus::kRunning);
+  EXPECT_EQ(Get("j1").status, JobStatus::kRunning);
+  EXPECT_FALSE(Get("j1").result.has_value());
+  EXPECT_TRUE(publisher_.published.empty());
+  EXPECT_TRUE(publisher_.dead_lettered.empty());
+  EXPECT_TRUE(finished_.empty()) << "a cancelled run is not counted as finished";
+  EXPECT_EQ(statuses_.back(), "idle");
+  EXPECT_NE(log_.find("job=j1 cancelled; it will run again"), std::string::npos) << log_;
+
+  cancel = false;
+  JobRun second = Run(p, "j1", cancel, Options());
+  EXPECT_EQ(second.outcome, JobOutcome::kDone);
+  EXPECT_EQ(second.decision, BeginDecision::kRun);
+  EXPECT_EQ(second.attempt, 2);  // the redelivery is a new attempt
+  EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+}
+
+TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
+  std::atomic<bool> started{false};
+  FakeProcessor slow([&](auto&, const std::atomic<bool>& cancel) {
+    started = true;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!cancel && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return cancel ? ProcessorResult::Cancelled() : Succeeds("too late");
+  });
+  std::atomic<bool> cancel{false};
+  // The consumer's thread: the partition is revoked while the job runs.
+  std::thread revoke([&] {
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    cancel = true;
+  });
+  JobRun lost = Run(slow, "j1", cancel, Options());
+  revoke.join();
+  EXPECT_EQ(lost.outcome, JobOutcome::kRetryLater);
+  EXPECT_TRUE(lost.result.cancelled);
+  EXPECT_EQ(Get("j1").status, JobStatus::kRunning);
+  EXPECT_TRUE(publisher_.published.empty());
+
+  // The partition's new owner: another worker on its own connection.
+  auto other = Open();
+  FakeProcessor p([](auto&, auto&) { return Succeeds("done elsewhere"); });
+  std::atomic<bool> no_cancel{false};
+  JobRun run = RunJob(*other, p, Job("j1", "w2"), Request("j1"), no_cancel, Options());
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_EQ(run.attempt, 2);
+  store::JobRecord j = Get("j1");
+  EXPECT_EQ(j.status, JobStatus::kSucceeded);
+  EXPECT_EQ(j.result->output_text, "done elsewhere");
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(j.events.front().detail, "attempt 1 by w1");
+  EXPECT_EQ(Events("j1", "started"), 2);
+}
+
+TEST_F(RunJobTest, OutOfAttemptsFailsWithoutRunningAndPublishes) {
+  store_ = Open(/*max_attempts=*/1);
+  FakeProcessor p([](auto&, const std::atomic<bool>& cancel) {
+    return cancel ? ProcessorResult::Cancelled() : Succeeds("never");
+  });
+  std::atomic<bool> cancel{true};
+  ASSERT_EQ(Run(p, "j1", cancel, Options()).outcome, JobOutcome::kRetryLater);
+  cancel = false;
+  JobRun run = Run(p, "j1", cancel, Options());
+  EXPECT_EQ(run.decision, BeginDecision::kGaveUp);
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_FALSE(run.ran);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(Get("j1").status, JobStatus::kFailed);
+  EXPECT_EQ(Get("j1").error_code, "attempts_exhausted");
+  ASSERT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.dead_lettered[0].code, "attempts_exhausted");
+  EXPECT_EQ(publisher_.published.size(), 1u);
+  EXPECT_NE(log_.find("job=j1 failed: started 1 times without finishing"), std::string::npos)
+      << log_;
+}
+
+TEST_F(RunJobTest, StoreErrorAtBeginRunsNothing) {
+  auto read_only = Open(3, /*read_only=*/true);
+  ASSERT_NE(read_only, nullptr);
+  FakeProcessor p([](auto&, auto&) { return Succeeds("x"); });
+  std::atomic<bool> cancel{false};
+  JobRun run = Run(p, "j2", cancel, Options(), read_only.get());
+  EXPECT_EQ(run.outcome, JobOutcome::kRetryLater);
+  EXPECT_FALSE(run.error.ok());
+  EXPECT_FALSE(run.ran);
+  EXPECT_EQ(p.runs, 0);
+  EXPECT_TRUE(store_->Get("j2").ok() && !store_->Get("j2")->has_value());
+}
+
+TEST_F(RunJobTest, WithoutAPublisherTheOutcomeIsOnlyStored) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("local"); });
+  std::atomic<bool> cancel{false};
+  JobRun run = Run(p, "cli-1", cancel, RunJobOptions{});
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_EQ(run.status, JobStatus::kSucceeded);
+  ASSERT_TRUE(run.result.output.has_value());
+  EXPECT_EQ(run.result.output->result.output_text, "local");
+  EXPECT_EQ(Get("cli-1").status, JobStatus::kSucceeded);
+  EXPECT_EQ(Events("cli-1", "published"), 0);
+  EXPECT_TRUE(publisher_.published.empty());
+}
+
+TEST_F(RunJobTest, PublishFinishedSendsAnInvalidMessagesCopyAndResultOnce) {
+  store::NewJob job = Job("bad");
+  auto failed = store_->Fail(job, "invalid_message", "no documents");
+  ASSERT_TRUE(failed.ok() && *failed);
+  ASSERT_TRUE(PublishFinished(*store_, "bad", publisher_, Options()).ok());
+  ASSERT_TRUE(PublishFinished(*store_, "bad", publisher_, Options()).ok());
+  ASSERT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.dead_lettered[0].code, "invalid_message");
+  EXPECT_EQ(publisher_.published.size(), 1u);
+  EXPECT_FALSE(PublishFinished(*store_, "unknown", publisher_, Options()).ok());
+  EXPECT_NE(log_.find("job=unknown cannot read it back: missing"), std::string::npos) << log_;
+}
+
+// ELLM_TEST_CRASH_AFTER_STORE: the process dies right after the success is
+// committed; the redelivery finds it stored and only publishes.
+TEST_F(RunJobTest, CrashAfterStoreCommitLeavesTheResultToPublish) {
+  // "fast": the child is forked from here, so it writes to this test's
+  // store file (it opens its own connection).
+  GTEST_FLAG_SET(death_test_style, "fast");
+  EXPECT_EXIT(
+      {
+        auto store = Open();
+        FakeProcessor p([](auto&, auto&) { return Succeeds("survives"); });
+        RunJobOptions o = Options();
+        o.crash_after_store_commit = true;
+        std::atomic<bool> cancel{false};
+        RunJob(*store, p, Job("j1"), Request("j1"), cancel, o);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded);
+  EXPECT_EQ(Events("j1", "published"), 0);
+
+  FakeProcessor p([](auto&, auto&) { return Succeeds("not again"); });
+  JobRun run = Run(p, "j1");
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_EQ(p.runs, 0);
+  ASSERT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(publisher_.published[0].result->output_text, "survives");
+}
+
+}  // namespace
+}  // namespace ellm::app
