@@ -478,6 +478,9 @@ def statements(summary):
         if not line or line.startswith("#") or (line.startswith("(") and line.endswith(")")):
             continue
         line = re.sub(r"^(?:[-*\u2022]|\d+[.)])\s+", "", line)
+        # A Contents line's heading and pages ("4. Fuzz Testing (pp. 3-6): ")
+        # are the document's own words, not a statement.
+        line = re.sub(r"^[^\n]{0,160}?\((?:pp?\.) [\d\-\u2013]+\):\s*", "", line)
         # A citation after the full stop belongs to the sentence before it.
         for sent in re.split(r"(?<=[.!?\]])\s+(?=[A-Z\"(])", line):
             if content_words(CITE.sub("", sent)):
