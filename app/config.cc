@@ -44,45 +44,42 @@ Status Get(const std::string& src, const YAML::Node& map, const std::string& sec
   return OkStatus();
 }
 
+// A key whose text the engine parses into its own type ("model.kv_type
+// 'q4': ..." on a name it does not know).
+template <typename T, typename Parse>
+Status GetEnum(const std::string& src, const YAML::Node& map, const std::string& section,
+               const char* key, Parse parse, T& out) {
+  std::string text;
+  ELLM_RETURN_IF_ERROR(Get(src, map, section, key, text));
+  if (!map[key]) return OkStatus();
+  auto v = parse(text);
+  if (!v.ok()) return At(src, map[key], section + "." + key + ": " + v.status().message());
+  out = *v;
+  return OkStatus();
+}
+
+// model.attn_weights: the precision of attention's weights in the product
+// with V (SessionOptions::bf16_attention_weights).
+StatusOr<bool> ParseAttnWeights(std::string_view name) {
+  if (name == "f32") return false;
+  if (name == "bf16") return true;
+  return InvalidArgumentError("'" + std::string(name) + "': expected f32 or bf16");
+}
+
 }  // namespace
 
 Status ModelConfig::Validate() const {
   if (path.empty()) return InvalidArgumentError("model.path is empty");
-  if (threads < 0) return InvalidArgumentError("model.threads must be >= 0");
-  if (context < 256) return InvalidArgumentError("model.context must be >= 256");
-  if (micro_batch < 1) return InvalidArgumentError("model.micro_batch must be >= 1");
-  if (kv_type != "f16" && kv_type != "f32" && kv_type != "bf16" && kv_type != "q8_0") {
-    return InvalidArgumentError("model.kv_type '" + kv_type + "': expected f16, bf16, f32 or q8_0");
-  }
-  if (attn_weights != "f32" && attn_weights != "bf16") {
-    return InvalidArgumentError("model.attn_weights '" + attn_weights + "': expected f32 or bf16");
-  }
-  if (attn_weights == "bf16" && kv_type != "bf16") {
-    return InvalidArgumentError("model.attn_weights bf16 needs model.kv_type bf16, not " + kv_type);
-  }
-  if (auto scores = ParseAttnScores(attn_scores); !scores.ok()) {
-    return scores.status().WithContext("model.attn_scores");
-  }
-  if (sparse_top_k < 0 || sparse_sink < 0 || sparse_local < 0) {
-    return InvalidArgumentError("model.sparse_top_k, sparse_sink and sparse_local must be >= 0");
-  }
-  auto mode = ParseNumaMode(numa);
-  if (!mode.ok()) return mode.status().WithContext("model.numa");
-  if (Status s = ValidateChatTemplateSpec(chat_template); !s.ok()) {
+  if (engine.threads < 0) return InvalidArgumentError("model.threads must be >= 0");
+  if (session.n_ctx < 256) return InvalidArgumentError("model.context must be >= 256");
+  if (Status s = ValidateChatTemplateSpec(engine.chat_template); !s.ok()) {
     return s.WithContext("model.chat_template");
   }
-  return OkStatus();
+  return session.Validate().WithContext("model and kv settings");
 }
 
 Status KvConfig::Validate() const {
-  if (memory_budget_mib < 0) return InvalidArgumentError("kv.memory_budget must be >= 0 (MiB)");
-  if (memory_budget_mib > 0 && spill_dir.empty()) {
-    return InvalidArgumentError("kv.memory_budget needs kv.spill_dir");
-  }
   if (prefix_cache_mib < 0) return InvalidArgumentError("kv.prefix_cache_mib must be >= 0");
-  if (spill_zstd_level < 1 || spill_zstd_level > 19) {
-    return InvalidArgumentError("kv.spill_zstd_level must be 1..19");
-  }
   return OkStatus();
 }
 
@@ -193,20 +190,24 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
                     {"path", "threads", "context", "micro_batch", "kv_type", "attn_weights",
                      "attn_scores", "sparse_top_k", "sparse_sink", "sparse_local", "numa",
                      "numa_node", "mlock", "chat_template"}));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", c.model.path));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", c.model.threads));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", c.model.context));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", c.model.micro_batch));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "kv_type", c.model.kv_type));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "attn_weights", c.model.attn_weights));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "attn_scores", c.model.attn_scores));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_top_k", c.model.sparse_top_k));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_sink", c.model.sparse_sink));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_local", c.model.sparse_local));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa", c.model.numa));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa_node", c.model.numa_node));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", c.model.mlock));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "chat_template", c.model.chat_template));
+      ModelConfig& m = c.model;
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "path", m.path));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "threads", m.engine.threads));
+      ELLM_RETURN_IF_ERROR(GetEnum(src, n, "model", "numa", ParseNumaMode, m.engine.numa));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "numa_node", m.engine.numa_node));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "mlock", m.engine.mlock));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "chat_template", m.engine.chat_template));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "context", m.session.n_ctx));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "micro_batch", m.session.micro_batch));
+      ELLM_RETURN_IF_ERROR(GetEnum(src, n, "model", "kv_type", ParseKvType, m.session.kv_type));
+      ELLM_RETURN_IF_ERROR(GetEnum(src, n, "model", "attn_weights", ParseAttnWeights,
+                                   m.session.bf16_attention_weights));
+      ELLM_RETURN_IF_ERROR(
+          GetEnum(src, n, "model", "attn_scores", ParseAttnScores, m.session.attn_scores));
+      SparseAttentionOptions& sp = m.session.sparse_attention;
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_top_k", sp.top_k_blocks));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_sink", sp.sink_tokens));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "model", "sparse_local", sp.local_tokens));
     }
     if (YAML::Node n = root["kv"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "kv",
@@ -214,9 +215,15 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
                                       "prefix_cache_dir", "prefix_cache_mib"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_dir", c.kv.prefix_cache_dir));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_mib", c.kv.prefix_cache_mib));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "memory_budget", c.kv.memory_budget_mib));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_dir", c.kv.spill_dir));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_zstd_level", c.kv.spill_zstd_level));
+      SessionOptions& session = c.model.session;
+      if (YAML::Node b = n["memory_budget"]) {
+        int64_t mib = 0;
+        ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "memory_budget", mib));
+        if (mib < 0) return At(src, b, "kv.memory_budget must be >= 0 (MiB)");
+        session.kv_memory_budget = static_cast<uint64_t>(mib) << 20;
+      }
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_dir", session.spill_dir));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_zstd_level", session.spill_zstd_level));
     }
     if (YAML::Node n = root["pipelines"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "pipelines", {"dir"}));

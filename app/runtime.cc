@@ -67,10 +67,10 @@ StatusOr<std::unique_ptr<Runtime>> OpenRuntime(const Config& config,
   pipelines::GeneratorOptions go = GeneratorOptionsFrom(config);
   if (!overrides.prefix_cache_dir.empty()) go.prefix_cache_dir = overrides.prefix_cache_dir;
   if (overrides.threads) go.engine.threads = static_cast<int>(*overrides.threads);
-  if (overrides.context) go.context = *overrides.context;
-  if (go.kv_memory_budget > 0) {
+  if (overrides.context) go.session.n_ctx = *overrides.context;
+  if (go.session.kv_memory_budget > 0) {
     std::error_code ec;  // a directory that cannot be made fails at the first spill, saying so
-    std::filesystem::create_directories(go.spill_dir, ec);
+    std::filesystem::create_directories(go.session.spill_dir, ec);
   }
   ELLM_ASSIGN_OR_RETURN(rt->generator, pipelines::Generator::Load(rt->model_path, go));
 

@@ -47,7 +47,8 @@ Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
     const char* tmp = std::getenv("TMPDIR");
     o->spill_dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
-  return OkStatus();
+  // The engine's own check, before any model is loaded.
+  return o->Validate();
 }
 
 void AddKvStats(const KvStats& st, nlohmann::json* out) {

@@ -22,7 +22,8 @@ namespace ellm::cli {
 
 // The flag names above, for Flags::Parse.
 std::vector<std::string> KvFlagNames();
-// Applies the flags to `o` (leaving fields whose flag is absent as they are).
+// Applies the flags to `o` (leaving fields whose flag is absent as they are),
+// then SessionOptions::Validate(): a combination that cannot work fails here.
 Status ApplyKvFlags(const Flags& f, SessionOptions* o);
 // KV statistics as JSON fields (kv_spilled_bytes, kv_compression_ratio, ...).
 void AddKvStats(const KvStats& st, nlohmann::json* out);

@@ -38,8 +38,8 @@ StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f) {
     ELLM_ASSIGN_OR_RETURN(config, app::LoadConfig(config_path));
   }
   // Before anything is opened or created: a wrong name costs nothing.
-  ELLM_ASSIGN_OR_RETURN(config.model.chat_template,
-                        ChatTemplateFromFlags(f, config.model.chat_template));
+  ELLM_ASSIGN_OR_RETURN(config.model.engine.chat_template,
+                        ChatTemplateFromFlags(f, config.model.engine.chat_template));
   app::RuntimeOverrides overrides;
   overrides.model_path = f.Get("model", config.model.path);
   if (access(overrides.model_path.c_str(), R_OK) != 0) {
@@ -49,8 +49,8 @@ StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f) {
   }
   overrides.store_path = f.Get("db", config_path.empty() ? DataDirStore() : config.store.path);
   overrides.pipelines_dir = f.Get("pipelines");
-  ELLM_ASSIGN_OR_RETURN(overrides.context, f.GetInt("ctx", config.model.context));
-  ELLM_ASSIGN_OR_RETURN(overrides.threads, f.GetInt("threads", config.model.threads));
+  ELLM_ASSIGN_OR_RETURN(overrides.context, f.GetInt("ctx", config.model.session.n_ctx));
+  ELLM_ASSIGN_OR_RETURN(overrides.threads, f.GetInt("threads", config.model.engine.threads));
   const std::filesystem::path store_dir = std::filesystem::path(overrides.store_path).parent_path();
   if (config_path.empty()) {
     // Without a config, keep the prefix cache beside the store, not in /var/lib.

@@ -53,21 +53,14 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::string& model_pa
   g->options_ = options;
   ELLM_ASSIGN_OR_RETURN(g->engine_, Engine::Load(model_path, options.engine));
   const ModelInfo& info = g->engine_->info();
-  g->context_ = std::min<int64_t>(options.context, info.n_ctx_train);
+  g->context_ = std::min<int64_t>(options.session.n_ctx, info.n_ctx_train);
   if (g->context_ < 256) {
-    return InvalidArgumentError("context " + std::to_string(options.context) +
+    return InvalidArgumentError("context " + std::to_string(options.session.n_ctx) +
                                 " is too small for a pipeline (at least 256 tokens)");
   }
-  ELLM_ASSIGN_OR_RETURN(
-      g->session_, g->engine_->NewSession({.n_ctx = g->context_,
-                                           .micro_batch = options.micro_batch,
-                                           .kv_type = options.kv_type,
-                                           .bf16_attention_weights = options.bf16_attention_weights,
-                                           .attn_scores = options.attn_scores,
-                                           .kv_memory_budget = options.kv_memory_budget,
-                                           .spill_dir = options.spill_dir,
-                                           .spill_zstd_level = options.spill_zstd_level,
-                                           .sparse_attention = options.sparse_attention}));
+  SessionOptions session = options.session;
+  session.n_ctx = g->context_;
+  ELLM_ASSIGN_OR_RETURN(g->session_, g->engine_->NewSession(session));
   struct stat st {};
   stat(model_path.c_str(), &st);
   std::string file = model_path.substr(model_path.find_last_of('/') + 1);
@@ -86,13 +79,13 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
   // (and the attention weights' precision, a bf16 cache's f32 scores and
   // sparse attention, which the later layers' K/V depend on; exact
   // attention with pair scores hashes as it always did)
+  const SessionOptions& so = options_.session;
   const bool f32_scores =
-      options_.kv_type == KvType::kBF16 &&
-      AttnScoresUsed(options_.kv_type, options_.attn_scores) == AttnScores::kF32;
-  const int type = static_cast<int>(options_.kv_type) |
-                   (options_.bf16_attention_weights ? 256 : 0) | (f32_scores ? 512 : 0);
+      so.kv_type == KvType::kBF16 && AttnScoresUsed(so.kv_type, so.attn_scores) == AttnScores::kF32;
+  const int type =
+      static_cast<int>(so.kv_type) | (so.bf16_attention_weights ? 256 : 0) | (f32_scores ? 512 : 0);
   mix(&type, sizeof(type));
-  const SparseAttentionOptions& sp = options_.sparse_attention;
+  const SparseAttentionOptions& sp = so.sparse_attention;
   if (sp.top_k_blocks > 0) {
     const int sparse[3] = {sp.top_k_blocks, sp.sink_tokens, sp.local_tokens};
     mix(sparse, sizeof(sparse));

@@ -50,8 +50,8 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
 )",
                        "c.yaml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->model.context, 4096);
-  EXPECT_EQ(c->model.kv_type, "f32");
+  EXPECT_EQ(c->model.session.n_ctx, 4096);
+  EXPECT_EQ(c->model.session.kv_type, KvType::kF32);
   EXPECT_EQ(c->pipelines.dir, "/opt/pipelines");
   EXPECT_EQ(c->kafka.group_instance_id, "node-1");
   EXPECT_EQ(c->kafka.properties.at("security.protocol"), "SASL_SSL");
@@ -74,25 +74,27 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   EXPECT_NE(mixed.status().message().find("kv_type bf16"), std::string::npos);
   auto bf16 = ParseConfig("model: {kv_type: bf16, attn_weights: bf16}\n", "c");
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
-  EXPECT_EQ(bf16->model.attn_weights, "bf16");
+  EXPECT_TRUE(bf16->model.session.bf16_attention_weights);
   // A bf16 cache's scores: auto by default, or named; anything else refused.
-  EXPECT_EQ(ParseConfig("", "c")->model.attn_scores, "auto");
-  EXPECT_EQ(ParseConfig("model: {attn_scores: pairs}\n", "c")->model.attn_scores, "pairs");
-  EXPECT_EQ(ParseConfig("model: {attn_scores: f32}\n", "c")->model.attn_scores, "f32");
+  EXPECT_EQ(ParseConfig("", "c")->model.session.attn_scores, AttnScores::kAuto);
+  EXPECT_EQ(ParseConfig("model: {attn_scores: pairs}\n", "c")->model.session.attn_scores,
+            AttnScores::kPairs);
+  EXPECT_EQ(ParseConfig("model: {attn_scores: f32}\n", "c")->model.session.attn_scores,
+            AttnScores::kF32);
   auto scores = ParseConfig("model: {attn_scores: fast}\n", "c");
   ASSERT_FALSE(scores.ok());
   EXPECT_NE(scores.status().message().find("model.attn_scores"), std::string::npos);
   // Sparse attention: off by default, non-negative settings.
   auto none = ParseConfig("", "c");
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(none->model.sparse_top_k, 0);
+  EXPECT_EQ(none->model.session.sparse_attention.top_k_blocks, 0);
   EXPECT_FALSE(ParseConfig("model: {sparse_top_k: -1}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("model: {sparse_local: -5}\n", "c").ok());
   auto sparse = ParseConfig("model: {sparse_top_k: 48, sparse_sink: 128}\n", "c");
   ASSERT_TRUE(sparse.ok()) << sparse.status().ToString();
-  EXPECT_EQ(sparse->model.sparse_top_k, 48);
-  EXPECT_EQ(sparse->model.sparse_sink, 128);
-  EXPECT_EQ(sparse->model.sparse_local, 1024);
+  EXPECT_EQ(sparse->model.session.sparse_attention.top_k_blocks, 48);
+  EXPECT_EQ(sparse->model.session.sparse_attention.sink_tokens, 128);
+  EXPECT_EQ(sparse->model.session.sparse_attention.local_tokens, 1024);
 }
 
 TEST(Config, ReadsAndValidatesMetricsKeys) {
@@ -132,11 +134,11 @@ TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
       "kv: {memory_budget: 512, spill_dir: /tmp/spill, prefix_cache_dir: /tmp/pc}\n",
       "c.yaml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->model.kv_type, "q8_0");
-  EXPECT_EQ(c->model.numa, "distribute");
-  EXPECT_TRUE(c->model.mlock);
-  EXPECT_EQ(c->kv.memory_budget_mib, 512);
-  EXPECT_EQ(c->kv.spill_dir, "/tmp/spill");
+  EXPECT_EQ(c->model.session.kv_type, KvType::kQ8_0);
+  EXPECT_EQ(c->model.engine.numa, NumaMode::kDistribute);
+  EXPECT_TRUE(c->model.engine.mlock);
+  EXPECT_EQ(c->model.session.kv_memory_budget, uint64_t{512} << 20);
+  EXPECT_EQ(c->model.session.spill_dir, "/tmp/spill");
   EXPECT_EQ(c->kv.prefix_cache_dir, "/tmp/pc");
   EXPECT_FALSE(ParseConfig("model: {numa: sideways}\n", "c").ok());
   EXPECT_TRUE(ParseConfig("model: {numa: replicate}\n", "c").ok());

@@ -40,7 +40,7 @@ TEST(GeneratorPrefix, SharedFirstDocumentIsRestoredAndAnswersDoNotChange) {
   const fs::path dir = fs::temp_directory_path() / ("ellm-prefix-" + std::to_string(::getpid()));
   GeneratorOptions o;
   o.engine.threads = 2;
-  o.context = 4096;
+  o.session.n_ctx = 4096;
   o.prefix_cache_dir = dir.string();
   auto cached = Generator::Load(path, o);
   ASSERT_TRUE(cached.ok()) << cached.status().ToString();

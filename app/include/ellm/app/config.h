@@ -10,43 +10,33 @@
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "ellm/engine/engine.h"
 
 namespace ellm::app {
 
+// Engine settings are parsed straight into the engine's own option types
+// (enums by the engine's Parse* functions) and checked by their own
+// Validate(), as CLI flags and Engine::NewSession check them.
 struct ModelConfig {
   std::string path = "/var/lib/ellm/models/gemma-3-270m-q4_k_m.gguf";
-  int threads = 0;  // 0 = one per core
-  // Tokens of context per job (capped at the model's training context).
-  int context = 32768;
-  int micro_batch = 256;
-  std::string kv_type = "bf16";  // bf16, f16, f32 or q8_0
-  // Attention weights in the product with V: f32, or bf16 (opt-in, needs
-  // kv_type bf16: faster where the CPU has AVX512_BF16, results change slightly).
-  std::string attn_weights = "f32";
-  // How a bf16 cache's scores are computed (AttnScores): auto (the faster
-  // on this CPU), pairs (bf16 pair dot products) or f32 (widened keys).
-  std::string attn_scores = "auto";
-  // Approximate attention in full-attention layers (SparseAttentionOptions):
-  // the top sparse_top_k blocks of 64 keys; 0 = off (exact, the default).
-  int sparse_top_k = 0;
-  int sparse_sink = 64;
-  int sparse_local = 1024;
-  std::string numa = "off";  // off, distribute, isolate, replicate
-  int numa_node = -1;        // isolate: the node; -1 = the first
-  bool mlock = false;        // lock weights and KV cache in RAM
-  // gemma, llama3 or chatml; empty = recognised from the model file.
-  std::string chat_template;
+  // Keys model.threads (0 = one per core), numa (off, distribute, isolate,
+  // replicate), numa_node, mlock, chat_template (gemma, llama3, chatml or a
+  // .jinja file; empty = recognised from the model file).
+  EngineOptions engine;
+  // Keys model.context (n_ctx: tokens per job, capped at the model's
+  // training context), micro_batch, kv_type (bf16, f16, f32, q8_0),
+  // attn_weights (f32, or bf16: opt-in, needs kv_type bf16), attn_scores
+  // (auto, pairs, f32), sparse_top_k / sparse_sink / sparse_local; and the
+  // kv: section's memory_budget (MiB; 0 = no limit), spill_dir,
+  // spill_zstd_level.
+  SessionOptions session{.n_ctx = 32768, .spill_dir = "/var/lib/ellm/spill"};
   Status Validate() const;
 };
 
-// The KV cache's memory: a resident budget, past which the oldest blocks of
-// full-attention layers spill (compressed) to spill_dir.
+// Saved KV states of shared document prefixes (the KV budget and spill
+// settings are the session's: ModelConfig::session).
 struct KvConfig {
-  int64_t memory_budget_mib = 0;  // key kv.memory_budget (MiB); 0 = no limit
-  std::string spill_dir = "/var/lib/ellm/spill";
-  int spill_zstd_level = 1;
-  // Saved KV states of shared document prefixes; empty = no reuse.
-  std::string prefix_cache_dir = "/var/lib/ellm/prefix-cache";
+  std::string prefix_cache_dir = "/var/lib/ellm/prefix-cache";  // empty = no reuse
   int64_t prefix_cache_mib = 1024;
   Status Validate() const;
 };

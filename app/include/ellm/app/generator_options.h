@@ -7,7 +7,7 @@
 
 namespace ellm::app {
 
-// REQUIRES: config validated (kv_type is one of the accepted names).
+// REQUIRES: config validated.
 pipelines::GeneratorOptions GeneratorOptionsFrom(const Config& config);
 
 }  // namespace ellm::app

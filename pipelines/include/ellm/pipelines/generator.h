@@ -21,17 +21,10 @@ namespace ellm::pipelines {
 
 struct GeneratorOptions {
   EngineOptions engine;
-  // The context each generation may use; capped at the model's training
-  // context (a 128K model runs at what is configured here).
-  int64_t context = 32768;
-  int64_t micro_batch = 256;
-  KvType kv_type = KvType::kBF16;
-  bool bf16_attention_weights = false;         // see SessionOptions
-  AttnScores attn_scores = AttnScores::kAuto;  // see SessionOptions
-  SparseAttentionOptions sparse_attention;     // see SessionOptions (off)
-  uint64_t kv_memory_budget = 0;               // bytes; see SessionOptions
-  std::string spill_dir;
-  int spill_zstd_level = 1;
+  // The session every generation runs in. Its n_ctx is the context each
+  // generation may use, capped at the model's training context (a 128K
+  // model runs at what is configured here).
+  SessionOptions session{.n_ctx = 32768};
   // Prefix reuse: saved KV states of shared prompt prefixes (a contract
   // compared with many others is prefilled once). Empty = off.
   std::string prefix_cache_dir;
