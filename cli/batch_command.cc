@@ -192,9 +192,7 @@ Status Run(const Flags& f, int* failures) {
     const Item& item = m.items[i];
     std::string id = "batch:" + m.id + ":" + item.id;
     ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(item.pipeline));
-    if (auto* pp = dynamic_cast<pipelines::PipelineProcessor*>(processor)) {
-      pp->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
-    }
+    processor->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
     store::NewJob nj{id,
                      item.pipeline,
                      "{}",

@@ -48,9 +48,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
   const std::string& db = rt->store_path;
   ProgressLine line(isatty(2) && !f.Has("json"));
-  if (auto* pp = dynamic_cast<pipelines::PipelineProcessor*>(processor)) {
-    pp->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
-  }
+  processor->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
 
   job.id = "cli-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   store::NewJob nj{job.id,       pipeline,        job.params_json,

@@ -16,6 +16,7 @@
 #include "ellm/engine/constraint.h"
 #include "ellm/engine/engine.h"
 #include "ellm/pipelines/pipeline_spec.h"
+#include "ellm/pipelines/progress.h"
 
 namespace ellm::pipelines {
 
@@ -30,15 +31,6 @@ struct GeneratorOptions {
   std::string prefix_cache_dir;
   uint64_t prefix_cache_bytes = 1ull << 30;  // oldest states removed past this
 };
-
-// What the caller is told while a generation runs. `stage` is "prefill" or
-// "generate"; `done`/`total` count tokens (total = max_tokens for generate).
-struct Progress {
-  std::string stage;
-  int64_t done = 0;
-  int64_t total = 0;
-};
-using ProgressFn = std::function<void(const Progress&)>;
 
 struct Generation {
   std::string text;  // without the prompt, stop string excluded

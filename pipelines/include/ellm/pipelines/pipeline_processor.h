@@ -84,7 +84,7 @@ class PipelineProcessor : public Processor {
   ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override;
 
   // Told about extraction, map steps, prefill and generation.
-  void set_progress(ProgressFn progress) { progress_ = std::move(progress); }
+  void set_progress(ProgressFn progress) override { progress_ = std::move(progress); }
 
  private:
   // Each returns an empty result (neither output, error nor cancelled) on success.

@@ -14,6 +14,7 @@
 #include "ellm/base/status.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_message.h"
+#include "ellm/pipelines/progress.h"
 #include "ellm/store/job_store.h"
 
 namespace ellm::pipelines {
@@ -52,6 +53,9 @@ class Processor {
   // Runs `job`. Thread-compatible: one job at a time per processor.
   // Checks `cancel` between steps and returns Cancelled() soon after it is set.
   virtual ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) = 0;
+  // Told about each step of later runs (extraction, map steps, prefill,
+  // generation); a processor with no steps to report ignores it.
+  virtual void set_progress(ProgressFn progress) { (void)progress; }
 };
 
 class ProcessorRegistry {
