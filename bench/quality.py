@@ -418,8 +418,8 @@ there these they this those through under very were what when where which while 
 your summary report document page pages section sections describes described provides discusses
 """.split())
 REAL_ALIASES = ("all", "short", "long", "none")
-# Names with digits in them (FTS5, unicode61, FTS3/4, TH3) are no figures.
-IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\d[A-Za-z0-9_]*(?:/\d+)*")
+# Names with digits in them (FTS5, unicode61, FTS3/4, TH3, UTF-16) are no figures.
+IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*-?\d[A-Za-z0-9_]*(?:/\d+)*")
 
 
 # An outline line's section number and page range ("- 2. Test Harnesses
@@ -483,6 +483,8 @@ def statements(summary):
         line = re.sub(r"^[^\n]{0,160}?\((?:pp?\.) [\d\-\u2013]+\):\s*", "", line)
         # A citation after the full stop belongs to the sentence before it.
         for sent in re.split(r"(?<=[.!?\]])\s+(?=[A-Z\"(])", line):
+            # The label of a Contents line's computed key terms is ours.
+            sent = re.sub(r"^Terms: ", "", sent)
             if content_words(CITE.sub("", sent)):
                 out.append(sent)
     return out
