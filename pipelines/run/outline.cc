@@ -23,6 +23,31 @@ constexpr int kFigureTokens = 32;
 const char kLead[] = "This section";
 const char kFigureLead[] = "\nKey figure of this section:";
 
+// A kept section sentence names this many content stems that its heading
+// and the document's title do not.
+constexpr int kMinNewStems = 2;
+
+// Words of how a summary talks about itself, beyond statements.h's stop
+// words: they carry nothing about a section.
+bool MetaStem(const std::string& s) {
+  static const char* const kMeta[] = {"intend", "genera", "quick",  "concis",
+                                      "brief",  "detail", "explan", "follow"};
+  for (const char* m : kMeta) {
+    if (s == m) return true;
+  }
+  return false;
+}
+
+// Content stems of `sentence` not among those of `known` and not meta.
+int NewStems(const std::string& sentence, const std::string& known) {
+  const std::vector<std::string> have = ContentStems(known);
+  int n = 0;
+  for (const std::string& s : ContentStems(sentence)) {
+    n += !MetaStem(s) && std::find(have.begin(), have.end(), s) == have.end();
+  }
+  return n;
+}
+
 std::string Pages(const OutlineEntry& e) {
   if (e.first_page <= 0) return "";
   return e.first_page == e.last_page
@@ -72,7 +97,12 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
       if (p.number >= e.first_page && p.number <= e.last_page) own.push_back(p);
     }
     const StatementCheck check = VerifyStatements(gist, own);
-    const bool kept = check.supported == 1 && check.unsupported.empty();
+    const bool supported = check.supported == 1 && check.unsupported.empty();
+    // A sentence that only restates the heading ("This section describes the
+    // maximum depth of an expression tree.") or the model's meta-talk ("is
+    // intended to provide a quick overview of ...") tells the reader nothing.
+    const bool adds = NewStems(gist, e.heading + " " + doc.title) >= kMinNewStems;
+    const bool kept = supported && adds;
     if (kept) gist = check.text;  // with its page
     std::string figure;
     if (g->sections.size() > 1) {
@@ -98,7 +128,8 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
     json->push_back({{"heading", e.heading},
                      {"pages", {e.first_page, e.last_page}},
                      {"sentence", gist},
-                     {"supported", kept},
+                     {"supported", supported},
+                     {"kept", kept},
                      {"figure", figure.empty() ? ordered_json(nullptr) : ordered_json(figure)},
                      {"terms", term_json}});
   }

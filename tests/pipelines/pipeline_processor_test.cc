@@ -107,13 +107,19 @@ const char kManual[] =
     "3. Maintenance\n\n"
     "The optimize command merges segments. The integrity-check command verifies the index. Run "
     "optimize after bulk loads and integrity-check after a crash. Both optimize and "
-    "integrity-check read every segment.\n";
+    "integrity-check read every segment.\n\n"
+    "4. Backup Files\n\n"
+    "A backup file is a copy of the database taken with the backup command. Keep backup files "
+    "on another disk; restore them with the restore command after a failure.\n";
 
 std::string ManualAnswer(const std::string& prompt, const std::string& lead) {
   if (prompt.find("in one sentence:") != std::string::npos) {
     if (lead != "This section") return " 42 bananas";  // the key figure: not in the section
     if (prompt.find("\"2. Tokenizers\"") != std::string::npos) {
       return " compares the porter tokenizer with the unicode61 tokenizer";
+    }
+    if (prompt.find("\"4. Backup Files\"") != std::string::npos) {
+      return " describes the backup files";  // supported, but only says the heading again
     }
     if (prompt.find("\"3. Maintenance\"") != std::string::npos) {
       return " explains how bananas grow on Mars";  // unsupported: dropped
@@ -146,8 +152,15 @@ TEST(PipelineProcessor, OutlineListsEachSectionWithASupportedSentenceAndItsTerms
       << text;
   EXPECT_EQ(text.find("bananas"), std::string::npos) << text;
   const auto json = nlohmann::json::parse(r.output->result.output_json.value_or(""));
-  ASSERT_EQ(json["outline"].size(), 3u) << json.dump(1);
+  ASSERT_EQ(json["outline"].size(), 4u) << json.dump(1);
   EXPECT_FALSE(json["outline"][2]["supported"].get<bool>());
+  EXPECT_FALSE(json["outline"][2]["kept"].get<bool>());
+  // Supported by its page, yet only the heading again: left out.
+  EXPECT_TRUE(json["outline"][3]["supported"].get<bool>());
+  EXPECT_FALSE(json["outline"][3]["kept"].get<bool>());
+  EXPECT_TRUE(json["outline"][1]["kept"].get<bool>());
+  // (and no terms: "backup" is the heading's, the others recur too little)
+  EXPECT_EQ(text.substr(text.size() - 18), "\n- 4. Backup Files") << text;
   EXPECT_EQ(json["outline"][2]["terms"][0]["term"], "integrity-check");
   EXPECT_EQ(json["outline"][2]["terms"][0]["count"], 3);
   EXPECT_TRUE(json["outline"][0]["figure"].is_null());  // "42 bananas" is not in section 1
