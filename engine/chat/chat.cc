@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/arch_spec.h"
+
 namespace ellm {
 namespace {
 
@@ -62,10 +64,17 @@ StatusOr<ChatFormat> DetectChatFormat(const gguf::GgufFile& file) {
   // only one. Llama 2 and 3 share the architecture; Llama 3's vocabulary has
   // its header tokens.
   auto arch = file.GetString("general.architecture");
-  if (arch.ok() && arch->substr(0, 5) == "gemma") return ChatFormat::kGemma;
-  if (arch.ok() && *arch == "qwen2") return ChatFormat::kChatMl;
-  if (arch.ok() && *arch == "llama" && VocabularyHas(file, "<|start_header_id|>")) {
-    return ChatFormat::kLlama3;
+  const model::ArchSpec* spec = arch.ok() ? model::FindArch(*arch) : nullptr;
+  switch (spec != nullptr ? spec->chat : model::ChatFallback::kNone) {
+    case model::ChatFallback::kGemma:
+      return ChatFormat::kGemma;
+    case model::ChatFallback::kChatMl:
+      return ChatFormat::kChatMl;
+    case model::ChatFallback::kLlama3:
+      if (VocabularyHas(file, "<|start_header_id|>")) return ChatFormat::kLlama3;
+      break;
+    case model::ChatFallback::kNone:
+      break;
   }
   return UnimplementedError(
       "model '" + file.path() + "': cannot tell its chat template (" +

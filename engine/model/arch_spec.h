@@ -28,6 +28,11 @@ enum class EmbeddingScale { kNone, kSqrtEmbd };  // Gemma multiplies by sqrt(n_e
 // 1/sqrt(head_dim), and the logits are divided by .logit_scale (required;
 // the others are optional, 0 meaning off, as in llama.cpp).
 enum class Multipliers { kNone, kFromFile };
+// The chat template of a file whose tokenizer.chat_template is missing or
+// not one we recognise (chat.cc DetectChatFormat): the family's own when it
+// has one. kLlama3 holds only for a vocabulary with Llama 3's header tokens
+// (Llama 2 shares the architecture and has none).
+enum class ChatFallback { kNone, kGemma, kChatMl, kLlama3 };
 // What Q is multiplied by before attention (Multipliers::kFromFile's
 // attention.scale overrides either).
 enum class QueryScale {
@@ -116,6 +121,7 @@ struct ArchSpec {
   bool tied_output_fallback;  // use token_embd when output.weight is absent
   double default_rope_base_swa;
   std::vector<TensorSpec> tensors;
+  ChatFallback chat = ChatFallback::kNone;
 };
 
 // The spec for `arch`, or nullptr when no family declares it.

@@ -43,6 +43,7 @@ const ArchSpec& Gemma3Spec() {
               {Role::kFfnDown, "blk.%d.ffn_down.weight", true, {Dim::kFf, Dim::kEmbd}, true},
               {Role::kFfnPostNorm, "blk.%d.post_ffw_norm.weight", true, {Dim::kEmbd}, true},
           },
+      .chat = ChatFallback::kGemma,
   };
   return spec;
 }

@@ -43,6 +43,7 @@ const ArchSpec& LlamaSpec() {
               {Role::kFfnUp, "blk.%d.ffn_up.weight", true, {Dim::kEmbd, Dim::kFf}, true},
               {Role::kFfnDown, "blk.%d.ffn_down.weight", true, {Dim::kFf, Dim::kEmbd}, true},
           },
+      .chat = ChatFallback::kLlama3,
   };
   return spec;
 }

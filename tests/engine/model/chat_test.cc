@@ -64,6 +64,10 @@ TEST(ChatTemplate, DetectsFromTemplateOrFamily) {
       {"llama", "", {"a", "<|start_header_id|>"}, true, ChatFormat::kLlama3},
       {"llama", "", {"a", "b"}, false, ChatFormat::kGemma},        // Llama 2? cannot tell
       {"llama", "[INST]", {"a", "b"}, false, ChatFormat::kGemma},  // unknown template
+      // The family's own, from its architecture spec (arch_spec.h `chat`).
+      {"gemma3", "", {}, true, ChatFormat::kGemma},
+      {"phi3", "", {}, false, ChatFormat::kGemma},     // no fallback declared
+      {"mystery", "", {}, false, ChatFormat::kGemma},  // no such family
   };
   for (const Case& c : cases) {
     ellm::testing::GgufBuilder b;
