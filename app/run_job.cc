@@ -32,24 +32,41 @@ Status PublishFinished(store::JobStore& store, const std::string& job_id,
     return st;
   }
   const store::JobRecord& job = **read;
+  ELLM_ASSIGN_OR_RETURN(bool given_up, store.HasEvent(job_id, "publish_failed"));
+  if (given_up) return OkStatus();  // nothing more is sent for it
+  // A send that failed. A broker away, slow or busy is waited out however
+  // long it takes; any other refusal (a message too large, a topic it will
+  // not write) is counted, and past the bound the job is failed as
+  // publish_failed and the partition moves on.
+  auto undelivered = [&](const std::string& what, const Status& st) -> Status {
+    Log(options, LogLevel::kWarn, job_id,
+        what + (what == "result event" ? " not published yet: " : " not sent yet: ") +
+            st.ToString());
+    if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kResourceExhausted ||
+        st.code() == StatusCode::kDeadlineExceeded) {
+      return st;
+    }
+    ELLM_RETURN_IF_ERROR(store.AddEvent(job_id, "publish_error", what + ": " + st.ToString()));
+    ELLM_ASSIGN_OR_RETURN(int64_t errors, store.CountEvents(job_id, "publish_error"));
+    if (options.max_publish_attempts <= 0 || errors < options.max_publish_attempts) return st;
+    const std::string why = what + " could not be delivered after " + std::to_string(errors) +
+                            " attempts: " + st.ToString();
+    ELLM_RETURN_IF_ERROR(store.MarkPublishFailed(job_id, why));
+    Log(options, LogLevel::kError, job_id, "publish_failed: " + why);
+    return OkStatus();
+  };
   if (job.status == store::JobStatus::kFailed) {
     ELLM_ASSIGN_OR_RETURN(bool sent, store.HasEvent(job_id, "dead_lettered"));
     if (!sent) {
       Status st = DeadLetterOnce(store, job_id, job, publisher);
-      if (!st.ok()) {
-        Log(options, LogLevel::kWarn, job_id, "dead-letter copy not sent yet: " + st.ToString());
-        return st;
-      }
+      if (!st.ok()) return undelivered("dead-letter copy", st);
     }
   }
   ELLM_ASSIGN_OR_RETURN(bool published, store.HasEvent(job_id, "published"));
   if (!published) {
     auto where = publisher.Publish(job);
     Status st = where.ok() ? store.AddEvent(job_id, "published", *where) : where.status();
-    if (!st.ok()) {
-      Log(options, LogLevel::kWarn, job_id, "result event not published yet: " + st.ToString());
-      return st;
-    }
+    if (!st.ok()) return undelivered("result event", st);
   }
   return OkStatus();
 }

@@ -92,6 +92,7 @@ int RunKafka(Context& ctx) {
   runner_options.limits.allowed_roots = config.jobs.allowed_roots;
   runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
   runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
+  runner_options.max_publish_attempts = config.jobs.max_publish_attempts;
   const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +

@@ -73,13 +73,15 @@ StatusOr<std::string> KafkaResultPublisher::DeadLetter(const std::string& job_id
       {"ellm.source.offset", std::to_string(message_->offset)},
   };
   ELLM_RETURN_IF_ERROR(
-      producer_->Produce(dead_letter_topic_, message_->key, message_->payload, headers));
+      producer_->Produce(dead_letter_topic_, message_->key, message_->payload, headers)
+          .WithContext("dead-letter topic '" + dead_letter_topic_ + "'"));
   return dead_letter_topic_;
 }
 
 StatusOr<std::string> KafkaResultPublisher::Publish(const store::JobRecord& job) {
   std::string topic = job.reply_to.value_or(results_topic_);
-  ELLM_RETURN_IF_ERROR(producer_->Produce(topic, job.id, ResultEventJson(job)));
+  ELLM_RETURN_IF_ERROR(
+      producer_->Produce(topic, job.id, ResultEventJson(job)).WithContext("topic '" + topic + "'"));
   return topic;
 }
 
@@ -87,6 +89,7 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
   app::RunJobOptions o;
   o.publisher = publisher;
   o.crash_after_store_commit = options_.crash_after_store_commit;
+  o.max_publish_attempts = options_.max_publish_attempts;
   o.status = options_.status;
   o.on_finished = options_.on_finished;
   o.on_result = options_.on_result;

@@ -34,7 +34,8 @@ struct JobRunnerOptions {
   // Test-only fault injection: SIGKILL this process right after a result is
   // committed to SQLite, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
-  std::string worker;  // recorded with each attempt, e.g. "ellmd-host/1234"
+  int max_publish_attempts = 5;  // jobs.max_publish_attempts (app::RunJobOptions)
+  std::string worker;            // recorded with each attempt, e.g. "ellmd-host/1234"
   // Told what the runner is doing ("running job X", "idle"), for systemd's
   // STATUS= line. May be empty.
   std::function<void(const std::string&)> status;

@@ -318,6 +318,27 @@ StatusOr<bool> JobStore::HasEvent(const std::string& job_id, const std::string& 
   return q.Step();
 }
 
+StatusOr<int64_t> JobStore::CountEvents(const std::string& job_id, const std::string& kind) {
+  ELLM_ASSIGN_OR_RETURN(
+      auto q, Statement::Prepare(*db_, "SELECT COUNT(*) FROM events WHERE job_id=?1 AND kind=?2"));
+  q.Bind(1, std::string_view(job_id)).Bind(2, std::string_view(kind));
+  ELLM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : 0;
+}
+
+Status JobStore::MarkPublishFailed(const std::string& job_id, const std::string& error_message) {
+  Status st = InTransaction([&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(
+        auto up, Statement::Prepare(*db_, Sql("UPDATE jobs SET status='failed', "
+                                              "error_code='publish_failed', error_message=?2, "
+                                              "updated_at=NOW WHERE id=?1")));
+    up.Bind(1, std::string_view(job_id)).Bind(2, std::string_view(error_message));
+    ELLM_RETURN_IF_ERROR(up.Run());
+    return InsertEvent(*db_, job_id, "publish_failed", error_message);
+  });
+  return st.WithContext("job '" + job_id + "': cannot store that its events were not delivered");
+}
+
 StatusOr<std::vector<JobRecord>> JobStore::List(std::optional<JobStatus> status, int limit) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
                     (status ? " WHERE status=?1" : "") +

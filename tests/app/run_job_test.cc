@@ -245,6 +245,83 @@ TEST_F(RunJobTest, PublishFailureKeepsTheOutcomeAndTheRetryPublishesOnce) {
   EXPECT_EQ(publisher_.published.size(), 1u);
 }
 
+// A result event the broker keeps refusing (a topic it will not write, a
+// message too large) must not hold the partition: after
+// max_publish_attempts deliveries the job fails as publish_failed, its
+// result kept, and the message can be committed.
+TEST_F(RunJobTest, AnEventThatCannotBeDeliveredEndsAsPublishFailedAfterTheBound) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("kept"); });
+  publisher_.fail_publish = InvalidArgumentError("topic 'replies': Broker: Message size too large");
+  RunJobOptions o = Options();
+  o.max_publish_attempts = 3;
+  std::atomic<bool> cancel{false};
+  for (int i = 1; i <= 2; ++i) {
+    JobRun r = Run(p, "j1", cancel, o);
+    EXPECT_EQ(r.outcome, JobOutcome::kRetryLater) << i;
+    EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded) << i;
+    EXPECT_EQ(Events("j1", "publish_error"), i);
+  }
+  JobRun last = Run(p, "j1", cancel, o);
+  EXPECT_EQ(last.outcome, JobOutcome::kDone);  // the partition moves on
+  EXPECT_TRUE(last.error.ok()) << last.error.ToString();
+  store::JobRecord j = Get("j1");
+  EXPECT_EQ(j.status, JobStatus::kFailed);
+  EXPECT_EQ(j.error_code, "publish_failed");
+  EXPECT_NE(j.error_message.find("after 3 attempts"), std::string::npos) << j.error_message;
+  EXPECT_NE(j.error_message.find("topic 'replies'"), std::string::npos) << j.error_message;
+  ASSERT_TRUE(j.result.has_value());  // the work is not lost
+  EXPECT_EQ(j.result->output_text, "kept");
+  EXPECT_EQ(Events("j1", "publish_failed"), 1);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_NE(log_.find("job=j1 publish_failed: result event could not be delivered"),
+            std::string::npos)
+      << log_;
+  // Delivered again later: nothing more is tried or changed.
+  publisher_.fail_publish = OkStatus();
+  JobRun again = Run(p, "j1", cancel, o);
+  EXPECT_EQ(again.outcome, JobOutcome::kDone);
+  EXPECT_TRUE(publisher_.published.empty());
+  EXPECT_EQ(Events("j1", "publish_failed"), 1);
+}
+
+// A broker away is waited out however long it takes: no job is given up
+// because of an outage.
+TEST_F(RunJobTest, ABrokerOutageIsNeverCountedTowardsTheBound) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("kept"); });
+  RunJobOptions o = Options();
+  o.max_publish_attempts = 2;
+  std::atomic<bool> cancel{false};
+  for (Status transient :
+       {UnavailableError("all brokers down"), DeadlineExceededError("no delivery report"),
+        ResourceExhaustedError("queue full"), UnavailableError("again")}) {
+    publisher_.fail_publish = transient;
+    EXPECT_EQ(Run(p, "j1", cancel, o).outcome, JobOutcome::kRetryLater);
+  }
+  EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded);
+  EXPECT_EQ(Events("j1", "publish_error"), 0);
+  publisher_.fail_publish = OkStatus();
+  EXPECT_EQ(Run(p, "j1", cancel, o).outcome, JobOutcome::kDone);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+}
+
+TEST_F(RunJobTest, ADeadLetterCopyThatCannotBeDeliveredIsBoundedToo) {
+  FakeProcessor p([](auto&, auto&) {
+    return ProcessorResult::Failed("document.encrypted", "a.pdf is encrypted");
+  });
+  publisher_.fail_dead_letter = InternalError("dead-letter topic 'dlq': unknown topic");
+  RunJobOptions o = Options();
+  o.max_publish_attempts = 2;
+  std::atomic<bool> cancel{false};
+  EXPECT_EQ(Run(p, "j1", cancel, o).outcome, JobOutcome::kRetryLater);
+  EXPECT_EQ(Run(p, "j1", cancel, o).outcome, JobOutcome::kDone);
+  store::JobRecord j = Get("j1");
+  EXPECT_EQ(j.error_code, "publish_failed");
+  EXPECT_NE(j.error_message.find("dead-letter copy could not be delivered after 2 attempts"),
+            std::string::npos)
+      << j.error_message;
+  EXPECT_TRUE(publisher_.published.empty());  // given up: no result event either
+}
+
 TEST_F(RunJobTest, PipelineErrorFailsTheJobAndDeadLettersIt) {
   FakeProcessor p([](auto&, auto&) {
     return ProcessorResult::Failed("document.encrypted", "a.pdf is encrypted");

@@ -79,6 +79,10 @@ struct JobsConfig {
   int max_documents = 32;
   // Starts of one job (crashes, lost partitions) before it is failed.
   int max_attempts = 3;
+  // Deliveries of a finished job whose result event or dead-letter copy the
+  // broker refuses, before the job is failed as publish_failed and its
+  // partition moves on.
+  int max_publish_attempts = 5;
   Status Validate() const;
 };
 

@@ -13,8 +13,15 @@
 //      store; a failed job without a `dead_lettered` event gets its
 //      dead-letter copy sent, then the event recorded; a job without a
 //      `published` event gets its result event sent, then the event
-//      recorded. Any error is kRetryLater, and the next call finds the
-//      outcome stored (step 1) and sends only what is missing.
+//      recorded. An error is kRetryLater, and the next call finds the
+//      outcome stored (step 1) and sends only what is missing. A broker
+//      away, timing out or busy (Unavailable, DeadlineExceeded,
+//      ResourceExhausted) is waited out without limit; any other refusal is
+//      recorded as a `publish_error` event, and after max_publish_attempts
+//      of them the job is failed with error_code publish_failed (its result
+//      kept) and kDone: an event that cannot be delivered (a topic that
+//      refuses it, a message larger than the broker takes) must not hold
+//      its partition.
 //
 // kDone means the outcome is durable and every event acknowledged: the
 // daemon may commit the message's offset. The Kafka side (parsing the
@@ -60,6 +67,10 @@ enum class LogLevel { kInfo, kWarn, kError };
 
 struct RunJobOptions {
   ResultPublisher* publisher = nullptr;  // none: the outcome is only stored
+  // Deliveries of a finished job whose events the broker refuses (not
+  // transient errors) before it is given up as publish_failed (the
+  // consumer backs off between them).
+  int max_publish_attempts = 5;
   // Test-only fault injection: SIGKILL this process right after a success is
   // committed to the store, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;

@@ -141,6 +141,12 @@ class JobStore {
 
   Status AddEvent(const std::string& job_id, const std::string& kind, const std::string& detail);
   StatusOr<bool> HasEvent(const std::string& job_id, const std::string& kind);
+  StatusOr<int64_t> CountEvents(const std::string& job_id, const std::string& kind);
+
+  // A finished job whose events could not be delivered: status failed with
+  // error_code publish_failed and `error_message`, its result (if any)
+  // kept, and a `publish_failed` event, in one transaction.
+  Status MarkPublishFailed(const std::string& job_id, const std::string& error_message);
 
   // Newest first; `status` filters when set.
   StatusOr<std::vector<JobRecord>> List(std::optional<JobStatus> status, int limit = 100);
