@@ -481,6 +481,8 @@ def statements(summary):
         # A Contents line's heading and pages ("4. Fuzz Testing (pp. 3-6): ")
         # are the document's own words, not a statement.
         line = re.sub(r"^[^\n]{0,160}?\((?:pp?\.) [\d\-\u2013]+\):\s*", "", line)
+        if re.fullmatch(r"[^\n]{0,160}?\((?:pp?\.) [\d\-\u2013]+\)", line):
+            continue  # a Contents line with nothing said about its section
         # A citation after the full stop belongs to the sentence before it.
         for sent in re.split(r"(?<=[.!?\]])\s+(?=[A-Z\"(])", line):
             # The label of a Contents line's computed key terms is ours.
