@@ -98,6 +98,8 @@ FIGURE = re.compile(r"(?:(EUR|USD|GBP|€|\$|£)\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.
                     r"(?:\s?(%|percent|thousand|million|billion|bn|mn|m|k)\b|(%))?"
                     r"(?:\s(days|months|years|weeks))?", re.I)
 DATE = re.compile(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{4})\b")
+# "January 8, 2027", as models trained on US text write dates.
+DATE_US = re.compile(r"\b(" + "|".join(MONTHS) + r") (\d{1,2}),? (\d{4})\b")
 
 
 def figures(text):
@@ -106,6 +108,9 @@ def figures(text):
     taken = []
     for m in DATE.finditer(text):
         out.append(("date", f"{m.group(3)}-{MONTHS.index(m.group(2)) + 1:02d}-{int(m.group(1)):02d}"))
+        taken.append(m.span())
+    for m in DATE_US.finditer(text):
+        out.append(("date", f"{m.group(3)}-{MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"))
         taken.append(m.span())
     for m in FIGURE.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
