@@ -54,8 +54,11 @@ StatusOr<ingest::Document> LoadJobDocument(const ingest::JobDocument& doc,
       written = ResourceExhaustedError("cannot write inline document '" + doc.name + "' to " +
                                        tmpl + " (disk full?)");
   }
-  StatusOr<ingest::Document> d = written;
-  if (written.ok()) d = ingest::ExtractDocument(path, options);
+  if (!written.ok()) {
+    std::filesystem::remove_all(tmpl, ec);
+    return written;
+  }
+  StatusOr<ingest::Document> d = ingest::ExtractDocument(path, options);
   std::filesystem::remove_all(tmpl, ec);
   if (d.ok()) d->metadata.source = doc.Label();
   return d;
