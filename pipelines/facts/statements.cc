@@ -439,6 +439,7 @@ std::map<std::string, TermCount> CountTerms(const OutlineEntry& e) {
 }  // namespace
 
 std::vector<std::vector<KeyTerm>> SectionKeyTerms(const std::vector<OutlineEntry>& outline, int k) {
+  if (k <= 0) return std::vector<std::vector<KeyTerm>>(outline.size());
   std::vector<std::map<std::string, TermCount>> counts;
   std::map<std::string, int> df;
   for (const OutlineEntry& e : outline) {
@@ -447,7 +448,7 @@ std::vector<std::vector<KeyTerm>> SectionKeyTerms(const std::vector<OutlineEntry
   }
   const double n = static_cast<double>(outline.size());
   std::vector<std::vector<KeyTerm>> out(outline.size());
-  for (size_t i = 0; i < outline.size() && k > 0; ++i) {
+  for (size_t i = 0; i < outline.size(); ++i) {
     struct Scored {
       double score;
       size_t first;
