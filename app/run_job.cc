@@ -72,7 +72,7 @@ Status PublishFinished(store::JobStore& store, const std::string& job_id,
 }
 
 JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const store::NewJob& job,
-              const ingest::JobMessage& request, const std::atomic<bool>& cancel,
+              const pipelines::PipelineRequest& request, const std::atomic<bool>& cancel,
               const RunJobOptions& options) {
   JobRun run;
   // Step 4 for every path that reaches a stored outcome.
@@ -116,11 +116,11 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
   run.ran = true;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options.status) options.status("idle");
-  const pipelines::ProcessorResult& r = run.result;
+  const pipelines::PipelineResult& r = run.result;
   if (!r.cancelled && options.on_finished) {
     options.on_finished(job.pipeline, r.output.has_value(), run.seconds);
   }
-  if (r.output && options.on_result) options.on_result(r.output->result);
+  if (r.output && options.on_result) options.on_result(*r.output);
   if (r.cancelled) {
     Log(options, LogLevel::kWarn, job.id, "cancelled; it will run again");
     run.outcome = JobOutcome::kRetryLater;
@@ -128,15 +128,14 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
   }
 
   if (r.output) {
-    auto stored = store.Succeed(job.id, r.output->documents, r.output->result);
+    auto stored = store.Succeed(job.id, ToDocumentRecords(*r.output), ToResultRecord(*r.output));
     if (!stored.ok()) return retry(stored.status());
     if (options.crash_after_store_commit) {
       Log(options, LogLevel::kWarn, job.id, "ELLM_TEST_CRASH_AFTER_STORE: killing the process now");
       raise(SIGKILL);
     }
     run.status = store::JobStatus::kSucceeded;
-    Log(options, LogLevel::kInfo, job.id,
-        "succeeded: " + r.output->result.output_text.substr(0, 200));
+    Log(options, LogLevel::kInfo, job.id, "succeeded: " + r.output->output_text.substr(0, 200));
   } else {
     Log(options, LogLevel::kWarn, job.id, "failed (" + r.error_code + "): " + r.error);
     auto stored = store.Fail(job, r.error_code, r.error);
@@ -144,6 +143,35 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
     run.status = store::JobStatus::kFailed;
   }
   return finish();
+}
+
+pipelines::PipelineRequest ToPipelineRequest(const ingest::JobMessage& message) {
+  return {message.id, message.documents, message.params_json};
+}
+
+store::ResultRecord ToResultRecord(const pipelines::PipelineOutput& o) {
+  store::ResultRecord r;
+  r.output_text = o.output_text;
+  r.output_json = o.output_json;
+  r.model_fingerprint = o.model_fingerprint;
+  r.pipeline_name = o.pipeline_name;
+  r.pipeline_version = o.pipeline_version;
+  r.strategy = o.strategy;
+  r.prompt_tokens = o.prompt_tokens;
+  r.generated_tokens = o.generated_tokens;
+  r.prefill_ms = o.prefill_ms;
+  r.decode_ms = o.decode_ms;
+  r.constraint_ms = o.constraint_ms;
+  return r;
+}
+
+std::vector<store::DocumentRecord> ToDocumentRecords(const pipelines::PipelineOutput& output) {
+  std::vector<store::DocumentRecord> records;
+  records.reserve(output.documents.size());
+  for (const pipelines::DocumentSummary& d : output.documents) {
+    records.push_back({d.ordinal, d.label, d.sha256, d.page_count, d.token_count});
+  }
+  return records;
 }
 
 }  // namespace ellm::app

@@ -169,8 +169,9 @@ class UnreadableDocuments : public pipelines::Processor {
       : name_(std::move(pipeline)), why_(std::move(why)) {}
   const std::string& name() const override { return name_; }
   const std::string& version() const override { return version_; }
-  pipelines::ProcessorResult Run(const ingest::JobMessage&, const std::atomic<bool>&) override {
-    return pipelines::ProcessorResult::Failed("document_not_found", why_.message());
+  pipelines::PipelineResult Run(const pipelines::PipelineRequest&,
+                                const std::atomic<bool>&) override {
+    return pipelines::PipelineResult::Failed("document_not_found", why_.message());
   }
 
  private:
@@ -199,9 +200,8 @@ Status Run(const Flags& f, int* failures) {
                      std::nullopt,
                      {"batch:" + m.id, -1, int64_t(i)},
                      "ellm-batch/" + std::to_string(getpid())};
-    ingest::JobMessage job;
-    job.id = id;
-    job.pipeline = item.pipeline;
+    pipelines::PipelineRequest job;
+    job.job_id = id;
     // A document that cannot be found fails its item (after Begin, so that a
     // finished item is skipped even when its documents are gone).
     auto docs = LocalDocuments(item.documents);
@@ -219,13 +219,12 @@ Status Run(const Flags& f, int* failures) {
                   std::string(store::JobStatusName(run.status)).c_str());
       continue;
     }
-    const pipelines::ProcessorResult& r = run.result;
+    const pipelines::PipelineResult& r = run.result;
     if (r.output) {
       ++done;
       std::printf("%-40s succeeded (%s, %lld+%lld tokens)\n", id.c_str(),
-                  r.output->result.strategy.c_str(),
-                  static_cast<long long>(r.output->result.prompt_tokens),
-                  static_cast<long long>(r.output->result.generated_tokens));
+                  r.output->strategy.c_str(), static_cast<long long>(r.output->prompt_tokens),
+                  static_cast<long long>(r.output->generated_tokens));
     } else {
       ++*failures;
       std::printf("%-40s failed: %s: %s\n", id.c_str(), r.error_code.c_str(), r.error.c_str());

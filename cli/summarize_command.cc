@@ -34,8 +34,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
     return InvalidArgumentError("give at least " + std::to_string(min_files) + " file(s)");
   }
   std::string pipeline = f.Get("pipeline", default_pipeline);
-  ingest::JobMessage job;
-  job.pipeline = pipeline;
+  pipelines::PipelineRequest job;
   if (f.Has("params")) {
     // As a Kafka job's "params": the prompt's {{params.*}} and per-job
     // settings such as single_pass_max_tokens.
@@ -50,25 +49,25 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   ProgressLine line(isatty(2) && !f.Has("json"));
   processor->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
 
-  job.id = "cli-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  store::NewJob nj{job.id,       pipeline,        job.params_json,
+  job.job_id = "cli-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  store::NewJob nj{job.job_id,   pipeline,        job.params_json,
                    std::nullopt, {"cli", -1, -1}, "ellm/" + std::to_string(getpid())};
   std::atomic<bool> cancel{false};
   app::JobRun run = app::RunJob(*rt->store, *processor, nj, job, cancel, {});
   line.Clear();
-  const pipelines::ProcessorResult& r = run.result;
+  const pipelines::PipelineResult& r = run.result;
   if (run.ran && !r.output && !r.cancelled) {
     return Status(StatusCode::kFailedPrecondition, r.error_code + ": " + r.error);
   }
   ELLM_RETURN_IF_ERROR(run.error);
   if (!run.ran || !r.output) {
-    return InternalError("job " + job.id + " did not run (" +
+    return InternalError("job " + job.job_id + " did not run (" +
                          std::string(store::JobStatusName(run.status)) + ")");
   }
   const double seconds = run.seconds;
-  const store::ResultRecord& res = r.output->result;
+  const pipelines::PipelineOutput& res = *r.output;
   if (f.Has("json")) {
-    nlohmann::json out = {{"id", job.id},
+    nlohmann::json out = {{"id", job.job_id},
                           {"pipeline", pipeline},
                           {"text", res.output_text},
                           {"strategy", res.strategy},
@@ -85,13 +84,13 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
     std::cout << res.output_text << "\n";
   }
   std::cout.flush();
-  std::fprintf(stderr,
-               "%s: %s; %lld prompt tokens (prefill %.1f s), %lld generated (%.1f s); %.1f s "
-               "in all; stored as job %s in %s\n",
-               pipeline.c_str(), res.strategy.c_str(), static_cast<long long>(res.prompt_tokens),
-               static_cast<double>(res.prefill_ms) / 1000.0,
-               static_cast<long long>(res.generated_tokens),
-               static_cast<double>(res.decode_ms) / 1000.0, seconds, job.id.c_str(), db.c_str());
+  std::fprintf(
+      stderr,
+      "%s: %s; %lld prompt tokens (prefill %.1f s), %lld generated (%.1f s); %.1f s "
+      "in all; stored as job %s in %s\n",
+      pipeline.c_str(), res.strategy.c_str(), static_cast<long long>(res.prompt_tokens),
+      static_cast<double>(res.prefill_ms) / 1000.0, static_cast<long long>(res.generated_tokens),
+      static_cast<double>(res.decode_ms) / 1000.0, seconds, job.job_id.c_str(), db.c_str());
   return OkStatus();
 }
 

@@ -108,7 +108,7 @@ int RunKafka(Context& ctx) {
     ctx.metrics->SetKvBytes(static_cast<int64_t>(kv.resident_bytes),
                             static_cast<int64_t>(kv.spilled_bytes));
   };
-  runner_options.on_result = [&ctx, kv_gauges](const ellm::store::ResultRecord& r) {
+  runner_options.on_result = [&ctx, kv_gauges](const ellm::pipelines::PipelineOutput& r) {
     ctx.metrics->Generation(r.prompt_tokens, r.prefill_ms, r.generated_tokens, r.decode_ms);
     kv_gauges();  // the last job's KV: resident now, spilled during it
   };

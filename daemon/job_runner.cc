@@ -157,7 +157,8 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
   pipelines::Processor* processor = registry_->Find(m.pipeline);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
                                  options_.dead_letter_topic);
-  app::JobRun run = app::RunJob(*store_, *processor, job, m, cancel, RunOptions(&publisher));
+  app::JobRun run = app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel,
+                                RunOptions(&publisher));
   return run.outcome == app::JobOutcome::kDone ? HandleOutcome::kCommit
                                                : HandleOutcome::kRetryLater;
 }

@@ -47,7 +47,7 @@ struct JobRunnerOptions {
   // Told about every finished job (pipeline, succeeded, seconds) and every
   // result's token counts and timings. May be empty.
   std::function<void(const std::string&, bool, double)> on_finished;
-  std::function<void(const store::ResultRecord&)> on_result;
+  std::function<void(const pipelines::PipelineOutput&)> on_result;
 };
 
 class JobRunner : public ingest::JobHandler {

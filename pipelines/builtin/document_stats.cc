@@ -26,26 +26,26 @@ class DocumentStats : public Processor {
   const std::string& name() const override { return name_; }
   const std::string& version() const override { return version_; }
 
-  ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override {
+  PipelineResult Run(const PipelineRequest& job, const std::atomic<bool>& cancel) override {
     auto params = nlohmann::json::parse(job.params_json, nullptr, false);
     int64_t hold_ms = 0;
     if (params.is_object() && params.contains("hold_ms")) {
       if (!params["hold_ms"].is_number_integer() || params["hold_ms"].get<int64_t>() < 0) {
-        return ProcessorResult::Failed("invalid_params",
-                                       "params.hold_ms must be a non-negative integer");
+        return PipelineResult::Failed("invalid_params",
+                                      "params.hold_ms must be a non-negative integer");
       }
       hold_ms = params["hold_ms"].get<int64_t>();
     }
     auto started = std::chrono::steady_clock::now();
-    ProcessorOutput out;
+    PipelineOutput out;
     nlohmann::json stats = nlohmann::json::array();
     int64_t total_words = 0, total_pages = 0;
     for (size_t i = 0; i < job.documents.size(); ++i) {
-      if (cancel.load()) return ProcessorResult::Cancelled();
+      if (cancel.load()) return PipelineResult::Cancelled();
       const ingest::JobDocument& jd = job.documents[i];
       auto doc = LoadJobDocument(jd, options_);
       if (!doc.ok()) {
-        return ProcessorResult::Failed(
+        return PipelineResult::Failed(
             DocumentErrorCode(doc.status()),
             "document " + std::to_string(i) + " ('" + jd.Label() + "'): " + doc.status().message());
       }
@@ -68,19 +68,18 @@ class DocumentStats : public Processor {
     }
     auto hold_until = started + std::chrono::milliseconds(hold_ms);
     while (std::chrono::steady_clock::now() < hold_until) {
-      if (cancel.load()) return ProcessorResult::Cancelled();
+      if (cancel.load()) return PipelineResult::Cancelled();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    store::ResultRecord& r = out.result;
-    r.output_text = std::to_string(job.documents.size()) + " document(s), " +
-                    std::to_string(total_pages) + " page(s), " + std::to_string(total_words) +
-                    " word(s)";
-    r.output_json = nlohmann::json{{"documents", stats}}.dump();
-    r.model_fingerprint = "none";
-    r.pipeline_name = name_;
-    r.pipeline_version = version_;
-    r.strategy = "extract-only";
-    ProcessorResult result;
+    out.output_text = std::to_string(job.documents.size()) + " document(s), " +
+                      std::to_string(total_pages) + " page(s), " + std::to_string(total_words) +
+                      " word(s)";
+    out.output_json = nlohmann::json{{"documents", stats}}.dump();
+    out.model_fingerprint = "none";
+    out.pipeline_name = name_;
+    out.pipeline_version = version_;
+    out.strategy = "extract-only";
+    PipelineResult result;
     result.output = std::move(out);
     return result;
   }

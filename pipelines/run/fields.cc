@@ -42,11 +42,9 @@ ordered_json Faithfulness(const std::vector<FieldValue>& values) {
 
 }  // namespace
 
-ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
-                                                 const PipelineDoc& doc,
-                                                 const std::atomic<bool>& cancel,
-                                                 store::ResultRecord* r,
-                                                 std::vector<FieldValue>* values) {
+PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, const PipelineDoc& doc,
+                                                const std::atomic<bool>& cancel, PipelineOutput* r,
+                                                std::vector<FieldValue>* values) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<Page> pages = SplitPages(doc.text);
   std::vector<TextGenerator::Section> sections;
@@ -58,16 +56,16 @@ ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
   PipelineDoc empty = doc;
   empty.text.clear();
   auto overhead = RenderTemplate(spec_.prompt_template, Vars({empty}, job.params_json));
-  if (!overhead.ok()) return ProcessorResult::Failed("pipeline_error", overhead.status().message());
+  if (!overhead.ok()) return PipelineResult::Failed("pipeline_error", overhead.status().message());
   const int64_t available =
       generator_->context() - answer_room - count(*overhead) - count(spec_.system_prompt) - kMargin;
   std::vector<std::string> chunks = {doc.text};
   if (doc.tokens > available) {
     if (spec_.overflow == OverflowStrategy::kFail || available < 64) {
-      return ProcessorResult::Failed("context_overflow",
-                                     "'" + doc.title + "' has " + std::to_string(doc.tokens) +
-                                         " tokens; the context leaves room for " +
-                                         std::to_string(std::max<int64_t>(available, 0)));
+      return PipelineResult::Failed("context_overflow",
+                                    "'" + doc.title + "' has " + std::to_string(doc.tokens) +
+                                        " tokens; the context leaves room for " +
+                                        std::to_string(std::max<int64_t>(available, 0)));
     }
     // Each field is asked of every chunk; the first answer found in the
     // document wins (a value is on some page, not spread over the text).
@@ -79,15 +77,15 @@ ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
     PipelineDoc part = doc;
     part.text = chunks[k];
     auto prompt = RenderTemplate(spec_.prompt_template, Vars({part}, job.params_json));
-    if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+    if (!prompt.ok()) return PipelineResult::Failed("pipeline_error", prompt.status().message());
     // The document's block may recur in other jobs (a contract compared
     // with several others): offer it to the prefix cache.
     size_t shared = prompt->find(part.text);
     shared = shared == std::string::npos ? 0 : shared + part.text.size();
     auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
                                           spec_.generation, sections, cancel, progress_, shared);
-    if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-    if (g->cancelled) return ProcessorResult::Cancelled();
+    if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+    if (g->cancelled) return PipelineResult::Cancelled();
     AddGeneration(*r, *g);
     for (size_t i = 0; i < spec_.fields.size() && i < g->sections.size(); ++i) {
       FieldValue v = ResolveField(spec_.fields[i], g->sections[i], pages);
@@ -107,14 +105,14 @@ ProcessorResult PipelineProcessor::ExtractFields(const ingest::JobMessage& job,
   return {};
 }
 
-ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
-                                             const std::vector<PipelineDoc>& docs,
-                                             ProcessorOutput out, const std::atomic<bool>& cancel) {
-  store::ResultRecord& r = out.result;
+PipelineResult PipelineProcessor::RunFields(const PipelineRequest& job,
+                                            const std::vector<PipelineDoc>& docs,
+                                            PipelineOutput out, const std::atomic<bool>& cancel) {
+  PipelineOutput& r = out;
   r.strategy = "single-pass";
   std::vector<std::vector<FieldValue>> values(docs.size());
   for (size_t d = 0; d < docs.size(); ++d) {
-    ProcessorResult step = ExtractFields(job, docs[d], cancel, &r, &values[d]);
+    PipelineResult step = ExtractFields(job, docs[d], cancel, &r, &values[d]);
     if (step.cancelled || !step.error_code.empty()) return step;
   }
   ordered_json result = ordered_json::object();
@@ -138,8 +136,8 @@ ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
                       {"a", fa[name]},
                       {"b", fb[name]}});
     }
-    const std::string name_a = FileName(out.documents[0].path);
-    const std::string name_b = FileName(out.documents[1].path);
+    const std::string name_a = FileName(out.documents[0].label);
+    const std::string name_b = FileName(out.documents[1].label);
     result["documents"] = {{"A", name_a}, {"B", name_b}};
     result["comparison"] = std::move(rows);
     result["faithfulness"] = {{"A", Faithfulness(a)}, {"B", Faithfulness(b)}};
@@ -151,7 +149,7 @@ ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
           spec_.differences_prompt,
           {{"differences", differences}, {"title_a", docs[0].title}, {"title_b", docs[1].title}});
       if (!prompt.ok()) {
-        return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+        return PipelineResult::Failed("pipeline_error", prompt.status().message());
       }
       GenerationSettings settings = spec_.generation;
       settings.max_tokens = spec_.differences_max_tokens;
@@ -159,8 +157,8 @@ ProcessorResult PipelineProcessor::RunFields(const ingest::JobMessage& job,
       auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, settings,
                                             {{spec_.differences_lead, settings.max_tokens}}, cancel,
                                             progress_);
-      if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-      if (g->cancelled) return ProcessorResult::Cancelled();
+      if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+      if (g->cancelled) return PipelineResult::Cancelled();
       AddGeneration(r, *g);
       int dropped = 0;
       const std::string prose = KeepSupportedSentences(g->text, differences, &dropped);

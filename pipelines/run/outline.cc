@@ -57,10 +57,10 @@ std::string Pages(const OutlineEntry& e) {
 
 }  // namespace
 
-ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
-                                           const std::atomic<bool>& cancel, store::ResultRecord* r,
-                                           std::string* text, ordered_json* json,
-                                           std::vector<std::string>* figures) {
+PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
+                                          const std::atomic<bool>& cancel, PipelineOutput* r,
+                                          std::string* text, ordered_json* json,
+                                          std::vector<std::string>* figures) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const std::vector<OutlineEntry> outline = DocumentOutline(pages);
   const std::vector<std::vector<KeyTerm>> terms = SectionKeyTerms(outline, spec_.outline_terms);
@@ -70,7 +70,7 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
   settings.max_tokens = kGistTokens;
   settings.stop = {". ", ".\n", "\n"};
   for (size_t i = 0; i < outline.size(); ++i) {
-    if (cancel.load()) return ProcessorResult::Cancelled();
+    if (cancel.load()) return PipelineResult::Cancelled();
     const OutlineEntry& e = outline[i];
     if (progress_) {
       progress_({"outline " + std::to_string(i + 1) + "/" + std::to_string(outline.size()),
@@ -86,8 +86,8 @@ ProcessorResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::ve
     auto g = generator_->GenerateSections(
         spec_.system_prompt, head + body + tail, spec_.format, settings,
         {{kLead, kGistTokens}, {kFigureLead, kFigureTokens, {"\n"}}}, cancel, nullptr);
-    if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-    if (g->cancelled) return ProcessorResult::Cancelled();
+    if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+    if (g->cancelled) return PipelineResult::Cancelled();
     AddGeneration(*r, *g);
     std::string gist = g->sections.empty() ? "" : Trim(kLead + g->sections[0]);
     if (!gist.empty() && gist.back() != '.') gist += ".";

@@ -9,7 +9,7 @@
 
 #include "ellm/pipelines/generator.h"
 #include "ellm/pipelines/pipeline_processor.h"
-#include "ellm/store/job_store.h"
+#include "ellm/pipelines/processor.h"
 
 namespace ellm::pipelines::internal {
 
@@ -17,7 +17,7 @@ namespace ellm::pipelines::internal {
 constexpr int64_t kMargin = 32;
 
 // Adds a generation's token counts and times to a result.
-void AddGeneration(store::ResultRecord& r, const Generation& g);
+void AddGeneration(PipelineOutput& r, const Generation& g);
 
 // The prompt placeholders' values for `docs` and the job's params.
 std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,

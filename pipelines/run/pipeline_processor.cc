@@ -13,7 +13,7 @@
 namespace ellm::pipelines {
 namespace internal {
 
-void AddGeneration(store::ResultRecord& r, const Generation& g) {
+void AddGeneration(PipelineOutput& r, const Generation& g) {
   r.prompt_tokens += g.prompt_tokens;
   r.generated_tokens += g.generated_tokens;
   r.prefill_ms += g.prefill_ms;
@@ -428,19 +428,18 @@ PipelineProcessor::PipelineProcessor(PipelineSpec spec, TextGenerator* generator
                                      ingest::ExtractOptions extract)
     : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {}
 
-ProcessorResult PipelineProcessor::Load(const ingest::JobMessage& job,
-                                        const std::atomic<bool>& cancel,
-                                        std::vector<PipelineDoc>* docs, ProcessorOutput* out) {
+PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::atomic<bool>& cancel,
+                                       std::vector<PipelineDoc>* docs, PipelineOutput* out) {
   const int n = static_cast<int>(job.documents.size());
   for (int i = 0; i < n; ++i) {
-    if (cancel.load()) return ProcessorResult::Cancelled();
+    if (cancel.load()) return PipelineResult::Cancelled();
     if (progress_) progress_({"extract", i, n});
     const ingest::JobDocument& jd = job.documents[i];
     auto doc = LoadJobDocument(jd, extract_);
     if (!doc.ok()) {
-      return ProcessorResult::Failed(DocumentErrorCode(doc.status()),
-                                     "document " + std::to_string(i + 1) + " ('" + jd.Label() +
-                                         "'): " + doc.status().message());
+      return PipelineResult::Failed(DocumentErrorCode(doc.status()),
+                                    "document " + std::to_string(i + 1) + " ('" + jd.Label() +
+                                        "'): " + doc.status().message());
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
@@ -477,10 +476,10 @@ std::vector<TextGenerator::Section> PipelineProcessor::GeneratorSections() const
   return sections;
 }
 
-ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
-                                             const std::string& params_json,
-                                             const std::atomic<bool>& cancel,
-                                             store::ResultRecord* r, MappedLines* mapped) {
+PipelineResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
+                                            const std::string& params_json,
+                                            const std::atomic<bool>& cancel, PipelineOutput* r,
+                                            MappedLines* mapped) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
   const int64_t per_doc = available / static_cast<int64_t>(docs.size());
   GenerationSettings map_settings = spec_.generation;
@@ -497,22 +496,22 @@ ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int
                                                   spec_.map_max_tokens -
                                                   count(spec_.system_prompt) - kMargin;
   if (chunk_budget < 64) {
-    return ProcessorResult::Failed("context_overflow", "the context is too small for the map step");
+    return PipelineResult::Failed("context_overflow", "the context is too small for the map step");
   }
   const bool prefix_bullet = Trim(spec_.map_prompt).ends_with("-");
   int levels = 0, chunks_total = 0;
   while (TotalTokens(docs) > available) {
     if (++levels > kMaxLevels) {
-      return ProcessorResult::Failed("context_overflow", "the notes still do not fit after " +
-                                                             std::to_string(kMaxLevels) +
-                                                             " levels of map-reduce");
+      return PipelineResult::Failed("context_overflow", "the notes still do not fit after " +
+                                                            std::to_string(kMaxLevels) +
+                                                            " levels of map-reduce");
     }
     for (PipelineDoc& d : docs) {
       if (d.tokens <= per_doc) continue;
       std::vector<std::string> chunks = SplitForBudget(d.text, chunk_budget, count);
       std::string notes;
       for (size_t k = 0; k < chunks.size(); ++k) {
-        if (cancel.load()) return ProcessorResult::Cancelled();
+        if (cancel.load()) return PipelineResult::Cancelled();
         const std::string part = std::to_string(k + 1), parts = std::to_string(chunks.size());
         if (progress_) {
           progress_({"map " + part + "/" + parts, static_cast<int64_t>(k),
@@ -527,15 +526,15 @@ ProcessorResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int
                       spec_.map_prompt,
                       {{"chunk", chunks[k]}, {"part", part}, {"parts", parts}, {"title", d.title}});
         if (!prompt.ok()) {
-          return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+          return PipelineResult::Failed("pipeline_error", prompt.status().message());
         }
         auto g = section_wise ? generator_->GenerateSections(spec_.system_prompt, *prompt,
                                                              spec_.format, spec_.generation,
                                                              GeneratorSections(), cancel, nullptr)
                               : generator_->Generate(spec_.system_prompt, *prompt, spec_.format,
                                                      map_settings, cancel, nullptr);
-        if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-        if (g->cancelled) return ProcessorResult::Cancelled();
+        if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+        if (g->cancelled) return PipelineResult::Cancelled();
         AddGeneration(*r, *g);
         std::string note = Trim(g->text);
         if (section_wise) {
@@ -597,18 +596,17 @@ std::pair<std::string, int64_t> PipelineProcessor::SinglePassLimit(
   return {"", 0};
 }
 
-ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
-                                       const std::atomic<bool>& cancel) {
+PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::atomic<bool>& cancel) {
   const int n = static_cast<int>(job.documents.size());
   if (n < spec_.min_documents || n > spec_.max_documents) {
-    return ProcessorResult::Failed(
+    return PipelineResult::Failed(
         "invalid_documents",
         "pipeline '" + spec_.name + "' takes " + std::to_string(spec_.min_documents) + " to " +
             std::to_string(spec_.max_documents) + " documents, got " + std::to_string(n));
   }
-  ProcessorOutput out;
+  PipelineOutput out;
   std::vector<PipelineDoc> docs;
-  ProcessorResult loaded = Load(job, cancel, &docs, &out);
+  PipelineResult loaded = Load(job, cancel, &docs, &out);
   if (loaded.cancelled || !loaded.error_code.empty()) return loaded;
   if (!spec_.fields.empty()) return RunFields(job, docs, std::move(out), cancel);
   // The text as read, for checking figures after map-reduce replaced it.
@@ -617,14 +615,14 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   for (const PipelineDoc& d : docs) source_pages.push_back(SplitPages(d.text));
 
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
-  store::ResultRecord& r = out.result;
+  PipelineOutput& r = out;
   auto render = [&](const std::vector<PipelineDoc>& ds) {
     return RenderTemplate(spec_.prompt_template, Vars(ds, job.params_json));
   };
   std::vector<PipelineDoc> empty_docs = docs;
   for (PipelineDoc& d : empty_docs) d.text.clear();
   auto overhead = render(empty_docs);
-  if (!overhead.ok()) return ProcessorResult::Failed("pipeline_error", overhead.status().message());
+  if (!overhead.ok()) return PipelineResult::Failed("pipeline_error", overhead.status().message());
   int64_t answer_room = spec_.generation.max_tokens;
   if (!spec_.sections.empty()) {
     answer_room = 0;
@@ -652,10 +650,10 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   }
   if (TotalTokens(docs) > limit) {
     if (spec_.overflow == OverflowStrategy::kFail || available <= 0) {
-      return ProcessorResult::Failed("context_overflow",
-                                     "the documents have " + std::to_string(TotalTokens(docs)) +
-                                         " tokens; the context leaves room for " +
-                                         std::to_string(std::max<int64_t>(available, 0)));
+      return PipelineResult::Failed("context_overflow",
+                                    "the documents have " + std::to_string(TotalTokens(docs)) +
+                                        " tokens; the context leaves room for " +
+                                        std::to_string(std::max<int64_t>(available, 0)));
     }
     if (spec_.overflow == OverflowStrategy::kTruncate) {
       const int64_t per_doc = available / n;
@@ -666,14 +664,14 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
       }
       r.strategy = "truncate";
     } else {
-      ProcessorResult reduced = MapReduce(docs, limit, job.params_json, cancel, &r, &mapped);
+      PipelineResult reduced = MapReduce(docs, limit, job.params_json, cancel, &r, &mapped);
       if (reduced.cancelled || !reduced.error_code.empty()) return reduced;
     }
     r.strategy += why;
   }
 
   auto prompt = render(docs);
-  if (!prompt.ok()) return ProcessorResult::Failed("pipeline_error", prompt.status().message());
+  if (!prompt.ok()) return PipelineResult::Failed("pipeline_error", prompt.status().message());
   const std::vector<TextGenerator::Section> sections = GeneratorSections();
   // The first document's block may be shared with other jobs (one contract
   // compared with many): offer it to the generator's prefix cache.
@@ -685,16 +683,16 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   auto g =
       generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, spec_.generation,
                                    sections, cancel, progress_, shared_prefix);
-  if (!g.ok()) return ProcessorResult::Failed("engine_error", g.status().ToString());
-  if (g->cancelled) return ProcessorResult::Cancelled();
+  if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+  if (g->cancelled) return PipelineResult::Cancelled();
   AddGeneration(r, *g);
   std::string answer = g->text;
   if (spec_.output == OutputForm::kJson) {
     auto obj = ParseOutputObject(answer, spec_.schema);
     if (!obj.ok()) {
-      return ProcessorResult::Failed("output_invalid",
-                                     "pipeline '" + spec_.name + "': " + obj.status().message() +
-                                         "; the answer began: " + answer.substr(0, 200));
+      return PipelineResult::Failed("output_invalid",
+                                    "pipeline '" + spec_.name + "': " + obj.status().message() +
+                                        "; the answer began: " + answer.substr(0, 200));
     }
     r.output_json = obj->dump();
     r.output_text = obj->dump(2);
@@ -706,7 +704,7 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
     nlohmann::ordered_json outline_json;
     if (!spec_.outline.empty() && docs.size() == 1) {
       std::vector<std::string> figures;
-      ProcessorResult step =
+      PipelineResult step =
           Outline(docs[0], source_pages[0], cancel, &r, &outline_lines, &outline_json, &figures);
       if (step.cancelled || !step.error_code.empty()) return step;
       for (const auto& sec : spec_.sections) {
@@ -738,11 +736,11 @@ ProcessorResult PipelineProcessor::Run(const ingest::JobMessage& job,
   return Finish(std::move(out));
 }
 
-ProcessorResult PipelineProcessor::Finish(ProcessorOutput out) const {
-  out.result.model_fingerprint = generator_->fingerprint();
-  out.result.pipeline_name = spec_.name;
-  out.result.pipeline_version = spec_.version;
-  ProcessorResult result;
+PipelineResult PipelineProcessor::Finish(PipelineOutput out) const {
+  out.model_fingerprint = generator_->fingerprint();
+  out.pipeline_name = spec_.name;
+  out.pipeline_version = spec_.version;
+  PipelineResult result;
   result.output = std::move(out);
   return result;
 }

@@ -18,19 +18,21 @@
 namespace ellm::app {
 namespace {
 
-using pipelines::ProcessorResult;
+using pipelines::PipelineResult;
 using store::BeginDecision;
 using store::JobStatus;
 
 // Runs whatever `body` says and counts its runs.
 class FakeProcessor : public pipelines::Processor {
  public:
-  using Body = std::function<ProcessorResult(const ingest::JobMessage&, const std::atomic<bool>&)>;
+  using Body =
+      std::function<PipelineResult(const pipelines::PipelineRequest&, const std::atomic<bool>&)>;
   explicit FakeProcessor(Body body) : body_(std::move(body)) {}
 
   const std::string& name() const override { return name_; }
   const std::string& version() const override { return version_; }
-  ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override {
+  PipelineResult Run(const pipelines::PipelineRequest& job,
+                     const std::atomic<bool>& cancel) override {
     ++runs;
     return body_(job, cancel);
   }
@@ -43,16 +45,16 @@ class FakeProcessor : public pipelines::Processor {
   std::string version_ = "1";
 };
 
-ProcessorResult Succeeds(const std::string& text) {
-  pipelines::ProcessorOutput out;
-  out.result.output_text = text;
-  out.result.pipeline_name = "fake";
-  out.result.pipeline_version = "1";
-  out.result.strategy = "single-pass";
-  out.result.prompt_tokens = 12;
-  out.result.generated_tokens = 3;
+PipelineResult Succeeds(const std::string& text) {
+  pipelines::PipelineOutput out;
+  out.output_text = text;
+  out.pipeline_name = "fake";
+  out.pipeline_version = "1";
+  out.strategy = "single-pass";
+  out.prompt_tokens = 12;
+  out.generated_tokens = 3;
   out.documents = {{0, "/srv/a.pdf", "ff", 2, 12}};
-  ProcessorResult r;
+  PipelineResult r;
   r.output = std::move(out);
   return r;
 }
@@ -103,10 +105,9 @@ class RunJobTest : public ::testing::Test {
     return s.ok() ? std::move(s).value() : nullptr;
   }
 
-  static ingest::JobMessage Request(const std::string& id) {
-    ingest::JobMessage m;
-    m.id = id;
-    m.pipeline = "fake";
+  static pipelines::PipelineRequest Request(const std::string& id) {
+    pipelines::PipelineRequest m;
+    m.job_id = id;
     m.documents.resize(1);
     m.documents[0].path = "/srv/a.pdf";
     return m;
@@ -124,7 +125,7 @@ class RunJobTest : public ::testing::Test {
       finished_.push_back(pipeline + (ok ? ":ok" : ":failed"));
       EXPECT_GE(seconds, 0);
     };
-    o.on_result = [this](const store::ResultRecord& r) { results_.push_back(r.output_text); };
+    o.on_result = [this](const pipelines::PipelineOutput& r) { results_.push_back(r.output_text); };
     o.log = [this](LogLevel, const std::string& line) { log_ += line + "\n"; };
     return o;
   }
@@ -306,7 +307,7 @@ TEST_F(RunJobTest, ABrokerOutageIsNeverCountedTowardsTheBound) {
 
 TEST_F(RunJobTest, ADeadLetterCopyThatCannotBeDeliveredIsBoundedToo) {
   FakeProcessor p([](auto&, auto&) {
-    return ProcessorResult::Failed("document.encrypted", "a.pdf is encrypted");
+    return PipelineResult::Failed("document.encrypted", "a.pdf is encrypted");
   });
   publisher_.fail_dead_letter = InternalError("dead-letter topic 'dlq': unknown topic");
   RunJobOptions o = Options();
@@ -324,7 +325,7 @@ TEST_F(RunJobTest, ADeadLetterCopyThatCannotBeDeliveredIsBoundedToo) {
 
 TEST_F(RunJobTest, PipelineErrorFailsTheJobAndDeadLettersIt) {
   FakeProcessor p([](auto&, auto&) {
-    return ProcessorResult::Failed("document.encrypted", "a.pdf is encrypted");
+    return PipelineResult::Failed("document.encrypted", "a.pdf is encrypted");
   });
   JobRun run = Run(p, "j1");
   EXPECT_EQ(run.outcome, JobOutcome::kDone);
@@ -357,7 +358,7 @@ TEST_F(RunJobTest, PipelineErrorFailsTheJobAndDeadLettersIt) {
 }
 
 TEST_F(RunJobTest, DeadLetterFailureSendsNothingUntilTheRetry) {
-  FakeProcessor p([](auto&, auto&) { return ProcessorResult::Failed("document.error", "bad"); });
+  FakeProcessor p([](auto&, auto&) { return PipelineResult::Failed("document.error", "bad"); });
   publisher_.fail_dead_letter = UnavailableError("broker away");
   JobRun first = Run(p, "j1");
   EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
@@ -376,7 +377,7 @@ TEST_F(RunJobTest, DeadLetterFailureSendsNothingUntilTheRetry) {
 
 TEST_F(RunJobTest, CancelledStoresNothingAndRunsAgainOnTheNextDelivery) {
   FakeProcessor p([](auto&, const std::atomic<bool>& cancel) {
-    return cancel ? ProcessorResult::Cancelled() : Succeeds("second time");
+    return cancel ? PipelineResult::Cancelled() : Succeeds("second time");
   });
   std::atomic<bool> cancel{true};
   JobRun first = Run(p, "j1", cancel, Options());
@@ -409,7 +410,7 @@ TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
     while (!cancel && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    return cancel ? ProcessorResult::Cancelled() : Succeeds("too late");
+    return cancel ? PipelineResult::Cancelled() : Succeeds("too late");
   });
   std::atomic<bool> cancel{false};
   // The consumer's thread: the partition is revoked while the job runs.
@@ -442,7 +443,7 @@ TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
 TEST_F(RunJobTest, OutOfAttemptsFailsWithoutRunningAndPublishes) {
   store_ = Open(/*max_attempts=*/1);
   FakeProcessor p([](auto&, const std::atomic<bool>& cancel) {
-    return cancel ? ProcessorResult::Cancelled() : Succeeds("never");
+    return cancel ? PipelineResult::Cancelled() : Succeeds("never");
   });
   std::atomic<bool> cancel{true};
   ASSERT_EQ(Run(p, "j1", cancel, Options()).outcome, JobOutcome::kRetryLater);
@@ -481,7 +482,7 @@ TEST_F(RunJobTest, WithoutAPublisherTheOutcomeIsOnlyStored) {
   EXPECT_EQ(run.outcome, JobOutcome::kDone);
   EXPECT_EQ(run.status, JobStatus::kSucceeded);
   ASSERT_TRUE(run.result.output.has_value());
-  EXPECT_EQ(run.result.output->result.output_text, "local");
+  EXPECT_EQ(run.result.output->output_text, "local");
   EXPECT_EQ(Get("cli-1").status, JobStatus::kSucceeded);
   EXPECT_EQ(Events("cli-1", "published"), 0);
   EXPECT_TRUE(publisher_.published.empty());

@@ -81,11 +81,9 @@ PipelineSpec ShippedSpec(const std::string& name) {
   return spec.ok() ? *spec : PipelineSpec{};
 }
 
-ingest::JobMessage Job(const std::string& pipeline, const std::string& name,
-                       const std::string& text) {
-  ingest::JobMessage job;
-  job.id = "j1";
-  job.pipeline = pipeline;
+PipelineRequest Job(const std::string& name, const std::string& text) {
+  PipelineRequest job;
+  job.job_id = "j1";
   ingest::JobDocument d;
   d.is_inline = true;
   d.name = name;
@@ -134,10 +132,10 @@ TEST(PipelineProcessor, OutlineListsEachSectionWithASupportedSentenceAndItsTerms
   FakeGenerator gen(8192, ManualAnswer);
   PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
   std::atomic<bool> cancel{false};
-  ProcessorResult r = p.Run(Job("summarize-report", "manual.md", kManual), cancel);
+  PipelineResult r = p.Run(Job("manual.md", kManual), cancel);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
-  const std::string& text = r.output->result.output_text;
-  EXPECT_EQ(r.output->result.strategy, "single-pass");
+  const std::string& text = r.output->output_text;
+  EXPECT_EQ(r.output->strategy, "single-pass");
   // A text file has no pages, so nothing cites one. Names and codes first.
   EXPECT_NE(text.find("- 1. Queries: This section explains queries with MATCH and NEAR. "
                       "Terms: NEAR, MATCH.\n"),
@@ -151,7 +149,7 @@ TEST(PipelineProcessor, OutlineListsEachSectionWithASupportedSentenceAndItsTerms
   EXPECT_NE(text.find("- 3. Maintenance: Terms: integrity-check, optimize."), std::string::npos)
       << text;
   EXPECT_EQ(text.find("bananas"), std::string::npos) << text;
-  const auto json = nlohmann::json::parse(r.output->result.output_json.value_or(""));
+  const auto json = nlohmann::json::parse(r.output->output_json.value_or(""));
   ASSERT_EQ(json["outline"].size(), 4u) << json.dump(1);
   EXPECT_FALSE(json["outline"][2]["supported"].get<bool>());
   EXPECT_FALSE(json["outline"][2]["kept"].get<bool>());
@@ -187,15 +185,15 @@ TEST(PipelineProcessor, ADocumentOverTheContextIsMappedThenReduced) {
   });
   PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
   std::atomic<bool> cancel{false};
-  ProcessorResult r = p.Run(Job("summarize-report", "long.txt", long_doc), cancel);
+  PipelineResult r = p.Run(Job("long.txt", long_doc), cancel);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
-  EXPECT_EQ(r.output->result.strategy.rfind("map-reduce", 0), 0u) << r.output->result.strategy;
-  EXPECT_NE(r.output->result.strategy.find("tokens > the context's room"), std::string::npos)
-      << r.output->result.strategy;
+  EXPECT_EQ(r.output->strategy.rfind("map-reduce", 0), 0u) << r.output->strategy;
+  EXPECT_NE(r.output->strategy.find("tokens > the context's room"), std::string::npos)
+      << r.output->strategy;
   EXPECT_GT(gen.prompts.size(), 2u);  // map steps, then the answer
   for (const std::string& prompt : gen.prompts) EXPECT_LE(gen.CountTokens(prompt), 1400);
-  EXPECT_NE(r.output->result.output_text.find("EUR 4.2 billion"), std::string::npos)
-      << r.output->result.output_text;
+  EXPECT_NE(r.output->output_text.find("EUR 4.2 billion"), std::string::npos)
+      << r.output->output_text;
 }
 
 PipelineSpec PlainSpec(const std::string& overflow, const std::string& extra = "") {
@@ -218,16 +216,16 @@ TEST(PipelineProcessor, TruncateCutsTheDocumentToFitAndFailRefusesIt) {
   FakeGenerator gen(300, [](const std::string&, const std::string&) { return " ok"; });
   std::atomic<bool> cancel{false};
   PipelineProcessor truncate(PlainSpec("truncate"), &gen, {});
-  ProcessorResult t = truncate.Run(Job("plain", "a.txt", Words(600)), cancel);
+  PipelineResult t = truncate.Run(Job("a.txt", Words(600)), cancel);
   ASSERT_TRUE(t.output.has_value()) << t.error_code << ": " << t.error;
-  EXPECT_EQ(t.output->result.strategy.rfind("truncate", 0), 0u) << t.output->result.strategy;
+  EXPECT_EQ(t.output->strategy.rfind("truncate", 0), 0u) << t.output->strategy;
   ASSERT_EQ(gen.prompts.size(), 1u);
   EXPECT_NE(gen.prompts[0].find("word0 "), std::string::npos);
   EXPECT_EQ(gen.prompts[0].find("word599"), std::string::npos);
   EXPECT_LE(gen.CountTokens(gen.prompts[0]), 300);
 
   PipelineProcessor fail(PlainSpec("fail"), &gen, {});
-  ProcessorResult f = fail.Run(Job("plain", "a.txt", Words(600)), cancel);
+  PipelineResult f = fail.Run(Job("a.txt", Words(600)), cancel);
   EXPECT_FALSE(f.output.has_value());
   EXPECT_EQ(f.error_code, "context_overflow");
   EXPECT_NE(f.error.find("tokens"), std::string::npos) << f.error;
@@ -241,14 +239,14 @@ TEST(PipelineProcessor, AJsonAnswerMustParseAndMatchTheSchema) {
     return std::string(R"({"title": "Manual", "pages": 3})");
   });
   PipelineProcessor ok(PlainSpec("fail", extra), &good, {});
-  ProcessorResult r = ok.Run(Job("plain", "a.txt", Words(20)), cancel);
+  PipelineResult r = ok.Run(Job("a.txt", Words(20)), cancel);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
-  EXPECT_EQ(nlohmann::json::parse(r.output->result.output_json.value_or(""))["pages"], 3);
+  EXPECT_EQ(nlohmann::json::parse(r.output->output_json.value_or(""))["pages"], 3);
 
   for (const char* bad : {R"({"title": "Manual")", R"({"title": 7, "pages": 3})"}) {
     FakeGenerator gen(4096, [&](const std::string&, const std::string&) { return bad; });
     PipelineProcessor p(PlainSpec("fail", extra), &gen, {});
-    ProcessorResult b = p.Run(Job("plain", "a.txt", Words(20)), cancel);
+    PipelineResult b = p.Run(Job("a.txt", Words(20)), cancel);
     EXPECT_FALSE(b.output.has_value()) << bad;
     EXPECT_EQ(b.error_code, "output_invalid") << bad;
     EXPECT_NE(b.error.find("the answer began"), std::string::npos) << b.error;
@@ -259,7 +257,7 @@ TEST(PipelineProcessor, ACancelledJobStopsWithoutAResult) {
   FakeGenerator gen(4096, [](const std::string&, const std::string&) { return " ok"; });
   PipelineProcessor p(PlainSpec("fail"), &gen, {});
   std::atomic<bool> cancel{true};
-  ProcessorResult r = p.Run(Job("plain", "a.txt", Words(20)), cancel);
+  PipelineResult r = p.Run(Job("a.txt", Words(20)), cancel);
   EXPECT_TRUE(r.cancelled);
   EXPECT_FALSE(r.output.has_value());
   EXPECT_TRUE(r.error_code.empty());

@@ -34,6 +34,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/job_message.h"
@@ -80,7 +81,7 @@ struct RunJobOptions {
   // `log`: one line about the job, starting "job=<id> ".
   std::function<void(const std::string&)> status;
   std::function<void(const std::string&, bool, double)> on_finished;
-  std::function<void(const store::ResultRecord&)> on_result;
+  std::function<void(const pipelines::PipelineOutput&)> on_result;
   std::function<void(LogLevel, const std::string&)> log;
 };
 
@@ -91,18 +92,24 @@ struct JobRun {
   store::BeginDecision decision = store::BeginDecision::kRun;
   store::JobStatus status = store::JobStatus::kRunning;
   int64_t attempt = 0;
-  bool ran = false;                   // the processor ran (decision kRun)
-  pipelines::ProcessorResult result;  // its result, when it ran
-  double seconds = 0;                 // how long it ran
+  bool ran = false;                  // the processor ran (decision kRun)
+  pipelines::PipelineResult result;  // its result, when it ran
+  double seconds = 0;                // how long it ran
   Status error;  // why kRetryLater when a store or publisher call failed; OK otherwise
 };
 
 // Runs `request` through the sequence above. `job` is its store record
 // (id, pipeline, params, reply_to, source, worker).
-// REQUIRES: job.id == request.id; `processor` runs request.pipeline.
+// REQUIRES: job.id == request.job_id; `processor` runs job.pipeline.
 JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const store::NewJob& job,
-              const ingest::JobMessage& request, const std::atomic<bool>& cancel,
+              const pipelines::PipelineRequest& request, const std::atomic<bool>& cancel,
               const RunJobOptions& options);
+
+// The edges between a pipeline's own types and the job's: what a job
+// message asks a pipeline to do, and what the store keeps of its output.
+pipelines::PipelineRequest ToPipelineRequest(const ingest::JobMessage& message);
+store::ResultRecord ToResultRecord(const pipelines::PipelineOutput& output);
+std::vector<store::DocumentRecord> ToDocumentRecords(const pipelines::PipelineOutput& output);
 
 // Step 4 alone, for a job already finished in the store (the daemon's
 // invalid messages, filed with JobStore::Fail): sends what the store says

@@ -81,15 +81,15 @@ class PipelineProcessor : public Processor {
 
   const std::string& name() const override { return spec_.name; }
   const std::string& version() const override { return spec_.version; }
-  ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) override;
+  PipelineResult Run(const PipelineRequest& job, const std::atomic<bool>& cancel) override;
 
   // Told about extraction, map steps, prefill and generation.
   void set_progress(ProgressFn progress) override { progress_ = std::move(progress); }
 
  private:
   // Each returns an empty result (neither output, error nor cancelled) on success.
-  ProcessorResult Load(const ingest::JobMessage& job, const std::atomic<bool>& cancel,
-                       std::vector<PipelineDoc>* docs, ProcessorOutput* out);
+  PipelineResult Load(const PipelineRequest& job, const std::atomic<bool>& cancel,
+                      std::vector<PipelineDoc>* docs, PipelineOutput* out);
   // Replaces documents over their share of `available` with map notes
   // until all fit; sets r->strategy and adds the map steps' counts.
   // A one-document Markdown pipeline with sections maps section-wise: each
@@ -106,28 +106,27 @@ class PipelineProcessor : public Processor {
   // numbered top-level sections. `figures`: each section's key figure line
   // as the model named it after its sentence, when all its figures are on
   // the section's pages (cited "[p. N]"), for the Key figures section.
-  ProcessorResult Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
-                          const std::atomic<bool>& cancel, store::ResultRecord* r,
-                          std::string* text, nlohmann::ordered_json* json,
-                          std::vector<std::string>* figures);
-  ProcessorResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
-                            const std::string& params_json, const std::atomic<bool>& cancel,
-                            store::ResultRecord* r, MappedLines* mapped);
+  PipelineResult Outline(const PipelineDoc& doc, const std::vector<Page>& pages,
+                         const std::atomic<bool>& cancel, PipelineOutput* r, std::string* text,
+                         nlohmann::ordered_json* json, std::vector<std::string>* figures);
+  PipelineResult MapReduce(std::vector<PipelineDoc>& docs, int64_t available,
+                           const std::string& params_json, const std::atomic<bool>& cancel,
+                           PipelineOutput* r, MappedLines* mapped);
   // A success: `out` stamped with the model and the pipeline's name/version.
-  ProcessorResult Finish(ProcessorOutput out) const;
+  PipelineResult Finish(PipelineOutput out) const;
   // The generator's sections for spec_.sections (or one answer after
   // output_prefix).
   std::vector<TextGenerator::Section> GeneratorSections() const;
   // A pipeline with fields (run/fields.cc): each document's fields, located
   // in it; with two documents, compared. `out` holds the loaded documents.
-  ProcessorResult RunFields(const ingest::JobMessage& job, const std::vector<PipelineDoc>& docs,
-                            ProcessorOutput out, const std::atomic<bool>& cancel);
+  PipelineResult RunFields(const PipelineRequest& job, const std::vector<PipelineDoc>& docs,
+                           PipelineOutput out, const std::atomic<bool>& cancel);
   std::optional<std::pair<std::string, nlohmann::ordered_json>> VerifySections(
       const std::string& text, const std::vector<std::vector<Page>>& source) const;
   // One document's field answers (chunked when it does not fit), resolved.
-  ProcessorResult ExtractFields(const ingest::JobMessage& job, const PipelineDoc& doc,
-                                const std::atomic<bool>& cancel, store::ResultRecord* r,
-                                std::vector<FieldValue>* values);
+  PipelineResult ExtractFields(const PipelineRequest& job, const PipelineDoc& doc,
+                               const std::atomic<bool>& cancel, PipelineOutput* r,
+                               std::vector<FieldValue>* values);
 
   PipelineSpec spec_;
   TextGenerator* generator_;

@@ -15,31 +15,59 @@
 #include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_message.h"
 #include "ellm/pipelines/progress.h"
-#include "ellm/store/job_store.h"
 
 namespace ellm::pipelines {
 
-struct ProcessorOutput {
-  store::ResultRecord result;
-  std::vector<store::DocumentRecord> documents;
+// What a processor is asked to do, whichever door the job came through (a
+// Kafka message, files on the CLI, an HTTP upload): app/ builds it.
+struct PipelineRequest {
+  std::string job_id;                          // names temporary files and logs
+  std::vector<ingest::JobDocument> documents;  // in order; 1 or more
+  std::string params_json = "{}";              // compact JSON object
+};
+
+// One input document as the pipeline read it.
+struct DocumentSummary {
+  int ordinal = 0;
+  std::string label;   // the path as given, or "inline:<name>"
+  std::string sha256;  // hex of the bytes read
+  int64_t page_count = 0;
+  int64_t token_count = 0;
+};
+
+// A successful run: the text (and JSON, for pipelines that produce it),
+// what made it, and what it cost.
+struct PipelineOutput {
+  std::string output_text;
+  std::optional<std::string> output_json;
+  std::string model_fingerprint;
+  std::string pipeline_name;
+  std::string pipeline_version;
+  std::string strategy;  // e.g. "single-pass", "map-reduce"
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t prefill_ms = 0;
+  int64_t decode_ms = 0;
+  int64_t constraint_ms = 0;  // of decode_ms: masks and accepts of a JSON schema
+  std::vector<DocumentSummary> documents;
 };
 
 // Exactly one of: output set (success), error_code set (the job failed, for
 // a reason that will not change on retry), or cancelled.
-struct ProcessorResult {
-  std::optional<ProcessorOutput> output;
+struct PipelineResult {
+  std::optional<PipelineOutput> output;
   std::string error_code;  // stable, e.g. "document.encrypted" (append-only)
   std::string error;       // for people: what, which document, what to do
   bool cancelled = false;
 
-  static ProcessorResult Failed(std::string code, std::string message) {
-    ProcessorResult r;
+  static PipelineResult Failed(std::string code, std::string message) {
+    PipelineResult r;
     r.error_code = std::move(code);
     r.error = std::move(message);
     return r;
   }
-  static ProcessorResult Cancelled() {
-    ProcessorResult r;
+  static PipelineResult Cancelled() {
+    PipelineResult r;
     r.cancelled = true;
     return r;
   }
@@ -50,9 +78,9 @@ class Processor {
   virtual ~Processor() = default;
   virtual const std::string& name() const = 0;
   virtual const std::string& version() const = 0;
-  // Runs `job`. Thread-compatible: one job at a time per processor.
+  // Runs `request`. Thread-compatible: one job at a time per processor.
   // Checks `cancel` between steps and returns Cancelled() soon after it is set.
-  virtual ProcessorResult Run(const ingest::JobMessage& job, const std::atomic<bool>& cancel) = 0;
+  virtual PipelineResult Run(const PipelineRequest& request, const std::atomic<bool>& cancel) = 0;
   // Told about each step of later runs (extraction, map steps, prefill,
   // generation); a processor with no steps to report ignores it.
   virtual void set_progress(ProgressFn progress) { (void)progress; }
