@@ -1,0 +1,72 @@
+// Replying to a prompt: prefill it, then sample tokens until an end token,
+// a stop string, max_tokens or the end of the context, optionally under a
+// JSON constraint. The text is handed out as it grows (streaming), but only
+// once it can no longer turn out to be the start of a stop string, and only
+// in whole UTF-8 characters, so a client never sees a stop string or a
+// broken character. The front doors that answer people (`ellm serve`, the
+// OpenAI-compatible API) build on this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ellm/base/status.h"
+#include "ellm/engine/constraint.h"
+#include "ellm/engine/engine.h"
+#include "ellm/engine/sampler.h"
+
+namespace ellm {
+
+struct ReplyOptions {
+  SamplingOptions sampling;
+  int64_t max_tokens = 256;              // tokens generated at most
+  std::vector<std::string> stop;         // the reply ends before the first of these
+  JsonConstraint* constraint = nullptr;  // owned by the caller, Reset by Reply
+  // Tokens already in the session that begin `prompt` are kept, not
+  // evaluated again (a follow-up question after an answer); otherwise the
+  // session is Reset first.
+  bool reuse_prefix = true;
+};
+
+enum class FinishReason {
+  kStop,       // an end-of-generation token, a stop string, or a complete JSON document
+  kLength,     // max_tokens, or the context is full
+  kCancelled,  // `on_text` or `on_prefill` asked to stop
+};
+std::string_view FinishReasonName(FinishReason reason);  // "stop", "length", "cancelled"
+
+struct Reply {
+  std::string text;  // without the stop string
+  FinishReason finish = FinishReason::kStop;
+  int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;  // of prompt_tokens, kept from the session's previous turn
+  int64_t completion_tokens = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  double constraint_seconds = 0;  // of decode_seconds
+};
+
+// Text released so far. Returning false stops the reply (kCancelled).
+using ReplyTextFn = std::function<bool(std::string_view text)>;
+// Prefill progress (positions done, total); false stops the reply.
+using ReplyProgressFn = std::function<bool(int64_t done, int64_t total)>;
+
+// Runs `prompt` (token ids, BOS included as the tokenizer gave it) in
+// `session` and samples the reply. OUT_OF_RANGE when the prompt leaves no
+// room in the context. With a constraint the reply is a complete JSON
+// document unless it ends kLength (max_tokens or the context ran out
+// first: the caller decides whether a truncated document is an error).
+StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tokenizer,
+                              std::span<const TokenId> prompt, const ReplyOptions& options,
+                              const ReplyTextFn& on_text,
+                              const ReplyProgressFn& on_prefill = nullptr);
+
+// The length of the longest prefix of `text` that ends on a whole UTF-8
+// character (a truncated multi-byte sequence at the end is held back).
+size_t CompleteUtf8Prefix(std::string_view text);
+
+}  // namespace ellm
