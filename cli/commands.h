@@ -22,5 +22,6 @@ int Compare(const Args& args);     // summarize_command.cc
 int Submit(const Args& args);      // submit_command.cc
 int Batch(const Args& args);       // batch_command.cc
 int Model(const Args& args);       // model_command.cc
+int Serve(const Args& args);       // serve_command.cc
 
 }  // namespace ellm::cli

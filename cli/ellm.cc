@@ -34,6 +34,9 @@ constexpr const char* kUsage =
     "                                         put a job on the daemon's Kafka topic\n"
     "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
+    "  serve --model M [--listen HOST:PORT] [--api-keys-file F] [--threads N] [--ctx N]\n"
+    "           [--db PATH] [--sessions N] [--max-queue N] [--tls-cert F --tls-key F]\n"
+    "           [--cors-origin O]             the OpenAI-compatible HTTP API (no Kafka)\n"
     "  model path | install FILE [--to PATH]  where the configured model lives; check a\n"
     "                                         GGUF file loads and copy it there atomically\n"
     "  cpu                                    CPU features and the kernel level in use\n"
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
   if (cmd == "submit") return ellm::cli::Submit(args);
   if (cmd == "batch") return ellm::cli::Batch(args);
   if (cmd == "model") return ellm::cli::Model(args);
+  if (cmd == "serve") return ellm::cli::Serve(args);
   if (cmd == "cpu") {
     std::printf("%s\n", ellm::HostCpu().ToString().c_str());
     return 0;

@@ -17,6 +17,8 @@ pkg_check_modules(RDKAFKA_C REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
+# The HTTP API (server/): cpp-httplib, built by Debian with OpenSSL.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(nlohmann_json 3.10 REQUIRED)
 
 # daemon, cli

@@ -4,7 +4,7 @@
 # (`ellm CMD --list-flags`) by Cli.CompletionMatchesTheCommands in
 # tests/integration/info_cli_test.cc: change them with the commands.
 
-_ellm_commands="info tokenize generate perplexity bench extract summarize compare batch submit jobs model cpu version help"
+_ellm_commands="info tokenize generate perplexity bench extract summarize compare batch submit jobs model serve cpu version help"
 
 _ellm_kv_flags="--kv-type --attn-weights --attn-scores --kv-budget --spill-dir --sparse-attn --sparse-sink --sparse-local"
 
@@ -28,6 +28,9 @@ _ellm_flags() {
     submit) echo "--pipeline --id --params --inline --reply-to --config --brokers --topic" ;;
     jobs) echo "--status --limit --json --db --config" ;;
     model) echo "--config --to" ;;
+    serve)
+      echo "--model --listen --api-keys-file --threads --ctx --db --config --pipelines" \
+        "--sessions --max-queue --tls-cert --tls-key --cors-origin --max-body --chat-template" ;;
     *) echo "" ;;
   esac
 }

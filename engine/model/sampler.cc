@@ -22,11 +22,18 @@ TokenId Sampler::Sample(std::span<const float> logits) {
   cand_.clear();
   cand_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) cand_.emplace_back(logits[i], static_cast<TokenId>(i));
-  if (o_.repeat_penalty != 1.0f) {
-    // As llama.cpp: positive logits are divided, negative multiplied.
+  if (o_.repeat_penalty != 1.0f || o_.frequency_penalty != 0.0f || o_.presence_penalty != 0.0f) {
+    // As llama.cpp's penalties sampler, once per distinct recent token:
+    // positive logits divided by repeat_penalty, negative multiplied; then
+    // minus count * frequency_penalty and presence_penalty (OpenAI's).
+    counts_.clear();
     for (TokenId id : recent_) {
+      if (id >= 0 && static_cast<size_t>(id) < cand_.size()) ++counts_[id];
+    }
+    for (const auto& [id, count] : counts_) {
       float& z = cand_[static_cast<size_t>(id)].first;
       z = z > 0 ? z / o_.repeat_penalty : z * o_.repeat_penalty;
+      z -= static_cast<float>(count) * o_.frequency_penalty + o_.presence_penalty;
     }
   }
   if (o_.temperature <= 0.0f) {

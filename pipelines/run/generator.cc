@@ -240,12 +240,16 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
     constraint_seconds += std::chrono::duration<double>(c1 - c0).count() +
                           std::chrono::duration<double>(Clock::now() - c2).count();
   };
+  // The engine may be shared (the HTTP API): this generation is batch work,
+  // stepping aside between slices and tokens for interactive requests.
+  EngineGate::Turn turn = engine_->gate().Batch();
   // Feeds `tokens` in slices (progress, cancellation); false when cancelled.
   auto feed = [&](const std::vector<TokenId>& tokens, bool report) -> StatusOr<bool> {
     for (TokenId id : tokens) sampler.Accept(id);
     const int64_t total = static_cast<int64_t>(tokens.size());
     for (int64_t at = 0; at < total; at += kPrefillSlice) {
       if (cancel.load()) return false;
+      turn.Yield();  // an interactive request waiting goes first
       int64_t n = std::min(kPrefillSlice, total - at);
       bool last = at + n == total;
       ELLM_RETURN_IF_ERROR(session_->Eval(std::span<const TokenId>(tokens.data() + at, n),
@@ -289,6 +293,7 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
         out.cancelled = true;
         return out;
       }
+      turn.Yield();
       generated += tok.TokenToPiece(next);
       sampler.Accept(next);
       ++produced;

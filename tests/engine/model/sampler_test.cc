@@ -46,6 +46,31 @@ TEST(Sampler, RepetitionPenaltyDemotesRecentTokens) {
   EXPECT_EQ(s.Sample(logits), 0);
   s.Accept(0);
   EXPECT_EQ(s.Sample(logits), 1);  // 2.0 / 1.5 < 1.9
+  // Once per distinct token, as llama.cpp: 2.0 / 1.5 = 1.33 > 1.3 however
+  // often token 0 came.
+  std::vector<float> close = {2.0f, 1.3f};
+  s.Accept(0);
+  s.Accept(0);
+  EXPECT_EQ(s.Sample(close), 0);
+}
+
+TEST(Sampler, FrequencyAndPresencePenaltiesSubtract) {
+  std::vector<float> logits = {2.0f, 1.5f};
+  Sampler f({.temperature = 0.0f, .frequency_penalty = 0.2f});
+  f.Accept(0);
+  EXPECT_EQ(f.Sample(logits), 0);  // 2.0 - 0.2 > 1.5
+  f.Accept(0);
+  f.Accept(0);
+  EXPECT_EQ(f.Sample(logits), 1);  // 2.0 - 0.6 < 1.5
+  Sampler p({.temperature = 0.0f, .presence_penalty = 0.4f});
+  p.Accept(0);
+  EXPECT_EQ(p.Sample(logits), 0);  // 2.0 - 0.4 > 1.5, however often
+  p.Accept(0);
+  p.Accept(0);
+  EXPECT_EQ(p.Sample(logits), 0);
+  Sampler both({.temperature = 0.0f, .frequency_penalty = 0.1f, .presence_penalty = 0.45f});
+  both.Accept(0);
+  EXPECT_EQ(both.Sample(logits), 1);  // 2.0 - 0.1 - 0.45 < 1.5
 }
 
 }  // namespace

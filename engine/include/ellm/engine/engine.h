@@ -20,6 +20,7 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/chat.h"
+#include "ellm/engine/engine_gate.h"
 #include "ellm/engine/kv_types.h"
 #include "ellm/engine/numa.h"
 #include "ellm/engine/numa_memory.h"
@@ -156,6 +157,10 @@ class Engine {
   // training context is an error.
   StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options);
 
+  // Whose turn it is to evaluate, when several callers share this engine
+  // (engine_gate.h). Callers that never share it need not use it.
+  EngineGate& gate() const { return gate_; }
+
  private:
   friend class Session;
   Engine();
@@ -170,6 +175,7 @@ class Engine {
   std::vector<std::pair<void*, size_t>> replica_buffers_;  // numa replicate
   ModelInfo info_;
   StatusOr<ChatTemplate> chat_template_ = UnimplementedError("no model loaded");
+  mutable EngineGate gate_;
 };
 
 enum class LogitsFor { kNone, kLast, kAll };

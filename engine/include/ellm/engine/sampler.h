@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <span>
 #include <vector>
@@ -20,7 +21,9 @@ struct SamplingOptions {
   float top_p = 0.95f;          // >= 1: off
   float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off; > 1 discourages recent tokens
-  int repeat_last_n = 64;       // how many recent tokens the penalty sees
+  int repeat_last_n = 64;       // how many recent tokens the penalties see
+  float frequency_penalty = 0;  // minus count x this, per recent token (OpenAI's)
+  float presence_penalty = 0;   // minus this once per distinct recent token
   uint64_t seed = 0;
 };
 
@@ -37,6 +40,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<TokenId> recent_;
   std::vector<std::pair<float, TokenId>> cand_;
+  std::map<TokenId, int> counts_;
 };
 
 // Index of the largest logit (the lowest index among equals).

@@ -101,6 +101,9 @@ class Generator : public TextGenerator {
   std::string model_name() const override { return engine_->info().name; }
   std::string model_path() const override { return engine_->info().path; }
   const ModelInfo& info() const { return engine_->info(); }
+  // The engine, for front doors that share the loaded model (the HTTP API
+  // opens its own sessions on it and takes turns through engine().gate()).
+  Engine& engine() const { return *engine_; }
   // KV cache bytes held in memory by the generator's session.
   uint64_t kv_bytes() const { return session_->kv_bytes(); }
   // The session's KV cache since the last generation began (spill included).

@@ -1,0 +1,578 @@
+#include "ellm/server/api_server.h"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "ellm/engine/constraint.h"
+#include "ellm/engine/reply.h"
+#include "ellm/server/openai.h"
+
+namespace ellm::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string RandomId(const char* prefix) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* kHex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += kHex[rng() % 16];
+  return id;
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Equal in time whatever the first difference (keys are compared so).
+bool SameKey(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(Dump(e.ToJson()), "application/json");
+}
+
+ApiError Error(int status, std::string type, std::string message, std::string code = "") {
+  ApiError e;
+  e.status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
+// A Prometheus histogram with fixed bounds.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // per bound, then +Inf
+  double sum = 0;
+  uint64_t n = 0;
+  explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1) {}
+  void Observe(double x) {
+    size_t i = 0;
+    while (i < bounds.size() && x > bounds[i]) ++i;
+    ++counts[i];
+    sum += x;
+    ++n;
+  }
+  void Write(std::string& out, const std::string& name, const std::string& help) const {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+    uint64_t cum = 0;
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      cum += counts[i];
+      out += name + "_bucket{le=\"" + json(bounds[i]).dump() + "\"} " + std::to_string(cum) + "\n";
+    }
+    cum += counts.back();
+    out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
+    out += name + "_sum " + json(sum).dump() + "\n" + name + "_count " + std::to_string(n) + "\n";
+  }
+};
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return InvalidArgumentError("API keys file '" + path + "' cannot be read");
+  }
+  if ((st.st_mode & 007) != 0) {
+    return FailedPreconditionError("API keys file '" + path +
+                                   "' may be read by any user: chmod o-rwx it (0640 or 0600)");
+  }
+  std::ifstream in(path);
+  if (!in) return InvalidArgumentError("API keys file '" + path + "' cannot be read");
+  std::vector<std::string> keys;
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+      line.pop_back();
+    }
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    keys.push_back(line.substr(b));
+  }
+  if (keys.empty()) return InvalidArgumentError("API keys file '" + path + "' holds no key");
+  return keys;
+}
+
+struct ApiServer::State {
+  // The model, once set.
+  std::atomic<bool> ready{false};
+  Engine* engine = nullptr;
+  std::string model_id, fingerprint;
+  int64_t n_ctx = 0;
+
+  // Sessions: one reply each at a time.
+  struct Slot {
+    std::unique_ptr<Session> session;
+    bool busy = false;
+    uint64_t last_used = 0;
+  };
+  std::mutex slots_mu;
+  std::condition_variable slots_cv;
+  std::vector<Slot> slots;
+  uint64_t uses = 0;
+  std::atomic<int> admitted{0};
+
+  // Metrics.
+  std::mutex metrics_mu;
+  std::map<std::pair<std::string, int>, uint64_t> requests;  // (endpoint, status)
+  uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
+  std::atomic<int> active_streams{0};
+  Histogram ttft{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
+  Histogram itl{{0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}};
+  Histogram queue_wait{{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300}};
+
+  // The idle session whose tokens `prompt` continues furthest (a follow-up
+  // finds its conversation), else the one idle longest.
+  size_t AcquireSlot(const std::vector<TokenId>& prompt) {
+    std::unique_lock<std::mutex> lock(slots_mu);
+    slots_cv.wait(lock, [&] {
+      for (const Slot& s : slots) {
+        if (!s.busy) return true;
+      }
+      return false;
+    });
+    size_t best = slots.size();
+    size_t best_match = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].busy) continue;
+      std::span<const TokenId> have = slots[i].session->tokens();
+      size_t match = 0;
+      if (!have.empty() && have.size() < prompt.size() &&
+          std::equal(have.begin(), have.end(), prompt.begin())) {
+        match = have.size();
+      }
+      if (best == slots.size() || match > best_match ||
+          (match == best_match && slots[i].last_used < slots[best].last_used)) {
+        best = i;
+        best_match = match;
+      }
+    }
+    slots[best].busy = true;
+    slots[best].last_used = ++uses;
+    return best;
+  }
+  void ReleaseSlot(size_t i) {
+    {
+      std::lock_guard<std::mutex> lock(slots_mu);
+      slots[i].busy = false;
+    }
+    slots_cv.notify_one();
+  }
+  void Count(const std::string& endpoint, int status) {
+    std::lock_guard<std::mutex> lock(metrics_mu);
+    ++requests[{endpoint, status}];
+  }
+};
+
+ApiServer::ApiServer(ApiServerOptions options)
+    : options_(std::move(options)), state_(std::make_unique<State>()) {}
+
+ApiServer::~ApiServer() { Stop(); }
+
+std::string ApiServer::address() const {
+  const bool tls = !options_.tls_cert_file.empty();
+  const bool v6 = options_.host.find(':') != std::string::npos;
+  return std::string(tls ? "https://" : "http://") +
+         (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(port_);
+}
+
+Status ApiServer::SetModel(Engine* engine, const std::string& model_id,
+                           const std::string& fingerprint) {
+  State& s = *state_;
+  s.engine = engine;
+  s.model_id = model_id;
+  s.fingerprint = fingerprint;
+  s.n_ctx = engine->info().n_ctx_train > 0
+                ? std::min<int64_t>(options_.n_ctx, engine->info().n_ctx_train)
+                : options_.n_ctx;
+  for (int i = 0; i < std::max(1, options_.sessions); ++i) {
+    auto session = engine->NewSession({.n_ctx = s.n_ctx});
+    if (!session.ok()) return session.status();
+    s.slots.push_back({std::move(*session), false, 0});
+  }
+  s.ready.store(true);
+  return OkStatus();
+}
+
+void ApiServer::Stop() {
+  if (http_) http_->stop();
+}
+
+bool ApiServer::Run() { return http_ && http_->listen_after_bind(); }
+
+Status ApiServer::Bind() {
+  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
+  if (tls) {
+    if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
+      return InvalidArgumentError("TLS needs both a certificate and a key file");
+    }
+    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                    options_.tls_key_file.c_str());
+    if (!ssl->is_valid()) {
+      return InvalidArgumentError("TLS: cannot use certificate '" + options_.tls_cert_file +
+                                  "' with key '" + options_.tls_key_file +
+                                  "' (unreadable, not PEM, or they do not match)");
+    }
+    http_ = std::move(ssl);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& svr = *http_;
+  State& st = *state_;
+  const ApiServerOptions& o = options_;
+  // Enough threads that /health, /metrics and 429s answer while every
+  // session and queue place is taken.
+  const size_t threads = static_cast<size_t>(std::max(1, o.sessions) + o.max_queue + 4);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_payload_max_length(o.max_body_bytes);
+  svr.set_read_timeout(o.read_timeout_s, 0);
+  svr.set_write_timeout(o.write_timeout_s, 0);
+
+  auto cors = [&o](const httplib::Request& req, httplib::Response& res) {
+    if (o.cors_origins.empty() || !req.has_header("Origin")) return;
+    const std::string origin = req.get_header_value("Origin");
+    for (const std::string& allowed : o.cors_origins) {
+      if (allowed == "*" || allowed == origin) {
+        res.set_header("Access-Control-Allow-Origin", allowed == "*" ? "*" : origin);
+        res.set_header("Vary", "Origin");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        return;
+      }
+    }
+  };
+
+  svr.set_pre_routing_handler([&o, &st, cors](const httplib::Request& req, httplib::Response& res) {
+    cors(req, res);
+    if (req.method == "OPTIONS") {
+      res.status = o.cors_origins.empty() ? 405 : 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path == "/health" || o.api_keys.empty()) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    bool ok = false;
+    if (auth.rfind(prefix, 0) == 0) {
+      const std::string key = auth.substr(prefix.size());
+      for (const std::string& k : o.api_keys) ok |= SameKey(key, k);
+    }
+    if (!ok) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      SendError(res, Error(401, "authentication_error",
+                           auth.empty() ? "no API key given: send Authorization: Bearer <key>"
+                                        : "the API key is not valid",
+                           "invalid_api_key"));
+      st.Count(req.path, 401);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      SendError(res, Error(404, "not_found_error", "no route " + req.method + " " + req.path));
+    } else if (res.status == 413) {
+      SendError(res, Error(413, "invalid_request_error", "the request body is too large",
+                           "request_too_large"));
+    } else if (res.status >= 400) {
+      SendError(res, Error(res.status, res.status >= 500 ? "server_error" : "invalid_request_error",
+                           "HTTP status " + std::to_string(res.status)));
+    }
+  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        SendError(res, Error(500, "server_error", what));
+      });
+
+  svr.Get("/health", [&st](const httplib::Request&, httplib::Response& res) {
+    if (!st.ready.load()) {
+      res.status = 503;
+      json body = Error(503, "unavailable_error", "the model is loading").ToJson();
+      body["status"] = "loading";
+      res.set_content(Dump(body), "application/json");
+      return;
+    }
+    res.set_content(Dump({{"status", "ok"}}), "application/json");
+  });
+
+  auto unready = [&st](httplib::Response& res) {
+    if (st.ready.load()) return false;
+    res.set_header("Retry-After", "5");
+    SendError(res, Error(503, "unavailable_error", "the model is loading; try again shortly"));
+    return true;
+  };
+
+  svr.Get("/v1/models", [&st, unready](const httplib::Request& req, httplib::Response& res) {
+    if (unready(res)) return;
+    json model = {{"id", st.model_id},
+                  {"object", "model"},
+                  {"created", 0},
+                  {"owned_by", "ellm"},
+                  {"context_length", st.n_ctx}};
+    res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+    st.Count(req.path, 200);
+  });
+
+  svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
+    std::string out;
+    std::lock_guard<std::mutex> lock(st.metrics_mu);
+    out += "# HELP ellm_http_requests_total HTTP API requests by endpoint and status\n";
+    out += "# TYPE ellm_http_requests_total counter\n";
+    for (const auto& [key, n] : st.requests) {
+      out += "ellm_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+             std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+    }
+    out +=
+        "# HELP ellm_http_tokens_total Tokens of HTTP API requests: prompt, completion, and "
+        "prompt tokens reused from a session\n# TYPE ellm_http_tokens_total counter\n";
+    out += "ellm_http_tokens_total{kind=\"prompt\"} " + std::to_string(st.prompt_tokens) + "\n";
+    out += "ellm_http_tokens_total{kind=\"completion\"} " + std::to_string(st.completion_tokens) +
+           "\n";
+    out += "ellm_http_tokens_total{kind=\"reused\"} " + std::to_string(st.reused_tokens) + "\n";
+    out += "# HELP ellm_http_active_streams Streaming responses in progress\n";
+    out += "# TYPE ellm_http_active_streams gauge\n";
+    out += "ellm_http_active_streams " + std::to_string(st.active_streams.load()) + "\n";
+    out += "# HELP ellm_http_queued_requests Requests admitted (running or waiting)\n";
+    out += "# TYPE ellm_http_queued_requests gauge\n";
+    out += "ellm_http_queued_requests " + std::to_string(st.admitted.load()) + "\n";
+    st.ttft.Write(out, "ellm_http_time_to_first_token_seconds",
+                  "From the request's arrival to its first token");
+    st.itl.Write(out, "ellm_http_inter_token_latency_seconds", "Between tokens of one reply");
+    st.queue_wait.Write(out, "ellm_http_queue_wait_seconds",
+                        "From arrival until a session and the engine were free");
+    res.set_content(out, "text/plain; version=0.0.4");
+  });
+
+  auto completion = [&st, &o, unready](const httplib::Request& req, httplib::Response& res,
+                                       bool chat) {
+    const auto arrived = Clock::now();
+    const std::string endpoint = req.path;
+    auto fail = [&](const ApiError& e) {
+      SendError(res, e);
+      st.Count(endpoint, e.status);
+    };
+    if (unready(res)) return st.Count(endpoint, 503);
+    ParsedRequest parsed = ParseCompletionRequest(req.body, chat);
+    if (parsed.error) return fail(*parsed.error);
+    auto request = std::make_shared<CompletionRequest>(std::move(parsed.request));
+    const CompletionRequest& r = *request;
+    Engine& engine = *st.engine;
+    if (!r.model.empty() && r.model != st.model_id && r.model != engine.info().name) {
+      ApiError e =
+          Error(404, "invalid_request_error",
+                "the model '" + r.model + "' does not exist; this server has '" + st.model_id + "'",
+                "model_not_found");
+      e.param = "model";
+      return fail(e);
+    }
+    const Tokenizer& tok = engine.tokenizer();
+    std::string text = r.prompt;
+    if (chat) {
+      if (!engine.chat_template().ok()) {
+        return fail(Error(
+            500, "server_error",
+            "the model has no usable chat template: " + engine.chat_template().status().message()));
+      }
+      auto rendered = engine.chat_template()->Apply(r.messages, true);
+      if (!rendered.ok()) {
+        return fail(InvalidRequest("messages: " + rendered.status().message(), "messages"));
+      }
+      text = std::move(*rendered);
+    }
+    auto prompt = std::make_shared<std::vector<TokenId>>(tok.Encode(text, true, true));
+    const int64_t n_prompt = static_cast<int64_t>(prompt->size());
+    if (n_prompt == 0)
+      return fail(InvalidRequest("the prompt is empty", chat ? "messages" : "prompt"));
+    const int64_t room = st.n_ctx - n_prompt;
+    if (room <= 0 || (r.max_tokens && *r.max_tokens > room)) {
+      std::string m = "This model's maximum context length is " + std::to_string(st.n_ctx) +
+                      " tokens. However, you requested " +
+                      std::to_string(n_prompt + r.max_tokens.value_or(0)) + " tokens (" +
+                      std::to_string(n_prompt) + " in the " + (chat ? "messages" : "prompt") +
+                      ", " + std::to_string(r.max_tokens.value_or(0)) +
+                      " in the completion). Please reduce the length of the " +
+                      (chat ? "messages" : "prompt") + " or completion.";
+      return fail(InvalidRequest(m, chat ? "messages" : "prompt", "context_length_exceeded"));
+    }
+    // The constraint for a JSON response (built per request: it keeps the
+    // document's state).
+    std::shared_ptr<JsonConstraint> constraint;
+    if (r.format == ResponseFormat::kJsonObject) {
+      constraint = JsonConstraint::AnyObject(tok);
+    } else if (r.format == ResponseFormat::kJsonSchema) {
+      auto c = JsonConstraint::FromSchema(r.json_schema, tok);
+      if (!c.ok()) {
+        return fail(InvalidRequest("response_format.json_schema.schema: " + c.status().message(),
+                                   "response_format.json_schema.schema"));
+      }
+      constraint = std::move(*c);
+    }
+    // Admission: past the queue's bound, 429 at once.
+    const int limit = std::max(1, o.sessions) + o.max_queue;
+    if (st.admitted.fetch_add(1) >= limit) {
+      st.admitted.fetch_sub(1);
+      res.set_header("Retry-After", "1");
+      return fail(Error(429, "rate_limit_error",
+                        "the server is busy (" + std::to_string(limit) +
+                            " requests running or queued); retry after a second",
+                        "rate_limit_exceeded"));
+    }
+    auto admitted = std::shared_ptr<void>(nullptr, [&st](void*) { st.admitted.fetch_sub(1); });
+
+    ReplyOptions ro;
+    ro.sampling = r.sampling;
+    if (!r.seeded) ro.sampling.seed = std::random_device{}();
+    ro.max_tokens = r.max_tokens.value_or(room);
+    ro.stop = r.stop;
+    ro.constraint = constraint.get();
+    const std::string id = RandomId(chat ? "chatcmpl-" : "cmpl-");
+    const int64_t created = UnixNow();
+
+    // Runs the reply in a session with an interactive turn; `on_text` gets
+    // the pieces. Records the metrics.
+    auto run = [&st, prompt, ro, constraint, arrived](const ReplyTextFn& on_text) {
+      const size_t slot = st.AcquireSlot(*prompt);
+      StatusOr<Reply> reply = InternalError("not run");
+      {
+        EngineGate::Turn turn = st.engine->gate().Interactive();
+        const auto started = Clock::now();
+        auto last = started;
+        bool first = true;
+        reply = GenerateReply(*st.slots[slot].session, st.engine->tokenizer(), *prompt, ro,
+                              [&](std::string_view piece) {
+                                const auto now = Clock::now();
+                                std::lock_guard<std::mutex> lock(st.metrics_mu);
+                                if (first) {
+                                  st.ttft.Observe(Seconds(arrived, now));
+                                  first = false;
+                                } else {
+                                  st.itl.Observe(Seconds(last, now));
+                                }
+                                last = now;
+                                return on_text ? on_text(piece) : true;
+                              });
+        std::lock_guard<std::mutex> lock(st.metrics_mu);
+        st.queue_wait.Observe(Seconds(arrived, started));
+        if (reply.ok()) {
+          st.prompt_tokens += static_cast<uint64_t>(reply->prompt_tokens);
+          st.completion_tokens += static_cast<uint64_t>(reply->completion_tokens);
+          st.reused_tokens += static_cast<uint64_t>(reply->reused_tokens);
+        }
+      }
+      st.ReleaseSlot(slot);
+      return reply;
+    };
+
+    if (!r.stream) {
+      StatusOr<Reply> reply = run(nullptr);
+      if (!reply.ok()) {
+        return fail(Error(500, "server_error", "generation failed: " + reply.status().ToString()));
+      }
+      const std::string finish(FinishReasonName(reply->finish));
+      res.set_content(
+          Dump(CompletionResponse(r, id, created, st.model_id, st.fingerprint, reply->text, finish,
+                                  {reply->prompt_tokens, reply->completion_tokens})),
+          "application/json");
+      st.Count(endpoint, 200);
+      return;
+    }
+    st.Count(endpoint, 200);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider("text/event-stream", [&st, request, run, id, created,
+                                                           admitted](size_t,
+                                                                     httplib::DataSink& sink) {
+      const CompletionRequest& sr = *request;
+      st.active_streams.fetch_add(1);
+      bool first = true;
+      bool open = true;
+      auto send = [&](const json& chunk) {
+        const std::string event = SseEvent(chunk);
+        open = open && sink.write(event.data(), event.size());
+        return open;
+      };
+      StatusOr<Reply> reply = run([&](std::string_view piece) {
+        const std::string delta(piece);
+        const bool ok =
+            send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta, first, nullptr));
+        first = false;
+        return ok;
+      });
+      if (open && !reply.ok()) {
+        // The status is sent; the stream carries the error as OpenAI's does.
+        send(
+            Error(500, "server_error", "generation failed: " + reply.status().ToString()).ToJson());
+      } else if (open && reply->finish != FinishReason::kCancelled) {
+        const std::string finish(FinishReasonName(reply->finish));
+        if (first) {
+          const std::string empty;
+          send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &empty, true, nullptr));
+        }
+        send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, nullptr, false, &finish));
+        if (sr.include_usage) {
+          send(UsageChunk(sr, id, created, st.model_id, st.fingerprint,
+                          {reply->prompt_tokens, reply->completion_tokens}));
+        }
+      }
+      if (open) {
+        static const std::string kDone = "data: [DONE]\n\n";
+        sink.write(kDone.data(), kDone.size());
+        sink.done();
+      }
+      st.active_streams.fetch_sub(1);
+      return open;
+    });
+  };
+  svr.Post("/v1/chat/completions",
+           [completion](const httplib::Request& req, httplib::Response& res) {
+             completion(req, res, true);
+           });
+  svr.Post("/v1/completions", [completion](const httplib::Request& req, httplib::Response& res) {
+    completion(req, res, false);
+  });
+
+  if (o.port == 0) {
+    port_ = svr.bind_to_any_port(o.host);
+    if (port_ <= 0) return UnavailableError("cannot listen on " + o.host + " (any port)");
+  } else {
+    if (!svr.bind_to_port(o.host, o.port)) {
+      return UnavailableError("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                              " (in use, or not an address of this host)");
+    }
+    port_ = o.port;
+  }
+  return OkStatus();
+}
+
+}  // namespace ellm::server

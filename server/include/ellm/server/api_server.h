@@ -1,0 +1,82 @@
+// The OpenAI-compatible HTTP API (cpp-httplib, with TLS through OpenSSL):
+//   POST /v1/chat/completions, POST /v1/completions   (stream: Server-Sent Events)
+//   GET  /v1/models, GET /health, GET /metrics        (Prometheus text)
+// Requests share one loaded Engine with any batch work on it: each reply
+// takes an interactive turn of engine.gate(), so a document job running on
+// the same engine steps aside at its next prefill slice or token. Replies
+// run in a small pool of sessions (KV caches); a follow-up whose prompt
+// continues a session's tokens reuses them. Past `max_queue` waiting
+// requests the answer is 429 with Retry-After; a streaming client that
+// disconnects ends its generation at the next token.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ellm/base/status.h"
+#include "ellm/engine/engine.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace ellm::server {
+
+struct ApiServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (port() tells which)
+  // Bearer keys a request must present (Authorization: Bearer <key>);
+  // empty: no authentication. /health never needs one.
+  std::vector<std::string> api_keys;
+  // TLS: both files (PEM), or neither for plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  size_t max_body_bytes = 64u << 20;
+  int read_timeout_s = 30;
+  int write_timeout_s = 600;
+  int sessions = 1;      // replies evaluated side by side (each its own KV cache)
+  int max_queue = 16;    // requests waiting for a session before 429
+  int64_t n_ctx = 8192;  // each session's context (capped at the model's)
+  // Origins allowed by CORS (Access-Control-Allow-Origin); empty: no CORS
+  // headers at all. "*" allows any.
+  std::vector<std::string> cors_origins;
+};
+
+// Reads API keys from a file: one per line, blank lines and lines starting
+// with '#' ignored. Refuses a file others may read (mode & 007), naming
+// the file but never a key.
+StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& path);
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiServerOptions options);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds host:port (errors name the address, or the TLS file at fault).
+  Status Bind();
+  int port() const { return port_; }
+  // "http://127.0.0.1:8080" (https with TLS).
+  std::string address() const;
+
+  // The model to serve, once loaded; until then every endpoint but /health
+  // answers 503 and /health says "loading". `engine` must outlive the
+  // server. `model_id` is what /v1/models lists and requests may name.
+  Status SetModel(Engine* engine, const std::string& model_id, const std::string& fingerprint);
+
+  // Serves until Stop(); returns false if it could not serve.
+  bool Run();
+  void Stop();
+
+ private:
+  struct State;
+  ApiServerOptions options_;
+  int port_ = 0;
+  std::unique_ptr<State> state_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+}  // namespace ellm::server

@@ -1,0 +1,88 @@
+// The OpenAI wire format, as ellm's HTTP API speaks it: requests of
+// /v1/chat/completions and /v1/completions parsed and checked into our
+// types, and the responses, stream chunks and errors built as OpenAI sends
+// them. Pure functions: no engine, no sockets (tests/server has them).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ellm/engine/chat.h"
+#include "ellm/engine/sampler.h"
+
+namespace ellm::server {
+
+// An error as OpenAI's API reports it: the HTTP status and the body
+// {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the request field at fault, or empty (null)
+  std::string code;   // e.g. "context_length_exceeded", or empty (null)
+  nlohmann::json ToJson() const;
+};
+
+ApiError InvalidRequest(std::string message, std::string param = "", std::string code = "");
+
+enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
+
+struct CompletionRequest {
+  bool chat = true;                   // /v1/chat/completions, else /v1/completions
+  std::string model;                  // as sent (may be empty)
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  std::optional<int64_t> max_tokens;  // unset: what the context leaves
+  SamplingOptions sampling;
+  bool seeded = false;  // the request gave a seed (else the server draws one)
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  ResponseFormat format = ResponseFormat::kText;
+  std::string json_schema;  // kJsonSchema: the schema, as JSON text
+};
+
+// Parses a request body. Defaults where the request is silent: OpenAI's
+// (temperature 1, top_p 1, n 1), llama.cpp's for what OpenAI lacks (top_k
+// 40, min_p 0.05, repeat_penalty 1). Unknown fields are ignored, as OpenAI
+// clients send more than a server may use; fields that would change the
+// answer in a way we cannot honour (n > 1, tools, logprobs, images, audio)
+// are errors naming the field.
+struct ParsedRequest {
+  CompletionRequest request;
+  std::optional<ApiError> error;
+};
+ParsedRequest ParseCompletionRequest(const std::string& body, bool chat, int max_stop = 16);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+nlohmann::json UsageJson(const Usage& usage);
+
+// The whole response of a request that did not stream.
+nlohmann::json CompletionResponse(const CompletionRequest& request, const std::string& id,
+                                  int64_t created, const std::string& model,
+                                  const std::string& fingerprint, const std::string& text,
+                                  const std::string& finish_reason, const Usage& usage);
+
+// One stream chunk: `delta_text` (with `first`, the assistant role too),
+// or the last one with `finish_reason`. With include_usage every chunk
+// carries "usage": null, and UsageChunk ends the stream with the totals.
+nlohmann::json StreamChunk(const CompletionRequest& request, const std::string& id, int64_t created,
+                           const std::string& model, const std::string& fingerprint,
+                           const std::string* delta_text, bool first,
+                           const std::string* finish_reason);
+nlohmann::json UsageChunk(const CompletionRequest& request, const std::string& id, int64_t created,
+                          const std::string& model, const std::string& fingerprint,
+                          const Usage& usage);
+
+// "data: <json>\n\n", the JSON compact and its invalid UTF-8 replaced.
+std::string SseEvent(const nlohmann::json& j);
+// Compact JSON text, invalid UTF-8 replaced (never throws).
+std::string Dump(const nlohmann::json& j);
+
+}  // namespace ellm::server

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""`ellm serve` driven by real clients: the `openai` Python package and curl.
+
+Usage: openai_client_test.py ELLM_BINARY MODEL.gguf
+Run by ctest (label model) with the python of scripts/api-clients. Starts
+the server on a free port with an API key file, then checks: /health while
+loading and after, /v1/models, chat and text completions (plain and
+streamed, usage, finish reasons, stop strings, max_tokens), JSON output
+under response_format (json_schema and json_object), OpenAI-shaped errors
+(401, 400, 404, 413, context_length_exceeded), 429 past the queue, a
+disconnected stream ending its generation, a follow-up reusing the
+session's tokens, TLS, and a clean exit on SIGTERM.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import openai
+
+KEY = "sk-test-0123456789"
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print(f"ok   {what}")
+    else:
+        print(f"FAIL {what}")
+        failures.append(what)
+
+
+def start_server(ellm, model, tmp, extra):
+    keys = os.path.join(tmp, "keys")
+    with open(keys, "w") as f:
+        f.write("# keys\n" + KEY + "\n")
+    os.chmod(keys, 0o600)
+    cmd = [ellm, "serve", "--model", model, "--listen", "127.0.0.1:0", "--api-keys-file", keys,
+           "--ctx", "1024", "--db", os.path.join(tmp, "ellm.db"), "--threads", "2"] + extra
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"listening on (https?://[^\s]+)", line)
+    if not m:
+        proc.kill()
+        raise SystemExit(f"no address printed: {line!r}")
+    return proc, m.group(1)
+
+
+def http(method, url, body=None, headers=None):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def wait_ready(base):
+    seen = set()
+    for _ in range(600):
+        status, _, body = http("GET", base + "/health")
+        seen.add(status)
+        if status == 200:
+            return seen
+        assert status == 503 and json.loads(body)["status"] == "loading", body
+        time.sleep(0.05)
+    raise SystemExit("never ready")
+
+
+def metric(base, name):
+    _, _, body = http("GET", base + "/metrics", headers={"Authorization": "Bearer " + KEY})
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def main():
+    ellm, model = sys.argv[1], sys.argv[2]
+    tmp = tempfile.mkdtemp(prefix="ellm-api-")
+    proc, base = start_server(ellm, model, tmp, ["--sessions", "1", "--max-queue", "0",
+                                                 "--max-body", "65536"])
+    try:
+        run(base, ellm, model, tmp)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = "hung"
+        check(code == 0, f"SIGTERM ends the server with 0 (got {code})")
+    tls(ellm, model, tmp)
+    if failures:
+        print(f"{len(failures)} check(s) failed: {failures}")
+        sys.exit(1)
+    print("all checks passed")
+
+
+def run(base, ellm, model, tmp):
+    seen = wait_ready(base)
+    check(200 in seen, f"/health becomes ok (statuses seen: {sorted(seen)})")
+    client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
+
+    models = client.models.list()
+    ids = [m.id for m in models]
+    check(len(ids) == 1 and ids[0] == os.path.splitext(os.path.basename(model))[0],
+          f"/v1/models lists the file's model id ({ids})")
+    mid = ids[0]
+    msgs = [{"role": "system", "content": "You are brief."},
+            {"role": "user", "content": "List three colours of the rainbow."}]
+
+    r = client.chat.completions.create(model=mid, messages=msgs, max_tokens=30, temperature=0)
+    text = r.choices[0].message.content
+    check(r.object == "chat.completion" and r.choices[0].message.role == "assistant",
+          "chat completion object and role")
+    check(bool(text), f"chat completion has text: {text!r}")
+    check(r.choices[0].finish_reason in ("stop", "length"), "finish_reason stop|length")
+    u = r.usage
+    check(u.prompt_tokens > 10 and 0 < u.completion_tokens <= 30 and
+          u.total_tokens == u.prompt_tokens + u.completion_tokens, f"usage adds up: {u}")
+
+    # Streaming gives the same greedy text, in pieces, then usage and [DONE].
+    stream = client.chat.completions.create(model=mid, messages=msgs, max_tokens=30, temperature=0,
+                                            stream=True, stream_options={"include_usage": True})
+    pieces, roles, finish, usage = [], [], None, None
+    for chunk in stream:
+        if chunk.choices:
+            d = chunk.choices[0].delta
+            roles.append(d.role)
+            pieces.append(d.content or "")
+            finish = chunk.choices[0].finish_reason or finish
+        else:
+            usage = chunk.usage
+    check("".join(pieces) == text, "streamed pieces equal the non-streamed text")
+    check(roles[0] == "assistant" and len(pieces) > 2, f"first delta has the role; {len(pieces)} chunks")
+    check(finish == r.choices[0].finish_reason, "stream ends with the same finish_reason")
+    check(usage is not None and usage.completion_tokens == u.completion_tokens,
+          "include_usage sends the usage last")
+
+    # A stop string from the middle of the greedy text ends the reply before it.
+    if len(text) > 12:
+        stop = text[len(text) // 2:len(text) // 2 + 3]
+        s = client.chat.completions.create(model=mid, messages=msgs, max_tokens=30, temperature=0,
+                                           stop=[stop])
+        check(s.choices[0].message.content == text[:text.find(stop)] and
+              s.choices[0].finish_reason == "stop", f"stop {stop!r} ends the reply before it")
+    else:
+        check(False, f"greedy text long enough for a stop test: {text!r}")
+
+    m3 = client.chat.completions.create(model=mid, messages=msgs, max_tokens=3, temperature=0)
+    check(m3.choices[0].finish_reason == "length" and m3.usage.completion_tokens == 3,
+          "max_tokens 3: finish_reason length, 3 tokens")
+    mct = client.chat.completions.create(model=mid, messages=msgs, max_completion_tokens=2,
+                                         temperature=0)
+    check(mct.usage.completion_tokens == 2, "max_completion_tokens is honoured")
+
+    # Seeded sampling repeats itself.
+    a = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.9,
+                                       seed=7, top_p=0.9, presence_penalty=0.5)
+    b = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.9,
+                                       seed=7, top_p=0.9, presence_penalty=0.5)
+    check(a.choices[0].message.content == b.choices[0].message.content, "same seed, same text")
+
+    # JSON under a schema always parses and validates.
+    schema = {"type": "object",
+              "properties": {"colour": {"type": "string", "maxLength": 12},
+                             "count": {"enum": [1, 2, 3, 4, 5]}},
+              "required": ["colour", "count"], "additionalProperties": False}
+    j = client.chat.completions.create(
+        model=mid, messages=[{"role": "user", "content": "Name a colour and a count as JSON."}],
+        max_tokens=60, temperature=0.7, seed=3,
+        response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}})
+    doc = json.loads(j.choices[0].message.content)
+    check(set(doc) == {"colour", "count"} and isinstance(doc["colour"], str) and
+          len(doc["colour"]) <= 12 and doc["count"] in (1, 2, 3, 4, 5),
+          f"json_schema output validates: {doc}")
+    jo = client.chat.completions.create(
+        model=mid, messages=[{"role": "user", "content": "Reply with a JSON object."}],
+        max_tokens=400, temperature=0, response_format={"type": "json_object"})
+    c = jo.choices[0]
+    if c.finish_reason == "stop":
+        check(isinstance(json.loads(c.message.content), dict), "json_object output is an object")
+    else:
+        check(c.message.content.lstrip().startswith("{"), "json_object output starts an object")
+
+    # Text completions.
+    t = client.completions.create(model=mid, prompt="The capital of France is", max_tokens=6,
+                                  temperature=0)
+    check(t.object == "text_completion" and t.choices[0].text and t.usage.completion_tokens <= 6,
+          f"text completion: {t.choices[0].text!r}")
+
+    # Errors, shaped as OpenAI's.
+    try:
+        openai.OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
+        check(False, "a wrong key is refused")
+    except openai.AuthenticationError as e:
+        check(e.status_code == 401 and e.body["code"] == "invalid_api_key", "wrong key: 401")
+    status, _, body = http("GET", base + "/v1/models")
+    check(status == 401 and json.loads(body)["error"]["type"] == "authentication_error",
+          "no key: 401 authentication_error")
+    try:
+        client.chat.completions.create(model=mid, messages=[], max_tokens=3)
+        check(False, "empty messages are refused")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.body["param"] == "messages", "empty messages: 400, param")
+    try:
+        client.chat.completions.create(model=mid, messages=msgs, n=2)
+        check(False, "n=2 is refused")
+    except openai.BadRequestError as e:
+        check(e.body["param"] == "n", "n=2: 400 naming n")
+    try:
+        client.chat.completions.create(model="gpt-4o", messages=msgs, max_tokens=3)
+        check(False, "an unknown model is refused")
+    except openai.NotFoundError as e:
+        check(e.body["code"] == "model_not_found", "unknown model: 404 model_not_found")
+    try:
+        client.chat.completions.create(
+            model=mid, messages=[{"role": "user", "content": "word " * 1500}], max_tokens=3)
+        check(False, "a prompt past the context is refused")
+    except openai.BadRequestError as e:
+        check(e.body["code"] == "context_length_exceeded", "too long: context_length_exceeded")
+    status, _, body = http("POST", base + "/v1/chat/completions", b"{not json",
+                           {"Authorization": "Bearer " + KEY})
+    check(status == 400 and json.loads(body)["error"]["code"] == "invalid_json", "bad JSON: 400")
+    status, _, body = http("GET", base + "/v1/nothing", headers={"Authorization": "Bearer " + KEY})
+    check(status == 404 and "error" in json.loads(body), "unknown route: 404 JSON")
+    status, _, _ = http("POST", base + "/v1/completions", b"x" * 70000,
+                        {"Authorization": "Bearer " + KEY, "Content-Type": "application/json"})
+    check(status == 413, f"a body past --max-body: 413 (got {status})")
+
+    # curl streams Server-Sent Events ending with [DONE].
+    out = subprocess.run(
+        ["curl", "-sN", "--compressed", base + "/v1/chat/completions", "-H",
+         "Authorization: Bearer " + KEY, "-H", "Content-Type: application/json", "-d",
+         json.dumps({"model": mid, "messages": msgs, "max_tokens": 5, "stream": True})],
+        capture_output=True, text=True, timeout=120).stdout
+    events = [l for l in out.split("\n") if l.startswith("data: ")]
+    check(len(events) >= 3 and events[-1] == "data: [DONE]" and
+          json.loads(events[0][6:])["object"] == "chat.completion.chunk",
+          f"curl: {len(events)} SSE events ending with [DONE]")
+
+    # Past the queue: 429 with Retry-After while a stream holds the only session.
+    long_msgs = [{"role": "user", "content": "Write a long story about a lighthouse."}]
+    got_first = threading.Event()
+    holder_done = threading.Event()
+
+    def hold():
+        s = client.chat.completions.create(model=mid, messages=long_msgs, max_tokens=120,
+                                           temperature=0, stream=True)
+        for _ in s:
+            got_first.set()
+        holder_done.set()
+
+    th = threading.Thread(target=hold)
+    th.start()
+    got_first.wait(60)
+    status, headers, body = http("POST", base + "/v1/chat/completions",
+                                 {"model": mid, "messages": msgs, "max_tokens": 3},
+                                 {"Authorization": "Bearer " + KEY,
+                                  "Content-Type": "application/json"})
+    busy = not holder_done.is_set()
+    check(not busy or (status == 429 and "Retry-After" in headers and
+                       json.loads(body)["error"]["code"] == "rate_limit_exceeded"),
+          f"a request past the queue: 429 with Retry-After (got {status})")
+    check(busy, "the holding stream was still running when the extra request came")
+    th.join()
+
+    # A client that disconnects ends its generation at the next token.
+    before = metric(base, 'ellm_http_tokens_total{kind="completion"}')
+    s = client.chat.completions.create(model=mid, messages=long_msgs, max_tokens=400,
+                                       temperature=0, stream=True)
+    n = 0
+    for _ in s:
+        n += 1
+        if n == 3:
+            break
+    s.close()
+    time.sleep(0.5)
+    r2 = client.chat.completions.create(model=mid, messages=msgs, max_tokens=3, temperature=0)
+    after = metric(base, 'ellm_http_tokens_total{kind="completion"}')
+    check(r2.usage.completion_tokens == 3 and after - before - 3 < 100,
+          f"a disconnected stream stopped early ({after - before - 3:.0f} of 400 tokens made)")
+
+    # A follow-up continues the session: the first turn's tokens are reused.
+    reused0 = metric(base, 'ellm_http_tokens_total{kind="reused"}')
+    first = client.chat.completions.create(model=mid, messages=msgs, max_tokens=20, temperature=0)
+    follow = msgs + [{"role": "assistant", "content": first.choices[0].message.content},
+                     {"role": "user", "content": "And one more?"}]
+    client.chat.completions.create(model=mid, messages=follow, max_tokens=5, temperature=0)
+    reused = metric(base, 'ellm_http_tokens_total{kind="reused"}') - reused0
+    check(reused >= first.usage.prompt_tokens,
+          f"a follow-up reuses the first turn ({reused:.0f} tokens, prompt {first.usage.prompt_tokens})")
+    check(metric(base, "ellm_http_time_to_first_token_seconds_count") > 0, "TTFT histogram counts")
+
+
+def tls(ellm, model, tmp):
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    proc, base = start_server(ellm, model, tmp, ["--tls-cert", cert, "--tls-key", key])
+    try:
+        check(base.startswith("https://"), f"TLS server prints https ({base})")
+        for _ in range(600):
+            out = subprocess.run(["curl", "-s", "--cacert", cert, base + "/health"],
+                                 capture_output=True, text=True).stdout
+            if '"ok"' in out:
+                break
+            time.sleep(0.05)
+        check('"ok"' in out, "curl over TLS, verifying the certificate: /health ok")
+        plain = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                base.replace("https://", "http://") + "/health"],
+                               capture_output=True, text=True).stdout
+        check(plain != "200", f"plain HTTP to the TLS port is not served (got {plain!r})")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
