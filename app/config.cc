@@ -169,6 +169,16 @@ Status MetricsConfig::Validate() const {
   return OkStatus();
 }
 
+Status HttpConfig::Validate() const {
+  server::ApiServerOptions o = server;
+  Status listened = server::ParseListen(listen, &o.host, &o.port);
+  if (!listened.ok()) return listened.WithContext("http.listen");
+  if (!api_keys_file.empty()) o.api_keys = {"(from the file)"};
+  Status st = o.Validate();
+  if (!st.ok()) return st.WithContext("http");
+  return OkStatus();
+}
+
 Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(model.Validate());
   ELLM_RETURN_IF_ERROR(kv.Validate());
@@ -177,6 +187,7 @@ Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(jobs.Validate());
   ELLM_RETURN_IF_ERROR(log.Validate());
   ELLM_RETURN_IF_ERROR(metrics.Validate());
+  ELLM_RETURN_IF_ERROR(http.Validate());
   return OkStatus();
 }
 
@@ -186,7 +197,8 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     YAML::Node root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
     ELLM_RETURN_IF_ERROR(CheckKeys(
-        src, root, "", {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics"}));
+        src, root, "",
+        {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics", "http"}));
     if (YAML::Node n = root["model"]) {
       ELLM_RETURN_IF_ERROR(
           CheckKeys(src, n, "model",
@@ -283,6 +295,29 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "metrics", {"enabled", "listen"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "metrics", "enabled", c.metrics.enabled));
       ELLM_RETURN_IF_ERROR(Get(src, n, "metrics", "listen", c.metrics.listen));
+    }
+    if (YAML::Node n = root["http"]) {
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "http",
+                    {"enabled", "listen", "api_keys_file", "tls_cert_file", "tls_key_file",
+                     "sessions", "max_queue", "context", "max_body_bytes", "read_timeout_s",
+                     "write_timeout_s", "cors_origins"}));
+      HttpConfig& h = c.http;
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "enabled", h.enabled));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "listen", h.listen));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "api_keys_file", h.api_keys_file));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "tls_cert_file", h.server.tls_cert_file));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "tls_key_file", h.server.tls_key_file));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "sessions", h.server.sessions));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "max_queue", h.server.max_queue));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "context", h.server.n_ctx));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "max_body_bytes", h.server.max_body_bytes));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "read_timeout_s", h.server.read_timeout_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "write_timeout_s", h.server.write_timeout_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "cors_origins", h.server.cors_origins));
+      if (Status s = server::ParseListen(h.listen, &h.server.host, &h.server.port); !s.ok()) {
+        return At(src, n["listen"], "http.listen: " + s.message());
+      }
     }
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError("config " + src + ":" + std::to_string(e.mark.line + 1) + ": " +

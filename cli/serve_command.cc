@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
+#include "ellm/app/config.h"
 #include "ellm/server/api_server.h"
 #include "flags.h"
 #include "local_runtime.h"
@@ -27,56 +29,42 @@ constexpr const char* kUsage =
     "                  [--tls-cert F --tls-key F] [--cors-origin ORIGIN[,ORIGIN...]]\n"
     "                  [--max-body BYTES] [--chat-template NAME|F.jinja]\n";
 
-StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgumentError("--listen '" + listen + "': expected HOST:PORT");
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  int port = -1;
-  try {
-    size_t used = 0;
-    port = std::stoi(listen.substr(colon + 1), &used);
-    if (used != listen.size() - colon - 1) port = -1;
-  } catch (...) {
-  }
-  if (port < 0 || port > 65535) {
-    return InvalidArgumentError("--listen '" + listen + "': the port must be 0..65535");
-  }
-  return std::make_pair(host, port);
-}
-
 Status Run(const Flags& f) {
+  // The config's http: section first (when --config names one), flags over it.
   server::ApiServerOptions o;
-  ELLM_ASSIGN_OR_RETURN(auto listen, ParseListen(f.Get("listen", "127.0.0.1:8080")));
-  o.host = listen.first;
-  o.port = listen.second;
-  if (f.Has("api-keys-file")) {
-    ELLM_ASSIGN_OR_RETURN(o.api_keys, server::ReadApiKeysFile(f.Get("api-keys-file")));
+  std::string listen = "127.0.0.1:8080";
+  std::string keys_file;
+  if (f.Has("config")) {
+    ELLM_ASSIGN_OR_RETURN(app::Config config, app::LoadConfig(f.Get("config")));
+    o = config.http.server;
+    listen = config.http.listen;
+    keys_file = config.http.api_keys_file;
   }
-  o.tls_cert_file = f.Get("tls-cert");
-  o.tls_key_file = f.Get("tls-key");
-  ELLM_ASSIGN_OR_RETURN(int64_t sessions, f.GetInt("sessions", 1));
+  ELLM_RETURN_IF_ERROR(server::ParseListen(f.Get("listen", listen), &o.host, &o.port));
+  keys_file = f.Get("api-keys-file", keys_file);
+  if (!keys_file.empty()) {
+    ELLM_ASSIGN_OR_RETURN(o.api_keys, server::ReadApiKeysFile(keys_file));
+  }
+  o.tls_cert_file = f.Get("tls-cert", o.tls_cert_file);
+  o.tls_key_file = f.Get("tls-key", o.tls_key_file);
+  ELLM_ASSIGN_OR_RETURN(int64_t sessions, f.GetInt("sessions", o.sessions));
   ELLM_ASSIGN_OR_RETURN(int64_t queue, f.GetInt("max-queue", o.max_queue));
-  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", 8192));
-  ELLM_ASSIGN_OR_RETURN(int64_t max_body, f.GetInt("max-body", 64 << 20));
-  if (max_body < 1024) return InvalidArgumentError("--max-body must be at least 1024 bytes");
-  o.max_body_bytes = static_cast<size_t>(max_body);
-  if (sessions < 1 || sessions > 64) return InvalidArgumentError("--sessions must be 1..64");
-  if (queue < 0 || queue > 4096) return InvalidArgumentError("--max-queue must be 0..4096");
-  if (ctx < 16) return InvalidArgumentError("--ctx must be at least 16");
-  o.sessions = static_cast<int>(sessions);
-  o.max_queue = static_cast<int>(queue);
+  ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", o.n_ctx));
+  ELLM_ASSIGN_OR_RETURN(int64_t max_body,
+                        f.GetInt("max-body", static_cast<int64_t>(o.max_body_bytes)));
+  o.max_body_bytes = static_cast<size_t>(std::max<int64_t>(max_body, 0));
+  o.sessions = static_cast<int>(std::clamp<int64_t>(sessions, 0, 1 << 20));
+  o.max_queue = static_cast<int>(std::clamp<int64_t>(queue, -1, 1 << 20));
   o.n_ctx = ctx;
   if (f.Has("cors-origin")) {
+    o.cors_origins.clear();
     std::stringstream list(f.Get("cors-origin"));
     for (std::string origin; std::getline(list, origin, ',');) {
       if (!origin.empty()) o.cors_origins.push_back(origin);
     }
   }
+
+  ELLM_RETURN_IF_ERROR(o.Validate());
 
   // SIGINT/SIGTERM go to one thread that stops the server.
   sigset_t stop_signals;

@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -25,6 +27,7 @@
 #include "ellm/app/runtime.h"
 #include "ellm/engine/cpu_features.h"
 #include "ellm/ingest/job_consumer.h"
+#include "ellm/server/api_server.h"
 #include "ellm/store/job_store.h"
 #include "job_runner.h"
 #include "logging.h"
@@ -195,6 +198,13 @@ int Run(const std::string& config_path, bool check_only) {
   spdlog::info("pipelines from {}: {}; context {} tokens", rt.pipelines_dir, names,
                rt.generator->context());
   if (check_only) {
+    if (config->http.enabled && !config->http.api_keys_file.empty()) {
+      auto keys = ellm::server::ReadApiKeysFile(config->http.api_keys_file);
+      if (!keys.ok()) {
+        spdlog::critical("http.api_keys_file: {}", keys.status().ToString());
+        return 78;
+      }
+    }
     spdlog::info("check passed");
     return 0;
   }
@@ -219,6 +229,38 @@ int Run(const std::string& config_path, bool check_only) {
   if ((*metrics)->port() > 0) {
     spdlog::info("metrics on {} (port {}): /metrics /healthz /readyz", config->metrics.listen,
                  (*metrics)->port());
+  }
+  // The OpenAI-compatible API on the same engine: its replies take
+  // interactive turns, so a running Kafka job steps aside between slices.
+  std::unique_ptr<ellm::server::ApiServer> http;
+  std::thread http_thread;
+  if (config->http.enabled) {
+    ellm::server::ApiServerOptions options = config->http.server;
+    if (!config->http.api_keys_file.empty()) {
+      auto keys = ellm::server::ReadApiKeysFile(config->http.api_keys_file);
+      if (!keys.ok()) {
+        spdlog::critical("http.api_keys_file: {}", keys.status().ToString());
+        return 78;
+      }
+      options.api_keys = std::move(*keys);
+    }
+    http = std::make_unique<ellm::server::ApiServer>(options);
+    if (ellm::Status bound = http->Bind(); !bound.ok()) {
+      spdlog::critical("http: {}", bound.ToString());
+      return 1;
+    }
+    ellm::Engine& engine = rt.generator->engine();
+    const std::string model_id = std::filesystem::path(rt.model_path).stem().string();
+    if (ellm::Status set = http->SetModel(&engine, model_id, "ellm-" + engine.info().fingerprint);
+        !set.ok()) {
+      spdlog::critical("http: {}", set.ToString());
+      return 1;
+    }
+    http_thread = std::thread([&http] {
+      if (!http->Run()) spdlog::error("http: the API server stopped serving");
+    });
+    spdlog::info("http API on {} ({} key(s), {} session(s) of {} tokens)", http->address(),
+                 options.api_keys.size(), options.sessions, options.n_ctx);
   }
   Context ctx;
   ctx.metrics = metrics->get();
@@ -267,6 +309,11 @@ int Run(const std::string& config_path, bool check_only) {
   }
   finished = true;
   signal_thread.join();
+  if (http) {
+    http->Stop();
+    http_thread.join();
+    http.reset();  // before the engine it serves
+  }
   runtime->reset();  // the pipelines, the engine, then the store
   spdlog::info("stage=Stopped");
   return rc;

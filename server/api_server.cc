@@ -90,7 +90,54 @@ struct Histogram {
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& path) {
+Status ParseListen(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgumentError("listen address '" + listen + "': expected HOST:PORT");
+  }
+  std::string h = listen.substr(0, colon);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  const std::string digits = listen.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) > 65535) {
+    return InvalidArgumentError("listen address '" + listen + "': the port must be 0..65535");
+  }
+  *host = h;
+  *port = std::stoi(digits);
+  return OkStatus();
+}
+
+Status ApiServerOptions::Validate() const {
+  if (sessions < 1 || sessions > 64) return InvalidArgumentError("sessions must be 1..64");
+  if (max_queue < 0 || max_queue > 4096) return InvalidArgumentError("max_queue must be 0..4096");
+  if (n_ctx < 16) return InvalidArgumentError("context must be at least 16 tokens");
+  if (max_body_bytes < 1024) return InvalidArgumentError("max_body_bytes must be at least 1024");
+  if (read_timeout_s < 1 || write_timeout_s < 1) {
+    return InvalidArgumentError("read and write timeouts must be at least 1 s");
+  }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return InvalidArgumentError("TLS needs both a certificate and a key file");
+  }
+  const bool loopback =
+      host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
+  if (!loopback && api_keys.empty()) {
+    return InvalidArgumentError("listening on '" + host +
+                                "' (not loopback) needs API keys: set an API keys file");
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& given) {
+  std::string path = given;
+  if (given.rfind("credential:", 0) == 0) {
+    const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+    if (dir == nullptr || *dir == '\0') {
+      return InvalidArgumentError("API keys '" + given +
+                                  "': $CREDENTIALS_DIRECTORY is not set (LoadCredential= in the "
+                                  "unit provides it)");
+    }
+    path = std::string(dir) + "/" + given.substr(11);
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return InvalidArgumentError("API keys file '" + path + "' cannot be read");

@@ -131,6 +131,39 @@ TEST(Config, ReadsAndValidatesMetricsKeys) {
 namespace ellm::app {
 namespace {
 
+TEST(Config, ReadsAndValidatesTheHttpSection) {
+  auto defaults = ParseConfig("", "c.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_FALSE(defaults->http.enabled);
+  EXPECT_EQ(defaults->http.server.host, "127.0.0.1");
+  EXPECT_EQ(defaults->http.server.port, 8080);
+
+  auto c = ParseConfig(
+      "http: {enabled: true, listen: \"0.0.0.0:9000\", api_keys_file: /etc/ellm/keys,\n"
+      "  sessions: 2, max_queue: 4, context: 2048, max_body_bytes: 4096,\n"
+      "  cors_origins: [\"https://a.example\"], tls_cert_file: c.pem, tls_key_file: k.pem}\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->http.enabled);
+  EXPECT_EQ(c->http.server.host, "0.0.0.0");
+  EXPECT_EQ(c->http.server.port, 9000);
+  EXPECT_EQ(c->http.api_keys_file, "/etc/ellm/keys");
+  EXPECT_EQ(c->http.server.sessions, 2);
+  EXPECT_EQ(c->http.server.max_queue, 4);
+  EXPECT_EQ(c->http.server.n_ctx, 2048);
+  EXPECT_EQ(c->http.server.max_body_bytes, 4096u);
+  EXPECT_EQ(c->http.server.cors_origins, std::vector<std::string>{"https://a.example"});
+
+  for (const char* bad : {"http: {listen: \"8080\"}", "http: {listen: \"h:99999\"}",
+                          "http: {listen: \"0.0.0.0:8080\"}",  // no keys off loopback
+                          "http: {sessions: 0}", "http: {max_queue: -1}",
+                          "http: {tls_cert_file: c.pem}", "http: {port: 1}"}) {
+    auto r = ParseConfig(std::string(bad) + "\n", "c.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("http"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
   auto c = ParseConfig(
       "model: {kv_type: q8_0, numa: distribute, mlock: true}\n"

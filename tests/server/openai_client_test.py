@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """`ellm serve` driven by real clients: the `openai` Python package and curl.
 
-Usage: openai_client_test.py ELLM_BINARY MODEL.gguf
+Usage: openai_client_test.py ELLM_BINARY MODEL.gguf [ELLMD_BINARY]
 Run by ctest (label model) with the python of scripts/api-clients. Starts
-the server on a free port with an API key file, then checks: /health while
+`ellm serve` (or, given ELLMD_BINARY, `ellmd` with its http: section; with
+$ELLM_TEST_KAFKA also consuming Kafka) on a free port with an API key file,
+then checks: /health while
 loading and after, /v1/models, chat and text completions (plain and
 streamed, usage, finish reasons, stop strings, max_tokens), JSON output
 under response_format (json_schema and json_object), OpenAI-shaped errors
@@ -38,20 +40,63 @@ def check(cond, what):
         failures.append(what)
 
 
-def start_server(ellm, model, tmp, extra):
+DAEMON = None  # ellmd's path in daemon mode
+KAFKA = os.environ.get("ELLM_TEST_KAFKA", "")
+
+
+def write_keys(tmp):
     keys = os.path.join(tmp, "keys")
     with open(keys, "w") as f:
         f.write("# keys\n" + KEY + "\n")
     os.chmod(keys, 0o600)
-    cmd = [ellm, "serve", "--model", model, "--listen", "127.0.0.1:0", "--api-keys-file", keys,
-           "--ctx", "1024", "--db", os.path.join(tmp, "ellm.db"), "--threads", "2"] + extra
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
-    line = proc.stdout.readline()
-    m = re.search(r"listening on (https?://[^\s]+)", line)
-    if not m:
-        proc.kill()
-        raise SystemExit(f"no address printed: {line!r}")
-    return proc, m.group(1)
+    return keys
+
+
+def start_server(ellm, model, tmp, opts):
+    """`ellm serve` with flags, or ellmd with the same settings in its config."""
+    keys = write_keys(tmp)
+    if DAEMON is None:
+        flags = {"--sessions": "sessions", "--max-queue": "max_queue", "--max-body": "max_body_bytes",
+                 "--tls-cert": "tls_cert_file", "--tls-key": "tls_key_file"}
+        cmd = [ellm, "serve", "--model", model, "--listen", "127.0.0.1:0", "--api-keys-file", keys,
+               "--ctx", "1024", "--db", os.path.join(tmp, "ellm.db"), "--threads", "2"]
+        for flag, key in flags.items():
+            if key in opts:
+                cmd += [flag, str(opts[key])]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        line = proc.stdout.readline()
+        m = re.search(r"listening on (https?://[^\s]+)", line)
+        if not m:
+            proc.kill()
+            raise SystemExit(f"no address printed: {line!r}")
+        return proc, m.group(1)
+    http = {"enabled": True, "listen": "127.0.0.1:0", "api_keys_file": keys, "context": 1024}
+    http.update(opts)
+    topic = f"api-test-{os.getpid()}-{int(time.time())}"
+    kafka = {"enabled": False}
+    if KAFKA:
+        kafka = {"enabled": True, "brokers": KAFKA, "group_id": topic, "jobs_topic": topic,
+                 "results_topic": topic + ".results", "dead_letter_topic": topic + ".dlq",
+                 "group_instance_id": topic, "session_timeout_ms": 6000}
+    config = {"model": {"path": model, "threads": 2, "context": 4096},
+              "store": {"path": os.path.join(tmp, f"ellmd-{len(os.listdir(tmp))}.db")},
+              "kv": {"prefix_cache_dir": ""}, "kafka": kafka, "http": http,
+              "jobs": {"allowed_roots": [tmp]}, "log": {"level": "info"}}
+    path = os.path.join(tmp, f"ellmd-{len(os.listdir(tmp))}.yaml")
+    with open(path, "w") as f:
+        json.dump(config, f)  # JSON is YAML
+    # ellmd logs to stdout (spdlog's default sink).
+    proc = subprocess.Popen([DAEMON, "--config", path], stdout=subprocess.PIPE,
+                            stderr=sys.stderr, text=True)
+    for line in proc.stdout:
+        sys.stderr.write(line)
+        m = re.search(r"http API on (https?://[^\s]+)", line)
+        if m:
+            threading.Thread(target=lambda: [sys.stderr.write(l) for l in proc.stdout],
+                             daemon=True).start()
+            proc.config = path
+            return proc, m.group(1)
+    raise SystemExit(f"ellmd exited ({proc.wait()}) without serving HTTP")
 
 
 def http(method, url, body=None, headers=None):
@@ -85,12 +130,18 @@ def metric(base, name):
 
 
 def main():
+    global DAEMON
     ellm, model = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3:
+        DAEMON = sys.argv[3]
+    print(f"mode: {'ellmd' if DAEMON else 'ellm serve'}; kafka: {KAFKA if DAEMON else 'no'}")
     tmp = tempfile.mkdtemp(prefix="ellm-api-")
-    proc, base = start_server(ellm, model, tmp, ["--sessions", "1", "--max-queue", "0",
-                                                 "--max-body", "65536"])
+    proc, base = start_server(ellm, model, tmp,
+                              {"sessions": 1, "max_queue": 0, "max_body_bytes": 65536})
     try:
         run(base, ellm, model, tmp)
+        if DAEMON and KAFKA:
+            shared_with_kafka(base, ellm, model, tmp, proc.config)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -303,12 +354,60 @@ def run(base, ellm, model, tmp):
     check(metric(base, "ellm_http_time_to_first_token_seconds_count") > 0, "TTFT histogram counts")
 
 
+def shared_with_kafka(base, ellm, model, tmp, config):
+    """A Kafka job and API requests on one engine: the requests go first (the
+    job yields between slices), and the job's result equals the same job run
+    alone by `ellm summarize`."""
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs",
+                       "samples", "northwind-annual-report-2025.pdf")
+    alone = subprocess.run([ellm, "summarize", doc, "--model", model, "--db",
+                            os.path.join(tmp, "alone.db"), "--ctx", "4096", "--threads", "2",
+                            "--json"], capture_output=True, text=True, timeout=600)
+    check(alone.returncode == 0, "the job alone (ellm summarize) succeeds")
+    alone_text = json.loads(alone.stdout)["text"] if alone.returncode == 0 else None
+    job_id = f"api-shared-{os.getpid()}"
+    sub = subprocess.run([ellm, "submit", doc, "--inline", "--id", job_id, "--config", config],
+                         capture_output=True, text=True, timeout=60)
+    check(sub.returncode == 0, f"ellm submit: {sub.stderr.strip()}")
+    db = json.load(open(config))["store"]["path"]
+
+    def status():
+        r = subprocess.run([ellm, "jobs", "show", job_id, "--json", "--db", db],
+                           capture_output=True, text=True)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    deadline = time.time() + 120
+    while time.time() < deadline and (status() or {}).get("status") != "running":
+        time.sleep(0.05)
+    time.sleep(1.0)  # well into the job's prefill or decoding
+    client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
+    t0 = time.time()
+    r = client.chat.completions.create(model=client.models.list().data[0].id,
+                                       messages=[{"role": "user", "content": "Hi"}],
+                                       max_tokens=5, temperature=0)
+    took = time.time() - t0
+    during = (status() or {}).get("status")
+    check(r.usage.completion_tokens == 5 and during == "running",
+          f"an API request answered in {took:.2f} s while the Kafka job ran (job: {during})")
+    deadline = time.time() + 600
+    job = status()
+    while time.time() < deadline and job and job.get("status") not in ("succeeded", "failed"):
+        time.sleep(0.2)
+        job = status()
+    text = ((job or {}).get("result") or {}).get("text")
+    check(job is not None and job.get("status") == "succeeded" and job.get("attempts") == 1,
+          f"the Kafka job succeeded once ({(job or {}).get('status')}, "
+          f"attempts {(job or {}).get('attempts')})")
+    check(text is not None and text == alone_text,
+          "the Kafka job's result equals the same job run alone")
+
+
 def tls(ellm, model, tmp):
     cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
                     "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext",
                     "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    proc, base = start_server(ellm, model, tmp, ["--tls-cert", cert, "--tls-key", key])
+    proc, base = start_server(ellm, model, tmp, {"tls_cert_file": cert, "tls_key_file": key})
     try:
         check(base.startswith("https://"), f"TLS server prints https ({base})")
         for _ in range(600):

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# ctest wrapper of openai_client_test.py: the python with the `openai`
-# package comes from $ELLM_API_PYTHON (scripts/test sets it from
-# scripts/api-clients), the model from $ELLM_TEST_MODEL. Without either the
+# ctest wrapper of openai_client_test.py: openai_client_test.sh ELLM [ELLMD].
+# The python with the `openai` package comes from $ELLM_API_PYTHON
+# (scripts/test sets it from scripts/api-clients), the model from
+# $ELLM_TEST_MODEL; with ELLMD (the API inside the daemon, sharing the model
+# with Kafka jobs) the broker from $ELLM_TEST_KAFKA. Without one of them the
 # test is skipped (exit 77), unless CI=true, where that is a failure.
 set -euo pipefail
 ellm=$1
+ellmd=${2:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 missing() {
   if [[ "${CI:-}" == true ]]; then
@@ -20,4 +23,8 @@ python=${ELLM_API_PYTHON:-}
 "$python" -c 'import openai' 2>/dev/null || missing "$python has no openai package (scripts/api-clients)"
 command -v curl >/dev/null || missing "curl is not installed (scripts/bootstrap)"
 command -v openssl >/dev/null || missing "openssl is not installed (scripts/bootstrap)"
+if [[ -n "$ellmd" ]]; then
+  [[ -n "${ELLM_TEST_KAFKA:-}" ]] || missing "ELLM_TEST_KAFKA is not set (scripts/kafka start prints it)"
+  exec "$python" "$here/openai_client_test.py" "$ellm" "$ELLM_TEST_MODEL" "$ellmd"
+fi
 exec "$python" "$here/openai_client_test.py" "$ellm" "$ELLM_TEST_MODEL"

@@ -11,6 +11,7 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/engine.h"
+#include "ellm/server/api_server.h"
 
 namespace ellm::app {
 
@@ -104,6 +105,20 @@ struct MetricsConfig {
   Status Validate() const;
 };
 
+// The OpenAI-compatible HTTP API inside ellmd (off by default): keys
+// http.enabled, listen (HOST:PORT), api_keys_file (a path, or
+// "credential:NAME" for a systemd credential; required off loopback),
+// tls_cert_file / tls_key_file, sessions, max_queue, context (tokens per
+// API session), max_body_bytes, read_timeout_s, write_timeout_s,
+// cors_origins. Replies share the model with the Kafka jobs and go first.
+struct HttpConfig {
+  bool enabled = false;
+  std::string listen = "127.0.0.1:8080";
+  std::string api_keys_file;
+  server::ApiServerOptions server;  // host and port from `listen`; keys read at start
+  Status Validate() const;
+};
+
 struct Config {
   ModelConfig model;
   KvConfig kv;
@@ -113,6 +128,7 @@ struct Config {
   JobsConfig jobs;
   LogConfig log;
   MetricsConfig metrics;
+  HttpConfig http;
   Status Validate() const;
 };
 

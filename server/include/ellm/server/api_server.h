@@ -42,11 +42,18 @@ struct ApiServerOptions {
   // Origins allowed by CORS (Access-Control-Allow-Origin); empty: no CORS
   // headers at all. "*" allows any.
   std::vector<std::string> cors_origins;
+
+  // Ranges, TLS files both or neither, keys required off loopback.
+  Status Validate() const;
 };
+
+// "HOST:PORT" ("[::1]:PORT" for IPv6) into host and port (0..65535).
+Status ParseListen(const std::string& listen, std::string* host, int* port);
 
 // Reads API keys from a file: one per line, blank lines and lines starting
 // with '#' ignored. Refuses a file others may read (mode & 007), naming
-// the file but never a key.
+// the file but never a key. "credential:NAME" reads the systemd credential
+// NAME ($CREDENTIALS_DIRECTORY/NAME, from the unit's LoadCredential=).
 StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& path);
 
 class ApiServer {
