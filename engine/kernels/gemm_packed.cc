@@ -388,6 +388,9 @@ Table BuildTable() {
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefGemmPacked(traits->type);
     t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2GemmPacked(traits->type);
     t[static_cast<int>(IsaLevel::kAvx512Vnni)][id] = internal::Avx512VnniGemmPacked(traits->type);
+    // AMX kernels run prefill-sized products themselves and hand the rest
+    // (decode) to the VNNI kernel; types without one read VNNI's entry.
+    t[static_cast<int>(IsaLevel::kAmx)][id] = internal::AmxGemmPacked(traits->type);
   }
   return t;
 }
