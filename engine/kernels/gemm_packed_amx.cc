@@ -6,13 +6,15 @@
 // rows); their pair buffer (gemm_packed_avx512_pairs.h, filled once per 64
 // tokens) holds, per 4 consecutive elements, 64 bytes: 4 unsigned quants of
 // each of the 16 rows. That is AMX's B layout (K/4 rows of 4 * N bytes, N =
-// 16), so the AMX kernels read the same copy as tiles:
-//   tmm0  C:   16 tokens x 16 rows of i32 (the block's or group's sums)
-//   tmm1  A:   16 tokens x 32 activation bytes, straight from the activation
-//              rows (stride: the row stride)
-//   tmm2  B:   8 pair-buffer chunks (32 elements x 16 rows)
-//   tmm3  A16: 16 tokens x 16 bytes (a Q6_K 16-element group)
-//   tmm4  B4:  4 pair-buffer chunks
+// 16), so the AMX kernels read the same copy as tiles. A slice is the
+// elements one scale covers, 32 (a block, a Q4_K group) or 16 (a Q6_K
+// group); per slice:
+//   C: 16 tokens x 16 rows of i32 (the slice's sums)
+//   A: 16 tokens x the slice's activation bytes, straight from the
+//      activation rows (tile stride: the row stride)
+//   B: the slice's pair-buffer chunks (32 or 16 elements x 16 rows)
+// in two sets of tiles (0-2, 3-5), so that the next slice's product runs
+// while this one's sums go through the vector epilogue.
 // TDPBSUD (signed activations, unsigned weights) gives, per token and row,
 // exactly the i32 VPDPBUSD gives the VNNI kernel (the same products, summed
 // exactly: the VNNI file states the bounds). Row t of C stored to memory is
@@ -28,7 +30,8 @@
 // Tokens: a product of at least kAmxMinTokens tokens runs in tiles of 16;
 // the last tile of a product whose token count is not a multiple of 16 is
 // moved back to end at the last token (its first tokens are computed twice,
-// to the same bits), so every tile has 16 rows and one config serves all.
+// to the same bits), so every tile has 16 rows and one config per slice
+// size serves every call.
 // Fewer tokens (decode) run the VNNI kernel. Q2_K, Q3_K and IQ4_XS have no
 // AMX kernel (their VNNI kernels live in their own files): the dispatch
 // table's AMX level falls back to VNNI for them.
@@ -46,6 +49,7 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/gemm_packed_avx512_common.h"
 #include "kernels/gemm_packed_avx512_pairs.h"
@@ -65,7 +69,9 @@ using quant::TensorType;
 constexpr int kAmxTokens = 16;
 static_assert(kAmxMinTokens >= kAmxTokens);
 
-// LDTILECFG's operand (palette 1), the shapes above. A constant: GCC's
+// LDTILECFG's operand (palette 1). Two sets of (C, A, B) tiles, 0-2 and
+// 3-5, so that one slice's product runs while the last one's sums are
+// used; A has kSliceBytes columns, B kSliceBytes / 4 rows. Constants: GCC's
 // _tile_loadconfig names only the first 8 bytes as read by its asm, so a
 // config written just before the call could be partly optimised away.
 struct alignas(64) AmxConfig {
@@ -76,7 +82,13 @@ struct alignas(64) AmxConfig {
   uint8_t rows[16];
 };
 static_assert(sizeof(AmxConfig) == 64);
-constexpr AmxConfig kAmxConfig = {1, 0, {}, {64, 32, 64, 16, 64}, {16, 16, 8, 16, 4}};
+template <int kSliceBytes>
+constexpr AmxConfig kAmxConfig = {
+    1,
+    0,
+    {},
+    {64, kSliceBytes, 64, 64, kSliceBytes, 64},
+    {kAmxTokens, kAmxTokens, kSliceBytes / 4, kAmxTokens, kAmxTokens, kSliceBytes / 4}};
 
 // One tile product's i32 sums, C row t (16 rows' lanes) at 16 * t.
 using CTile = int32_t[kAmxTokens * kPairRows];
@@ -85,9 +97,50 @@ inline __m512i CRow(const CTile& c, int t) {
   return _mm512_load_si512(reinterpret_cast<const void*>(c + kPairRows * t));
 }
 
+// The products of one slice (a block or group of every token and row):
+// A's first row at act (next rows a_stride on), B's kSliceBytes / 4 rows
+// at b, sums to c. Tile set `set` (0 or 1); GCC's intrinsics need literal
+// tile numbers.
+inline void SliceSums(int set, const uint8_t* act, size_t a_stride, const uint8_t* b, CTile& c) {
+  if (set == 0) {
+    _tile_zero(0);
+    _tile_loadd(1, act, a_stride);
+    _tile_loadd(2, b, 64);
+    _tile_dpbsud(0, 1, 2);
+    _tile_stored(0, c, 64);
+  } else {
+    _tile_zero(3);
+    _tile_loadd(4, act, a_stride);
+    _tile_loadd(5, b, 64);
+    _tile_dpbsud(3, 4, 5);
+    _tile_stored(3, c, 64);
+  }
+}
+
+// Runs slices 0 .. n - 1 through the tiles in order, calling use(i, sums
+// of slice i); slice i + 1's product is issued before use(i) runs, on the
+// other tile set, so the tile unit and the vector epilogue overlap.
+// where(i) gives slice i's {A's first row, B}.
+template <class Where, class Use>
+inline void ForEachSlice(int64_t n, size_t a_stride, Where&& where, Use&& use) {
+  alignas(64) CTile c[2];
+  const auto issue = [&](int64_t i) {
+    const auto [act, b] = where(i);
+    SliceSums(static_cast<int>(i % 2), act, a_stride, b, c[i % 2]);
+  };
+  issue(0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + 1 < n) issue(i + 1);
+    use(i, c[i % 2]);
+  }
+}
+
+using SlicePtrs = std::pair<const uint8_t*, const uint8_t*>;
+
 // ---- Q8_0, Q5_0, Q4_0, IQ4_NL (Q8_0 activations), Q5_1, Q4_1 (kMin, Q8_1) ----
 //
-// As Tile32 of gemm_packed_avx512.cc for 16 tokens from the pair buffer qp.
+// As Tile32 of gemm_packed_avx512.cc for 16 tokens from the pair buffer qp;
+// a slice is a 32-element block.
 template <int kOffset, bool kMin = false>
 void Tile32Amx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
                const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
@@ -101,13 +154,10 @@ void Tile32Amx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, cons
   constexpr int kBias = kMin ? 0 : kOffset == 0 ? 128 : kOffset;
   __m512 acc[kAmxTokens];
   for (int t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
-  alignas(64) CTile c;
-  for (int64_t b = 0; b < nb; ++b) {
-    _tile_zero(0);
-    _tile_loadd(1, act_qs + b * sizeof(ActBlock), a.stride);
-    _tile_loadd(2, qp + 64 * 8 * b, 64);
-    _tile_dpbsud(0, 1, 2);
-    _tile_stored(0, c, 64);
+  const auto where = [&](int64_t b) {
+    return SlicePtrs(act_qs + b * sizeof(ActBlock), qp + 64 * 8 * b);
+  };
+  ForEachSlice(nb, a.stride, where, [&](int64_t b, const CTile& c) {
     const __m512 wd = Halves16(g0 + 2 * kPackRows * b, g1 + 2 * kPackRows * b);
     for (int t = 0; t < kAmxTokens; ++t) {
       __m512i ints = CRow(c, t);
@@ -131,14 +181,14 @@ void Tile32Amx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, cons
       }
       acc[t] = _mm512_add_ps(acc[t], term);
     }
-  }
+  });
   for (int t = 0; t < kAmxTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
 // ---- Q4_K, Q5_K against Q8_K ----
 //
 // As TileQ4_K for 16 tokens from the pair buffer (its ready scale and min
-// vectors included).
+// vectors included); slice 8 s + g is 32-element group g of super-block s.
 void TileQ4_KAmx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
                  const GemmActivations& a, int64_t t0, size_t sb_bytes, float* out,
                  int64_t out_stride) {
@@ -149,31 +199,31 @@ void TileQ4_KAmx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, co
   }
   const uint8_t* act_qs = a.rows + t0 * a.stride + offsetof(BlockQ8_K, qs);
   __m512 acc[kAmxTokens];
+  __m512i isum[kAmxTokens];
   for (int t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
-  alignas(64) CTile c;
-  for (int64_t s = 0; s < nsb; ++s) {
+  const auto where = [&](int64_t i) {
+    return SlicePtrs(act_qs + (i / 8) * sizeof(BlockQ8_K) + 32 * (i % 8), qp + 64 * 8 * i);
+  };
+  ForEachSlice(8 * nsb, a.stride, where, [&](int64_t i, const CTile& c) {
+    const int64_t s = i / 8;
+    const int g = static_cast<int>(i % 8);
     const uint8_t* ready = qp + Q4_KPairScales(nsb, s);
-    __m512i isum[kAmxTokens];
-    for (int t = 0; t < kAmxTokens; ++t) isum[t] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g) {  // 32-element groups
-      _tile_zero(0);
-      _tile_loadd(1, act_qs + s * sizeof(BlockQ8_K) + 32 * g, a.stride);
-      _tile_loadd(2, qp + 64 * (64 * s + 8 * g), 64);
-      _tile_dpbsud(0, 1, 2);
-      _tile_stored(0, c, 64);
-      const __m512i sc = PairChunk(ready, g);
-      for (int t = 0; t < kAmxTokens; ++t) {
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(CRow(c, t), sc));
-      }
+    if (g == 0) {
+      for (int t = 0; t < kAmxTokens; ++t) isum[t] = _mm512_setzero_si512();
     }
+    const __m512i sc = PairChunk(ready, g);
+    for (int t = 0; t < kAmxTokens; ++t) {
+      isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(CRow(c, t), sc));
+    }
+    if (g < 7) return;
     const uint8_t* sb0 = g0 + s * sb_bytes;
     const uint8_t* sb1 = g1 + s * sb_bytes;
     const __m512 d = Halves16(sb0 + kQ4KPackedD, sb1 + kQ4KPackedD);
     const __m512 dmin = Halves16(sb0 + kQ4KPackedDmin, sb1 + kQ4KPackedDmin);
     for (int t = 0; t < kAmxTokens; ++t) {
       __m512i msum = _mm512_setzero_si512();
-      for (int g = 0; g < 8; ++g) {
-        msum = _mm512_dpwssd_epi32(msum, PairChunk(ready, 8 + g), Bcast4(act[t][s].bsums + 2 * g));
+      for (int k = 0; k < 8; ++k) {
+        msum = _mm512_dpwssd_epi32(msum, PairChunk(ready, 8 + k), Bcast4(act[t][s].bsums + 2 * k));
       }
       const __m512 da = _mm512_set1_ps(act[t][s].d);
       const __m512 x =
@@ -181,14 +231,14 @@ void TileQ4_KAmx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, co
                         _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
       acc[t] = _mm512_add_ps(acc[t], x);
     }
-  }
+  });
   for (int t = 0; t < kAmxTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
 // ---- Q6_K against Q8_K ----
 //
-// As TileQ6_K for 16 tokens from the pair buffer; the scales from the
-// stored groups.
+// As TileQ6_K for 16 tokens from the pair buffer, the scales from the
+// stored groups; slice 16 s + g is 16-element group g of super-block s.
 void TileQ6_KAmx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const uint8_t* qp,
                  const GemmActivations& a, int64_t t0, float* out, int64_t out_stride) {
   const int64_t nsb = w.cols / kQkK;
@@ -198,48 +248,49 @@ void TileQ6_KAmx(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, co
   }
   const uint8_t* act_qs = a.rows + t0 * a.stride + offsetof(BlockQ8_K, qs);
   __m512 acc[kAmxTokens];
+  __m512i isum[kAmxTokens];
   for (int t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
-  alignas(64) CTile c;
-  for (int64_t s = 0; s < nsb; ++s) {
+  __m512i pair = _mm512_setzero_si512();  // the scales of groups 2p and 2p + 1, as i16
+  const auto where = [&](int64_t i) {
+    return SlicePtrs(act_qs + (i / 16) * sizeof(BlockQ8_K) + 16 * (i % 16), qp + 64 * 4 * i);
+  };
+  ForEachSlice(16 * nsb, a.stride, where, [&](int64_t i, const CTile& c) {
+    const int64_t s = i / 16;
+    const int g = static_cast<int>(i % 16), p = g / 2;
     const uint8_t* sb0 = g0 + s * kQ6KStoredBytes;
     const uint8_t* sb1 = g1 + s * kQ6KStoredBytes;
-    __m512i isum[kAmxTokens];
-    for (int t = 0; t < kAmxTokens; ++t) isum[t] = _mm512_setzero_si512();
-    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+    if (g == 0) {
+      for (int t = 0; t < kAmxTokens; ++t) isum[t] = _mm512_setzero_si512();
+    }
+    if (g % 2 == 0) {
       const size_t sc_off = kQ6KPackedSc + 16 * p;
-      const __m512i pair = _mm512_cvtepi8_epi16(Load2x16(sb0 + sc_off, sb1 + sc_off));
+      pair = _mm512_cvtepi8_epi16(Load2x16(sb0 + sc_off, sb1 + sc_off));
       // The stored q is q + 32: subtract 32 * sum_g sc_g * bsums_g, per pair.
       const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5));
       for (int t = 0; t < kAmxTokens; ++t) {
         isum[t] = _mm512_dpwssd_epi32(isum[t], neg32, Bcast4(act[t][s].bsums + 2 * p));
       }
-      for (int k = 0; k < 2; ++k) {
-        const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
-                                  : _mm512_srai_epi32(pair, 16);
-        const int g = 2 * p + k;
-        _tile_zero(0);
-        _tile_loadd(3, act_qs + s * sizeof(BlockQ8_K) + 16 * g, a.stride);
-        _tile_loadd(4, qp + 64 * (64 * s + 4 * g), 64);
-        _tile_dpbsud(0, 3, 4);
-        _tile_stored(0, c, 64);
-        for (int t = 0; t < kAmxTokens; ++t) {
-          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(CRow(c, t), sc));
-        }
-      }
     }
+    const __m512i sc = g % 2 == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                  : _mm512_srai_epi32(pair, 16);
+    for (int t = 0; t < kAmxTokens; ++t) {
+      isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(CRow(c, t), sc));
+    }
+    if (g < 15) return;
     const __m512 d = Halves16(sb0 + kQ6KPackedD, sb1 + kQ6KPackedD);
     for (int t = 0; t < kAmxTokens; ++t) {
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[t][s].d)),
                                                    _mm512_cvtepi32_ps(isum[t])));
     }
-  }
+  });
   for (int t = 0; t < kAmxTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
 // ---- the loop over token chunks, group pairs and 16-token tiles ----
 
-// Kernel: kType, ExpandPair (fills the pair buffer), PairBufferBytes(cols)
-// and Run (16 tokens from t0 of one pair).
+// Kernel: kType, kSliceBytes (activation bytes per tile product),
+// ExpandPair (fills the pair buffer), PairBufferBytes(cols) and Run (16
+// tokens from t0 of one pair).
 template <class Kernel>
 void GemmAmx(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmActivations& a,
              float* y, int64_t y_stride) {
@@ -252,7 +303,7 @@ void GemmAmx(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const Ge
   thread_local ThreadBuffer pair_buffer;
   uint8_t* qp = pair_buffer.Get(Kernel::PairBufferBytes(w.cols));
   alignas(64) float partial[kAmxTokens * kPairRows];
-  _tile_loadconfig(&kAmxConfig);
+  _tile_loadconfig(&kAmxConfig<Kernel::kSliceBytes>);
   for (int64_t c0 = 0; c0 < a.n_tokens; c0 += kTokenChunk) {
     const int64_t c1 = std::min(a.n_tokens, c0 + kTokenChunk);
     for (int64_t g = g_begin; g < g_end; g += 2) {
@@ -286,12 +337,14 @@ void GemmAmx(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const Ge
 template <TensorType kT, int kOffset, bool kMin = false>
 struct Block32Amx : ActQ8_0 {
   static constexpr TensorType kType = kT;
+  static constexpr int kSliceBytes = 32;
   static constexpr auto ExpandPair = ExpandPair32<kOffset, kMin>;
   static constexpr auto Run = Tile32Amx<kOffset, kMin>;
 };
 template <TensorType kT, bool kFive>
 struct Q4_KAmx : ActQ8_K {
   static constexpr TensorType kType = kT;
+  static constexpr int kSliceBytes = 32;
   static size_t PairBufferBytes(int64_t cols) {
     return static_cast<size_t>(cols / kQkK) * (kQ4KPairQuantBytes + kQ4KPairScaleBytes);
   }
@@ -303,6 +356,7 @@ struct Q4_KAmx : ActQ8_K {
 };
 struct Q6_KAmx : ActQ8_K {
   static constexpr TensorType kType = TensorType::kQ6_K;
+  static constexpr int kSliceBytes = 16;
   static constexpr auto ExpandPair = ExpandPairQ6_K;
   static constexpr auto Run = TileQ6_KAmx;
 };
