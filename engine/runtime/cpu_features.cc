@@ -40,8 +40,11 @@ std::string RequestAmxPermission() {
   if ((Xcr0() & tiles) != tiles) return "the OS does not enable the tile state in XCR0";
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) != 0) {
     const int err = errno;
+    const char* why = err == EINVAL   ? "Linux before 5.16 does not lend it"
+                      : err == ENOSPC ? "an alternate signal stack here is too small for it"
+                                      : "a sandbox (seccomp, container) may forbid it";
     return std::string("arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) failed: ") + std::strerror(err) +
-           " (Linux before 5.16, or a sandbox that forbids it)";
+           " (" + why + ")";
   }
   unsigned long granted = 0;  // NOLINT(runtime/int): the system call's type
   if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) != 0 ||

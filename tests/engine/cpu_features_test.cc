@@ -60,6 +60,23 @@ TEST(CpuFeatures, EnvironmentCapsTheLevel) {
   EXPECT_EQ(f.Level(), IsaLevel::kAmx);
 }
 
+// The tiles are used only where the CPU has them and Linux lent them; a
+// refusal is explained.
+TEST(CpuFeatures, HostUsesAmxOnlyWithThePermission) {
+  const CpuFeatures& f = HostCpu();
+  if (!f.amx_tile || !f.amx_int8) {
+    EXPECT_FALSE(f.amx_permitted);
+    EXPECT_TRUE(f.amx_refused.empty());
+  }
+  EXPECT_FALSE(f.amx_permitted && !f.amx_refused.empty());
+  if (f.Level() == IsaLevel::kAmx) {
+    EXPECT_TRUE(f.amx_permitted);
+  }
+  if (!f.amx_refused.empty()) {
+    EXPECT_NE(f.ToString().find("AMX refused"), std::string::npos) << f.ToString();
+  }
+}
+
 TEST(CpuFeatures, HostHasTheBaseline) {
   // Release binaries are built for x86-64-v3; a host without AVX2 could not run this test.
   EXPECT_TRUE(HostCpu().avx2);
