@@ -31,7 +31,9 @@
 //               flushed to zero (DAZ = FTZ = 1); MXCSR is neither read nor
 //               changed. The model runs each of those operations as the
 //               host's own scalar FMA / add under DAZ and FTZ (x86's
-//               tininess after rounding).
+//               tininess after rounding). NaN payloads propagate as the
+//               host's scalar FMA propagates them; the SDM does not say
+//               which NaN TDPBF16PS returns, and the kernels feed none.
 //   Every tile instruction then resets start_row to 0. The #UD cases the
 //   SDM lists (no config, an unconfigured tile, shapes that do not match:
 //   C.rows != A.rows, A.colsb != 4 * B.rows, C.colsb != B.colsb, colsb not a
