@@ -7,8 +7,13 @@
 // BM_Int8Peak measures the machine's integer SIMD ceiling: independent
 // VPMADDUBSW + VPMADDWD + VPADDD chains (32 byte MACs per VPMADDUBSW), the
 // instruction mix of every AVX2 integer dot product without VNNI
-// (BM_Int8PeakVnni: VPDPBUSD on ZMM, the AVX-512 VNNI kernels'). It uses
-// intrinsics outside kernels/ on purpose: it measures the CPU, not our code.
+// (BM_Int8PeakVnni: VPDPBUSD on ZMM, the AVX-512 VNNI kernels';
+// BM_Int8PeakAmx: TDPBSSD on AMX tiles). It uses intrinsics outside kernels/
+// on purpose: it measures the CPU, not our code.
+//
+// Where the CPU has AMX, BM_GemmPacked's 256-token products run the AMX
+// kernels (gemm_packed_amx.cc); ELLM_ISA=avx512vnni runs the VNNI ones for
+// comparison.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -326,5 +331,49 @@ void BM_Int8PeakVnni(benchmark::State& state) {
   Int8PeakVnniLoop(state);
 }
 BENCHMARK(BM_Int8PeakVnni)->Threads(1)->Threads(2)->UseRealTime();
+
+// The AMX int8 ceiling: TDPBSSD into four independent accumulator tiles
+// from two A and two B tiles of 16 rows x 64 bytes (16 x 16 x 64 MACs
+// each), enough to cover its latency. Needs Linux's permission for the
+// tiles, which HostCpu() asked for (IsaLevel::kAmx).
+struct alignas(64) AmxPeakConfig {
+  uint8_t palette_id, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+constexpr AmxPeakConfig kAmxPeakConfig = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+__attribute__((target("amx-tile,amx-int8"))) void Int8PeakAmxLoop(benchmark::State& state) {
+  constexpr int64_t kSteps = 1 << 12;
+  alignas(64) int8_t a[16 * 64], b[16 * 64];
+  std::memset(a, 3, sizeof(a));
+  std::memset(b, -5, sizeof(b));
+  asm volatile("" ::: "memory");  // _tile_loadd does not say it reads a and b
+  _tile_loadconfig(&kAmxPeakConfig);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kSteps; ++i) {
+      _tile_dpbssd(0, 4, 6);
+      _tile_dpbssd(1, 4, 7);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  _tile_release();
+  state.counters["MAC"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * 4 * 16 * 16 * 64,
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void BM_Int8PeakAmx(benchmark::State& state) {
+  if (ellm::HostCpu().Level() < IsaLevel::kAmx) {
+    state.SkipWithError("no AMX, or Linux refused the tile state");
+    return;
+  }
+  Int8PeakAmxLoop(state);
+}
+BENCHMARK(BM_Int8PeakAmx)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace

@@ -27,7 +27,7 @@ if(ELLM_SANITIZE)
   target_link_options(ellm_compile_options INTERFACE ${_ellm_san})
 endif()
 
-# ellm_kernel_isa(<file>... ISA avx512|avx512vnni|avx512bf16)
+# ellm_kernel_isa(<file>... ISA avx512|avx512vnni|avx512bf16|amx)
 # Compiles the given kernel sources for a higher ISA than the baseline. Only
 # files under engine/kernels/ may use this; callers reach them through the
 # dispatch table after a CPUID check.
@@ -39,6 +39,9 @@ function(ellm_kernel_isa)
     set(flags "-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni")
   elseif(ARG_ISA STREQUAL "avx512bf16")
     set(flags "-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mavx512bf16")
+  elseif(ARG_ISA STREQUAL "amx")
+    # AMX tiles for the integer sums, AVX-512 VNNI for the rest of the kernel.
+    set(flags "-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mamx-tile -mamx-int8 -mamx-bf16")
   else()
     message(FATAL_ERROR "ellm_kernel_isa: unknown ISA '${ARG_ISA}'")
   endif()

@@ -377,7 +377,7 @@ void CompactQ3_K(const uint8_t* wide, int64_t cols, uint8_t* stored) {
   }
 }
 
-constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
+constexpr int kLevels = static_cast<int>(IsaLevel::kAmx) + 1;
 using Table = std::array<std::array<GemmPackedFn, quant::kMaxTypeId>, kLevels>;
 
 Table BuildTable() {
@@ -388,6 +388,9 @@ Table BuildTable() {
     t[static_cast<int>(IsaLevel::kScalar)][id] = internal::RefGemmPacked(traits->type);
     t[static_cast<int>(IsaLevel::kAvx2)][id] = internal::Avx2GemmPacked(traits->type);
     t[static_cast<int>(IsaLevel::kAvx512Vnni)][id] = internal::Avx512VnniGemmPacked(traits->type);
+    // AMX kernels run prefill-sized products themselves and hand the rest
+    // (decode) to the VNNI kernel; types without one read VNNI's entry.
+    t[static_cast<int>(IsaLevel::kAmx)][id] = internal::AmxGemmPacked(traits->type);
   }
   return t;
 }
@@ -675,7 +678,7 @@ GemmPackedFn GetGemmPackedAt(TensorType type, IsaLevel level) {
   static const Table table = BuildTable();
   const uint32_t id = static_cast<uint32_t>(type);
   if (id >= quant::kMaxTypeId) return nullptr;
-  for (int l = static_cast<int>(level); l >= 0; --l) {
+  for (int l = std::min(static_cast<int>(level), kLevels - 1); l >= 0; --l) {
     if (table[l][id] != nullptr) return table[l][id];
   }
   return nullptr;

@@ -54,7 +54,8 @@
 // AVX2 kernels expand one group at a time into a per-thread buffer (an
 // L1/L2 round trip, a few instructions per 32 bytes), once per 64 tokens;
 // the AVX-512 kernels copy each pair of groups' quants, once per 64 tokens,
-// into one ready for VPDPBUSD (gemm_packed_avx512.cc).
+// into one ready for VPDPBUSD (gemm_packed_avx512.cc), which the AMX
+// kernels read as int8 tiles for 16 tokens or more (gemm_packed_amx.cc).
 //   Q8_0, Q4_K, Q5_K: the wide layout.
 //   Q5_0, Q4_0, IQ4_NL (Q5_1, Q4_1: the d and m tables): the scale
 //     tables as wide; then per block 4 nibble vectors of 32

@@ -156,5 +156,10 @@ GemmPackedFn Avx512VnniGemmPackedIq4Xs();
 // likewise.
 GemmPackedFn Avx512VnniGemmPackedQ3_K();
 GemmPackedFn Avx512VnniGemmPackedQ2_K();
+// gemm_packed_amx.cc: AMX int8 tiles for prefill (at least kAmxMinTokens
+// tokens), the VNNI kernel below that; null for the types it does not cover
+// (Q2_K, Q3_K, IQ4_XS) or when the compiler could not build it.
+GemmPackedFn AmxGemmPacked(quant::TensorType type);
+inline constexpr int64_t kAmxMinTokens = 16;
 
 }  // namespace ellm::kernels::internal

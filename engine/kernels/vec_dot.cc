@@ -2,6 +2,7 @@
 // once, on first use, from the per-level files.
 #include "kernels/vec_dot.h"
 
+#include <algorithm>
 #include <array>
 
 #include "kernels/vec_dot_isa.h"
@@ -9,6 +10,7 @@
 namespace ellm::kernels {
 namespace {
 
+// No vec_dot kernel uses AMX: a level above VNNI reads VNNI's entries.
 constexpr int kLevels = static_cast<int>(IsaLevel::kAvx512Vnni) + 1;
 
 using Table = std::array<std::array<VecDotFn, quant::kMaxTypeId>, kLevels>;
@@ -37,7 +39,7 @@ VecDotFn GetVecDotAt(quant::TensorType weight, IsaLevel level) {
   const uint32_t id = static_cast<uint32_t>(weight);
   if (id >= quant::kMaxTypeId) return nullptr;
   const Table& table = GetTable();
-  for (int l = static_cast<int>(level); l >= 0; --l) {
+  for (int l = std::min(static_cast<int>(level), kLevels - 1); l >= 0; --l) {
     if (table[l][id] != nullptr) return table[l][id];
   }
   return nullptr;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace ellm {
 namespace {
@@ -19,6 +20,26 @@ TEST(CpuFeatures, LevelIsConsistentWithFlags) {
   EXPECT_EQ(f.Level(), IsaLevel::kAvx512);
   f.avx512vnni = true;
   EXPECT_EQ(f.Level(), IsaLevel::kAvx512Vnni);
+  // AMX needs the CPU's tiles and int8 products and Linux's permission.
+  f.amx_tile = f.amx_int8 = f.amx_bf16 = true;
+  EXPECT_EQ(f.Level(), IsaLevel::kAvx512Vnni);
+  f.amx_permitted = true;
+  EXPECT_EQ(f.Level(), IsaLevel::kAmx);
+  f.amx_int8 = false;
+  EXPECT_EQ(f.Level(), IsaLevel::kAvx512Vnni);
+}
+
+TEST(CpuFeatures, RefusedAmxIsExplainedAndNotUsed) {
+  unsetenv("ELLM_ISA");
+  CpuFeatures f;
+  f.avx2 = f.fma = f.avx512f = f.avx512bw = f.avx512dq = f.avx512vl = f.avx512vnni = true;
+  f.amx_tile = f.amx_int8 = f.amx_bf16 = true;
+  f.amx_refused = "arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) failed: Invalid argument";
+  EXPECT_EQ(f.Level(), IsaLevel::kAvx512Vnni);
+  const std::string s = f.ToString();
+  EXPECT_NE(s.find("amx_tile amx_int8 amx_bf16"), std::string::npos) << s;
+  EXPECT_NE(s.find("(using avx512vnni; AMX refused: arch_prctl"), std::string::npos) << s;
+  EXPECT_STREQ(IsaLevelName(IsaLevel::kAmx), "amx");
 }
 
 TEST(CpuFeatures, EnvironmentCapsTheLevel) {
@@ -28,7 +49,32 @@ TEST(CpuFeatures, EnvironmentCapsTheLevel) {
   EXPECT_EQ(f.Level(), IsaLevel::kAvx2);
   setenv("ELLM_ISA", "scalar", 1);
   EXPECT_EQ(f.Level(), IsaLevel::kScalar);
+  f.amx_tile = f.amx_int8 = f.amx_permitted = true;
+  setenv("ELLM_ISA", "avx512vnni", 1);
+  EXPECT_EQ(f.Level(), IsaLevel::kAvx512Vnni);
+  setenv("ELLM_ISA", "amx", 1);
+  EXPECT_EQ(f.Level(), IsaLevel::kAmx);
+  setenv("ELLM_ISA", "something-else", 1);  // unknown: no cap
+  EXPECT_EQ(f.Level(), IsaLevel::kAmx);
   unsetenv("ELLM_ISA");
+  EXPECT_EQ(f.Level(), IsaLevel::kAmx);
+}
+
+// The tiles are used only where the CPU has them and Linux lent them; a
+// refusal is explained.
+TEST(CpuFeatures, HostUsesAmxOnlyWithThePermission) {
+  const CpuFeatures& f = HostCpu();
+  if (!f.amx_tile || !f.amx_int8) {
+    EXPECT_FALSE(f.amx_permitted);
+    EXPECT_TRUE(f.amx_refused.empty());
+  }
+  EXPECT_FALSE(f.amx_permitted && !f.amx_refused.empty());
+  if (f.Level() == IsaLevel::kAmx) {
+    EXPECT_TRUE(f.amx_permitted);
+  }
+  if (!f.amx_refused.empty()) {
+    EXPECT_NE(f.ToString().find("AMX refused"), std::string::npos) << f.ToString();
+  }
 }
 
 TEST(CpuFeatures, HostHasTheBaseline) {

@@ -7,14 +7,17 @@
 // tail or overflow error shows as an inequality, not as a drift to bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ellm/engine/cpu_features.h"
+#include "emulated_amx.h"
 #include "emulated_avx512.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/gemm_packed_isa.h"
@@ -216,6 +219,82 @@ TEST_P(GemmPacked, Avx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
 TEST_P(GemmPacked, EmulatedAvx512VnniEqualsRowWiseReferenceOnOddTokensAndTailRows) {
   ExpectPairedGroupsEqualRowWiseReference(GetParam(),
                                           internal::EmulatedAvx512VnniGemmPacked(GetParam()));
+}
+
+// The AMX kernels (gemm_packed_amx.cc) read the VNNI kernels' pair buffer
+// as tiles of 16 tokens: token counts below one tile (the VNNI kernel runs),
+// at it, past it and past the 64-token chunk, not multiples of 16 (the last
+// tile moves back over tokens already done); rows with a lone last group and
+// a part-filled one; several blocks and super-blocks; and a row range inside
+// groups written to a wider y. Every output must equal RefVecDot of its row,
+// and so the VNNI kernel's, bit for bit.
+const TensorType kAmxTypes[] = {TensorType::kQ8_0,   TensorType::kQ5_0, TensorType::kQ4_0,
+                                TensorType::kIQ4_NL, TensorType::kQ5_1, TensorType::kQ4_1,
+                                TensorType::kQ4_K,   TensorType::kQ5_K, TensorType::kQ6_K};
+
+bool HasAmxKernel(TensorType type) {
+  return std::find(std::begin(kAmxTypes), std::end(kAmxTypes), type) != std::end(kAmxTypes);
+}
+
+void ExpectAmxEqualsRowWiseReference(TensorType type, GemmPackedFn gemm) {
+  ASSERT_NE(gemm, nullptr) << "the AMX kernel is not built";
+  const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
+  const std::vector<int64_t> all = Columns(type);
+  uint32_t seed = 500;
+  for (int64_t cols : {all[1], all[2]}) {
+    for (int64_t tokens : {1, 15, 16, 17, 33, 70}) {
+      for (int64_t rows : {16, 21, 40}) {
+        const Problem p = MakeProblem(type, rows, cols, tokens, seed++);
+        const auto packed = Pack(p);
+        std::vector<float> y(p.tokens * rows);
+        gemm(packed->matrix(), 0, rows, p.Activations(), y.data(), rows);
+        for (int64_t t = 0; t < p.tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[t * rows + r], dot(cols, p.Row(r), p.Act(t))) << Where(p, r, t);
+          }
+        }
+      }
+    }
+  }
+  const Problem p = MakeProblem(type, 29, all[1], 20, seed);
+  const auto packed = Pack(p);
+  const int64_t begin = 3, end = 27, stride = 40;
+  std::vector<float> y(p.tokens * stride, -1234.5f);
+  gemm(packed->matrix(), begin, end, p.Activations(), y.data(), stride);
+  for (int64_t t = 0; t < p.tokens; ++t) {
+    for (int64_t k = 0; k < stride; ++k) {
+      const float got = y[t * stride + k];
+      if (k >= end - begin) {
+        ASSERT_EQ(got, -1234.5f) << "wrote past the range at k=" << k;
+        continue;
+      }
+      ASSERT_EQ(got, dot(p.cols, p.Row(begin + k), p.Act(t))) << Where(p, begin + k, t);
+    }
+  }
+}
+
+TEST_P(GemmPacked, AmxEqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  const TensorType type = GetParam();
+  if (!HasAmxKernel(type)) {
+    EXPECT_EQ(internal::AmxGemmPacked(type), nullptr);
+    EXPECT_EQ(GetGemmPackedAt(type, IsaLevel::kAmx), GetGemmPackedAt(type, IsaLevel::kAvx512Vnni))
+        << "a type without an AMX kernel runs the VNNI one";
+    return;
+  }
+  if (HostCpu().Level() < IsaLevel::kAmx) {
+    GTEST_SKIP() << "no AMX here (or Linux refused the tile state): " << HostCpu().ToString()
+                 << " (EmulatedAmx... tests the same kernels)";
+  }
+  ExpectAmxEqualsRowWiseReference(type, GetGemmPackedAt(type, IsaLevel::kAmx));
+}
+
+TEST_P(GemmPacked, EmulatedAmxEqualsRowWiseReferenceOnOddTokensAndTailRows) {
+  const TensorType type = GetParam();
+  if (!HasAmxKernel(type)) {
+    EXPECT_EQ(internal::EmulatedAmxGemmPacked(type), nullptr);
+    return;
+  }
+  ExpectAmxEqualsRowWiseReference(type, internal::EmulatedAmxGemmPacked(type));
 }
 
 // A row range that starts and ends inside groups, written to a wider y: only

@@ -1,6 +1,6 @@
 // What the CPU we run on can do, read once from CPUID (with the OS's consent
 // for the wider registers). Kernel dispatch tables are filled from this; the
-// env var ELLM_ISA=scalar|avx2|avx512|avx512vnni caps it, so tests and
+// env var ELLM_ISA=scalar|avx2|avx512|avx512vnni|amx caps it, so tests and
 // benchmarks can force a slower path on a faster machine.
 #pragma once
 
@@ -13,6 +13,7 @@ enum class IsaLevel {
   kAvx2 = 1,        // AVX2 + FMA + F16C (x86-64-v3): the release baseline
   kAvx512 = 2,      // F, BW, DQ, VL
   kAvx512Vnni = 3,  // + VNNI
+  kAmx = 4,         // + AMX-TILE, AMX-INT8, and Linux's permission to use the tiles
 };
 
 struct CpuFeatures {
@@ -20,6 +21,15 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
   bool avx512vnni = false, avx512bf16 = false, avxvnni = false;
   bool amd = false;  // vendor AuthenticAMD
+  // CPUID leaf 7 EDX bits 24, 25, 22.
+  bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
+  // Linux lends the tile data state (XTILEDATA, 8 KiB) only to a process that
+  // asks (arch_prctl ARCH_REQ_XCOMP_PERM); without it the first tile
+  // instruction kills the process. HostCpu() asks once, before any kernel
+  // runs, when the CPU has AMX and ELLM_ISA allows it; amx_permitted says it
+  // was granted, amx_refused why not (empty when granted or never asked).
+  bool amx_permitted = false;
+  std::string amx_refused;
 
   // Whether bf16 pair dot products (VDPBF16PS) outrun f32 FMAs on the same
   // products here: AVX512_BF16 at an AVX-512 level, on AMD (Zen 4 and 5 run
@@ -30,10 +40,13 @@ struct CpuFeatures {
 
   // Highest level both the CPU and ELLM_ISA allow.
   IsaLevel Level() const;
-  std::string ToString() const;  // "avx2 fma f16c avx512f ... (using avx512vnni)"
+  // "avx2 fma f16c avx512f ... (using avx512vnni)", and why AMX is unused
+  // where the CPU has it: "... (using avx512vnni; AMX refused: ...)".
+  std::string ToString() const;
 };
 
-// Detected once, on first call; thread-safe.
+// Detected once, on first call (which also asks Linux for the AMX tile
+// state, see amx_permitted); thread-safe.
 const CpuFeatures& HostCpu();
 const char* IsaLevelName(IsaLevel level);
 

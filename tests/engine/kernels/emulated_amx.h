@@ -1,0 +1,15 @@
+// The AMX kernel file built a second time, against our software model of
+// the tile instructions (kernels/amx_emu.h) and SIMDe's AVX-512 (target
+// ellm_kernels_emulated_amx in tests/CMakeLists.txt), its entry point
+// renamed EmulatedAmxGemmPacked: the AMX kernels' tests run on every
+// machine, and on the real instructions where the CPU has AMX.
+#pragma once
+
+#include "kernels/gemm_packed.h"
+#include "quant/quant.h"
+
+namespace ellm::kernels::internal {
+
+GemmPackedFn EmulatedAmxGemmPacked(quant::TensorType type);
+
+}  // namespace ellm::kernels::internal
