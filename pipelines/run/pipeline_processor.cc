@@ -438,8 +438,7 @@ PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::at
     auto doc = LoadJobDocument(jd, extract_);
     if (!doc.ok()) {
       return PipelineResult::Failed(DocumentErrorCode(doc.status()),
-                                    "document " + std::to_string(i + 1) + " ('" + jd.Label() +
-                                        "'): " + doc.status().message());
+                                    DocumentName(i, n, jd) + ": " + doc.status().message());
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();

@@ -233,6 +233,26 @@ TEST(PipelineProcessor, AnOutlineSentenceWithFiguresNotInItsSectionIsNotKept) {
   }
 }
 
+// Regression: the model's pipelines said "document 2" and document-stats
+// "document 1" of the same second document. Messages for people count from
+// 1 and say of how many.
+TEST(PipelineProcessor, AFailedDocumentIsNamedFromOneInEveryPipeline) {
+  PipelineRequest job = Job("a.md", kManual);
+  ingest::JobDocument missing;
+  missing.path = missing.resolved_path = "/nonexistent/b.pdf";
+  job.documents.push_back(missing);
+  FakeGenerator gen(8192, ManualAnswer);
+  PipelineProcessor compare(ShippedSpec("compare-contracts"), &gen, {});
+  std::unique_ptr<Processor> stats = MakeDocumentStatsProcessor({});
+  std::atomic<bool> cancel{false};
+  for (Processor* p : {static_cast<Processor*>(&compare), stats.get()}) {
+    PipelineResult r = p->Run(job, cancel);
+    ASSERT_FALSE(r.output.has_value()) << p->name();
+    EXPECT_EQ(r.error.rfind("document 2 of 2 ('/nonexistent/b.pdf'): ", 0), 0u)
+        << p->name() << ": " << r.error;
+  }
+}
+
 TEST(PipelineProcessor, ADocumentOverTheContextIsMappedThenReduced) {
   std::string long_doc;
   for (int i = 0; i < 60; ++i) {
