@@ -14,6 +14,18 @@ TEST(Config, ShippedDefaultFileIsValid) {
   EXPECT_EQ(c->log.level, "info");
 }
 
+// Regression: configs/local.yaml left kv.prefix_cache_dir at
+// /var/lib/ellm/prefix-cache, outside the source tree it is made for.
+TEST(Config, TheLocalFileKeepsEveryPathInTheRepository) {
+  auto c = LoadConfig(ellm::testing::SourceDir() + "/configs/local.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const std::string& path :
+       {c->model.path, c->store.path, c->kv.prefix_cache_dir, c->model.session.spill_dir}) {
+    EXPECT_FALSE(path.empty());
+    EXPECT_NE(path[0], '/') << path;
+  }
+}
+
 TEST(Config, EmptyFileMeansDefaults) {
   auto c = ParseConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());
