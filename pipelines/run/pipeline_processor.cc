@@ -407,11 +407,14 @@ std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tok
 Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry) {
   for (const PipelineSpec& spec : specs) {
+    if (generator == nullptr) break;
     ELLM_RETURN_IF_ERROR(
         registry->Add(std::make_unique<PipelineProcessor>(spec, generator, extract)));
   }
   return registry->Add(MakeDocumentStatsProcessor(extract));
 }
+
+bool PipelineNeedsModel(std::string_view name) { return name != "document-stats"; }
 
 std::string DefaultPipelinesDir() {
   if (const char* env = std::getenv("ELLM_PIPELINES_DIR")) return env;

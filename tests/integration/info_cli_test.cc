@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -98,6 +100,23 @@ std::string Join(const std::set<std::string>& s) {
   std::string out;
   for (const std::string& w : s) out += w + " ";
   return out;
+}
+
+// Regression: `ellm summarize F --pipeline document-stats` failed with "no
+// model at ..." although document-stats runs none.
+TEST(Cli, APipelineWithoutAModelNeedsNone) {
+  const std::string dir = MakeTempDir("ellm-cli-stats");
+  { std::ofstream(dir + "/a.txt") << "One two three four.\n"; }
+  const std::string args = "summarize '" + dir + "/a.txt' --model '" + dir + "/none.gguf' --db '" +
+                           dir + "/w.db' --json";
+  std::string out;
+  EXPECT_EQ(RunCli(args + " --pipeline document-stats", &out), 0) << out;
+  EXPECT_NE(out.find("\"pipeline\": \"document-stats\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"words\": 4"), std::string::npos) << out;
+  // A pipeline that runs the model still needs it.
+  EXPECT_EQ(RunCli(args + " --pipeline summarize-report", &out), 1) << out;
+  EXPECT_NE(out.find("no model at"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
 }
 
 // cli/completion/ellm.bash offers every subcommand of the top-level usage,
