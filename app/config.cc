@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -64,6 +65,30 @@ StatusOr<bool> ParseAttnWeights(std::string_view name) {
   if (name == "f32") return false;
   if (name == "bf16") return true;
   return InvalidArgumentError("'" + std::string(name) + "': expected f32 or bf16");
+}
+
+// A Validate() error with the line of the key it is about: the first
+// "section.key" of `error`'s message ("kafka.session_timeout_ms < 1000")
+// that the file sets. Without one (a check of several settings, a key left
+// at its default), the error as it is.
+Status WithLine(const std::string& src, const YAML::Node& root, const Status& error) {
+  const std::string& m = error.message();
+  if (root.IsMap()) {
+    auto key_char = [](char c) { return std::islower(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t dot = m.find('.'); dot != std::string::npos; dot = m.find('.', dot + 1)) {
+      size_t b = dot, e = dot + 1;
+      while (b > 0 && key_char(m[b - 1])) --b;
+      while (e < m.size() && key_char(m[e])) ++e;
+      if (b == dot || e == dot + 1 || (b > 0 && m[b - 1] == '.')) continue;
+      const YAML::Node section = root[m.substr(b, dot - b)];
+      if (!section.IsMap()) continue;
+      const YAML::Node key = section[m.substr(dot + 1, e - dot - 1)];
+      if (key.IsDefined() && key.Mark().line >= 0) {
+        return error.WithContext("config " + src + ":" + std::to_string(key.Mark().line + 1));
+      }
+    }
+  }
+  return error.WithContext("config " + src);
 }
 
 }  // namespace
@@ -193,8 +218,9 @@ Status Config::Validate() const {
 
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& src) {
   Config c;
+  YAML::Node root;
   try {
-    YAML::Node root = YAML::Load(yaml_text);
+    root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
     ELLM_RETURN_IF_ERROR(CheckKeys(
         src, root, "",
@@ -324,7 +350,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
                                 e.msg);
   }
   Status st = c.Validate();
-  if (!st.ok()) return st.WithContext("config " + src);
+  if (!st.ok()) return WithLine(src, root, st);
   return c;
 }
 

@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 namespace ellm::app {
 namespace {
@@ -18,6 +20,43 @@ Status DeadLetterOnce(store::JobStore& store, const std::string& job_id,
   ELLM_ASSIGN_OR_RETURN(std::string where,
                         publisher.DeadLetter(job_id, job.error_code, job.error_message));
   return store.AddEvent(job_id, "dead_lettered", where);
+}
+
+// The start of `text` on one log line: at most `max_bytes` of it (never
+// cutting a UTF-8 sequence), newlines, tabs, backslashes and other control
+// bytes escaped, "..." when cut.
+std::string Excerpt(const std::string& text, size_t max_bytes) {
+  size_t end = std::min(text.size(), max_bytes);
+  while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  std::string out;
+  for (size_t i = 0; i < end; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return end < text.size() ? out + "..." : out;
+}
+
+// Characters (UTF-8 code points) of `text`.
+int64_t Chars(const std::string& text) {
+  int64_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
 }
 
 }  // namespace
@@ -135,7 +174,12 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
       raise(SIGKILL);
     }
     run.status = store::JobStatus::kSucceeded;
-    Log(options, LogLevel::kInfo, job.id, "succeeded: " + r.output->output_text.substr(0, 200));
+    const pipelines::PipelineOutput& o = *r.output;
+    Log(options, LogLevel::kInfo, job.id,
+        "succeeded (" + o.strategy + ", " + std::to_string(o.prompt_tokens) + " prompt + " +
+            std::to_string(o.generated_tokens) + " generated tokens, " +
+            std::to_string(Chars(o.output_text)) + " chars)");
+    Log(options, LogLevel::kDebug, job.id, "output: " + Excerpt(o.output_text, 200));
   } else {
     Log(options, LogLevel::kWarn, job.id, "failed (" + r.error_code + "): " + r.error);
     auto stored = store.Fail(job, r.error_code, r.error);

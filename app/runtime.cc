@@ -46,22 +46,38 @@ StatusOr<std::unique_ptr<Runtime>> OpenRuntime(const Config& config,
 
   // Files are checked before anything is created or loaded, so that a wrong
   // path costs nothing.
-  stage = RuntimeStage::kModel;
-  ELLM_ASSIGN_OR_RETURN(gguf::GgufFile model, gguf::GgufFile::Open(rt->model_path));
-  auto arch = model.GetString("general.architecture");
-  rt->model_architecture = arch.ok() ? std::string(*arch) : "?";
-  rt->model_tensors = model.tensors().size();
+  if (overrides.without_model) {
+    rt->model_path.clear();
+    rt->model_architecture = "?";
+  } else {
+    stage = RuntimeStage::kModel;
+    ELLM_ASSIGN_OR_RETURN(gguf::GgufFile model, gguf::GgufFile::Open(rt->model_path));
+    auto arch = model.GetString("general.architecture");
+    rt->model_architecture = arch.ok() ? std::string(*arch) : "?";
+    rt->model_tensors = model.tensors().size();
+  }
 
   stage = RuntimeStage::kExtractor;
   ELLM_ASSIGN_OR_RETURN(rt->extract.extractor_path, ingest::FindExtractor(rt->extract));
 
-  stage = RuntimeStage::kPipelines;
-  ELLM_ASSIGN_OR_RETURN(auto specs, pipelines::LoadPipelineDirectory(rt->pipelines_dir));
+  std::vector<pipelines::PipelineSpec> specs;
+  if (!overrides.without_model) {
+    stage = RuntimeStage::kPipelines;
+    ELLM_ASSIGN_OR_RETURN(specs, pipelines::LoadPipelineDirectory(rt->pipelines_dir));
+  }
 
   stage = RuntimeStage::kStore;
   store::JobStoreOptions store_options;
   store_options.max_attempts = config.jobs.max_attempts;
   ELLM_ASSIGN_OR_RETURN(rt->store, store::JobStore::Open(rt->store_path, store_options));
+
+  if (overrides.without_model) {
+    stage = RuntimeStage::kPipelines;
+    rt->registry = std::make_unique<pipelines::ProcessorRegistry>();
+    ELLM_RETURN_IF_ERROR(
+        pipelines::RegisterPipelines({}, nullptr, rt->extract, rt->registry.get()));
+    return rt;
+  }
 
   stage = RuntimeStage::kEngine;
   pipelines::GeneratorOptions go = GeneratorOptionsFrom(config);

@@ -184,7 +184,9 @@ Status Run(const Flags& f, int* failures) {
   if (f.positional().size() != 1) return InvalidArgumentError("give one manifest file");
   ELLM_ASSIGN_OR_RETURN(Manifest m,
                         LoadManifest(f.positional()[0], f.Get("pipeline", "compare-contracts")));
-  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
+  std::vector<std::string> names;
+  for (const Item& item : m.items) names.push_back(item.pipeline);
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f, names));
   // Every item is checked (pipeline known) before the first one runs.
   for (const Item& item : m.items) ELLM_RETURN_IF_ERROR(rt->Find(item.pipeline).status());
   ProgressLine line(isatty(2));

@@ -14,41 +14,49 @@ constexpr const char* kUsage =
     "  info MODEL.gguf [--json] [--tensors]   validate a GGUF file and print its metadata\n"
     "  tokenize --model M --file F [--no-bos] [--special]  token ids of F as a JSON array\n"
     "  generate --model M (--prompt TEXT | --file F | --messages F.json) [--chat]\n"
-    "           [--max-tokens N] [--temperature T] [--seed S] [--threads N] [--ctx N]\n"
+    "           [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "           [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N]\n"
     "           [--json-schema F] [--json]    generate text (only the text goes to stdout);\n"
     "                                         --messages: an OpenAI-style conversation,\n"
     "                                         --json-schema: the answer is JSON valid under F\n"
     "           [--chat-template NAME|F.jinja]  instead of the model's own chat template\n"
-    "  perplexity --model M --file F --ctx N  perplexity of a text file, as one JSON object\n"
-    "  bench --model M --depth D --gen N [--threads T] [--json]\n"
+    "  perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks N]\n"
+    "           [KV flags]                    perplexity of a text file, as one JSON object\n"
+    "  bench --model M --depth D --gen N [--threads T] [--batch N] [--json] [KV flags]\n"
     "                                         prefill/decode speed and peak RSS as JSON\n"
+    "           KV flags: [--kv-type T] [--kv-budget MIB] [--spill-dir D] [--attn-weights W]\n"
+    "           [--attn-scores S] [--sparse-attn K] [--sparse-sink N] [--sparse-local N]\n"
     "  extract FILE [--json] [--max-pages N]  the text the model sees of a PDF/.txt/.md file\n"
+    "           [--max-bytes N] [--timeout S] [--extractor PATH]\n"
     "  summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]\n"
     "           [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
     "           [--params JSON] [--chat-template NAME]  run a pipeline on local files;\n"
     "                                         store the result\n"
-    "  compare A B [--pipeline compare-contracts] [same options]  compare contracts\n"
+    "  compare A B [--pipeline compare-contracts] [summarize's options]  compare contracts\n"
     "  batch MANIFEST [--pipeline P] [--model PATH] [--db PATH]  a resumable run over a\n"
-    "                                         YAML/CSV manifest of documents or pairs\n"
-    "  submit FILE... [--pipeline P] [--id ID] [--inline] [--config FILE]\n"
-    "                                         put a job on the daemon's Kafka topic\n"
-    "  jobs list [--status S] [--db PATH] [--json]  jobs in the store, newest first\n"
+    "           [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
+    "           [--chat-template NAME]        YAML/CSV manifest of documents or pairs\n"
+    "  submit FILE... [--pipeline P] [--id ID] [--inline] [--config FILE] [--params JSON]\n"
+    "           [--reply-to TOPIC] [--brokers B] [--topic T]  put a job on the daemon's\n"
+    "                                         Kafka topic\n"
+    "  jobs list [--status S] [--limit N] [--db PATH] [--config FILE] [--json]\n"
+    "                                         jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
     "  serve --model M [--listen HOST:PORT] [--api-keys-file F] [--threads N] [--ctx N]\n"
     "           [--db PATH] [--sessions N] [--max-queue N] [--tls-cert F --tls-key F]\n"
     "           [--cors-origin O]             the OpenAI-compatible HTTP API (no Kafka)\n"
-    "  model path | install FILE [--to PATH]  where the configured model lives; check a\n"
-    "                                         GGUF file loads and copy it there atomically\n"
+    "  model path | install FILE [--to PATH] [--config FILE]  where the configured model\n"
+    "                                         lives; check a GGUF file loads and copy it\n"
+    "                                         there atomically\n"
     "  cpu                                    CPU features and the kernel level in use\n"
     "  version, --version                     print the version\n"
     "  help [COMMAND]                         this text, or COMMAND's usage\n"
     "short flags: -m --model, -p --prompt, -f --file, -n --max-tokens, -c --ctx,\n"
     "             -t --threads, -s --seed (in the commands that take them)\n";
 
-// `ellm CMD --help`: CMD's lines of kUsage (its own lines and the indented
-// ones under them), each command line prefixed with "ellm"; "" for an
-// unknown command.
-std::string CommandHelp(const std::string& cmd) {
+// CMD's lines of kUsage: its own lines and the indented ones under them,
+// each command line prefixed with "ellm".
+std::string UsageLines(const std::string& cmd) {
   std::string out;
   bool in = false;
   const std::string text = kUsage;
@@ -68,7 +76,28 @@ std::string CommandHelp(const std::string& cmd) {
       in = false;
     }
   }
-  return out.empty() ? out : "usage:\n" + out;
+  return out;
+}
+
+// `ellm CMD --help`: CMD's lines of kUsage, with the lines they refer to
+// (compare: summarize's options; "[KV flags]": the list under bench); ""
+// for an unknown command.
+std::string CommandHelp(const std::string& cmd) {
+  std::string out = UsageLines(cmd);
+  if (out.empty()) return out;
+  if (cmd == "compare") out += UsageLines("summarize");
+  if (out.find("[KV flags]") != std::string::npos && out.find("KV flags:") == std::string::npos) {
+    const std::string text = kUsage;
+    const size_t kv = text.find("           KV flags:");
+    const size_t end = text.find('\n', text.find('\n', kv) + 1);  // it and the next line
+    const std::string lines = text.substr(kv, end + 1 - kv);
+    for (size_t at = 0; at < lines.size();) {
+      const size_t nl = lines.find('\n', at);
+      out += "     " + lines.substr(at, nl + 1 - at);
+      at = nl + 1;
+    }
+  }
+  return "usage:\n" + out;
 }
 
 }  // namespace

@@ -77,9 +77,10 @@ void PrintJob(const store::JobRecord& j) {
     std::printf("error:      %s: %s\n", j.error_code.c_str(), j.error_message.c_str());
   }
   for (const auto& d : j.documents) {
-    std::printf("document %d: %s (%lld pages, %lld tokens, sha256 %s)\n", d.ordinal, d.path.c_str(),
-                static_cast<long long>(d.page_count), static_cast<long long>(d.token_count),
-                d.sha256.c_str());
+    // Counted from 1, as in every message (the stored ordinal is 0-based).
+    std::printf("document %d of %zu: %s (%lld pages, %lld tokens, sha256 %s)\n", d.ordinal + 1,
+                j.documents.size(), d.path.c_str(), static_cast<long long>(d.page_count),
+                static_cast<long long>(d.token_count), d.sha256.c_str());
   }
   if (j.result) {
     const store::ResultRecord& r = *j.result;

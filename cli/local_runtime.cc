@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "chat_template_flag.h"
+#include "ellm/pipelines/pipeline_processor.h"
 
 namespace ellm::cli {
 namespace {
@@ -28,7 +30,8 @@ std::string DataDirStore() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f) {
+StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(
+    const Flags& f, const std::vector<std::string>& pipelines) {
   app::Config config;
   std::string config_path = f.Get("config");
   if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
@@ -41,8 +44,12 @@ StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(config.model.engine.chat_template,
                         ChatTemplateFromFlags(f, config.model.engine.chat_template));
   app::RuntimeOverrides overrides;
+  overrides.without_model =
+      !pipelines.empty() &&
+      std::none_of(pipelines.begin(), pipelines.end(),
+                   [](const std::string& p) { return pipelines::PipelineNeedsModel(p); });
   overrides.model_path = f.Get("model", config.model.path);
-  if (access(overrides.model_path.c_str(), R_OK) != 0) {
+  if (!overrides.without_model && access(overrides.model_path.c_str(), R_OK) != 0) {
     return NotFoundError("no model at '" + overrides.model_path +
                          "' (pass --model PATH; in a source tree scripts/fetch-model fetches "
                          "Gemma 3 270M)");

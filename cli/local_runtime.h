@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ellm/app/runtime.h"
 #include "ellm/pipelines/generator.h"
@@ -17,8 +18,11 @@ namespace ellm::cli {
 // (else /etc/ellm/ellm.yaml when present, else the defaults) and over it
 // --model --db --pipelines --ctx --threads --chat-template. Without a config
 // file the store is $XDG_DATA_HOME/ellm/ellm.db (its directory created) with
-// the prefix cache beside it.
-StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(const Flags& f);
+// the prefix cache beside it. `pipelines`: those the command will run; when
+// it names some and none of them needs a model (document-stats), no model is
+// opened or required. Empty: the model is opened.
+StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(
+    const Flags& f, const std::vector<std::string>& pipelines = {});
 
 // One progress line on stderr, redrawn in place; silent when disabled.
 class ProgressLine {

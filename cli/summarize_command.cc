@@ -43,7 +43,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
     job.params_json = p.dump();
   }
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
-  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f));
+  ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f, {pipeline}));
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
   const std::string& db = rt->store_path;
   ProgressLine line(isatty(2) && !f.Has("json"));

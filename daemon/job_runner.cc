@@ -95,6 +95,9 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
   o.on_result = options_.on_result;
   o.log = [](app::LogLevel level, const std::string& line) {
     switch (level) {
+      case app::LogLevel::kDebug:
+        spdlog::debug("{}", line);
+        break;
       case app::LogLevel::kInfo:
         spdlog::info("{}", line);
         break;

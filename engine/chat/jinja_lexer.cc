@@ -112,10 +112,14 @@ class Lexer {
     const bool is_var = kind == '{';
     Emit(is_var ? TokenType::kVarBegin : TokenType::kBlockBegin, "");
     const char close = is_var ? '}' : '%';
+    const int open_line = line_;
     int depth = 0;  // open ( [ {: a '}}' inside a dict literal does not end the tag
     while (true) {
       while (pos_ < src_.size() && IsSpace(src_[pos_])) line_ += src_[pos_++] == '\n';
-      if (pos_ >= src_.size()) Fail(is_var ? "unterminated '{{'" : "unterminated '{%'");
+      if (pos_ >= src_.size()) {
+        line_ = open_line;  // where the tag was opened, not where the file ends
+        Fail(is_var ? "unterminated '{{'" : "unterminated '{%'");
+      }
       const char c = src_[pos_];
       const bool minus = c == '-' || c == '+';
       const size_t d = pos_ + (minus ? 1 : 0);

@@ -47,7 +47,7 @@ class DocumentStats : public Processor {
       if (!doc.ok()) {
         return PipelineResult::Failed(
             DocumentErrorCode(doc.status()),
-            "document " + std::to_string(i) + " ('" + jd.Label() + "'): " + doc.status().message());
+            DocumentName(i, job.documents.size(), jd) + ": " + doc.status().message());
       }
       int64_t words = 0, chars = 0;
       for (const auto& page : doc->pages) {

@@ -486,6 +486,41 @@ std::vector<Fact> FiguresIn(std::string_view text) {
   return out;
 }
 
+std::vector<Fact> StatedValues(std::string_view text) {
+  std::vector<Fact> out = FindFacts(text);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!WordStart(text, i) || !IsAlpha(text[i])) continue;
+    size_t e;
+    const int n = SmallNumberWord(WordAt(text, i, &e));
+    if (n >= 0 && (e >= text.size() || !IsAlnum(text[e]))) {
+      Fact f;
+      f.kind = FactKind::kNumber;
+      f.value = n;
+      f.begin = i;
+      f.end = e;
+      out.push_back(f);
+    }
+    while (i + 1 < text.size() && IsAlnum(text[i + 1])) ++i;
+  }
+  return out;
+}
+
+bool StatesFigure(const std::vector<Fact>& stated, const Fact& figure) {
+  // A year: a whole number of four digits that a date could hold
+  // (DateAt's years), without a currency.
+  std::string within;
+  if (figure.kind == FactKind::kNumber && figure.currency.empty() && figure.value >= 1000 &&
+      figure.value <= 9999 && figure.value == std::floor(figure.value)) {
+    within = FormatFigure(figure.value) + "-";
+  } else if (figure.kind == FactKind::kDate && figure.date.size() == 7) {
+    within = figure.date + "-";  // "YYYY-MM-": a day of that month
+  }
+  return std::any_of(stated.begin(), stated.end(), [&](const Fact& s) {
+    return SameValue(figure, s) ||
+           (!within.empty() && s.kind == FactKind::kDate && s.date.rfind(within, 0) == 0);
+  });
+}
+
 std::optional<Fact> FirstFactOf(FactKind kind, std::string_view text) {
   if (kind == FactKind::kText) {
     size_t b = 0, e = text.size();

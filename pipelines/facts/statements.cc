@@ -116,13 +116,20 @@ std::vector<std::string> ContentStems(std::string_view text) {
 
 namespace {
 
+// A sentence's stems and figures; each page's stems and stated values
+// (facts.h StatedValues).
 std::optional<Support> BestSupport(const std::vector<std::string>& stems,
-                                   const std::vector<Page>& pages,
+                                   const std::vector<Fact>& figures, const std::vector<Page>& pages,
                                    const std::vector<std::unordered_set<std::string>>& sets,
-                                   double min_share) {
+                                   const std::vector<std::vector<Fact>>& stated, double min_share) {
   if (stems.empty()) return std::nullopt;
   std::optional<Support> best;
   auto consider = [&](size_t a, size_t b) {
+    // The cited pages must state each figure: a sentence is cited where its
+    // figures stand, or nowhere.
+    for (const Fact& f : figures) {
+      if (!StatesFigure(stated[a], f) && !StatesFigure(stated[b], f)) return;
+    }
     int hits = 0;
     for (const std::string& s : stems) hits += sets[a].count(s) || sets[b].count(s);
     const double share = static_cast<double>(hits) / static_cast<double>(stems.size());
@@ -142,10 +149,29 @@ std::optional<Support> BestSupport(const std::vector<std::string>& stems,
 std::optional<Support> SupportingPage(std::string_view sentence, const std::vector<Page>& pages,
                                       double min_share) {
   std::vector<std::unordered_set<std::string>> sets;
-  for (const Page& p : pages) sets.push_back(StemSet(p.text));
+  std::vector<std::vector<Fact>> stated;
+  for (const Page& p : pages) {
+    sets.push_back(StemSet(p.text));
+    stated.push_back(StatedValues(p.text));
+  }
   const std::vector<std::string> stems = ContentStems(sentence);
   if (stems.size() < 3) return std::nullopt;
-  return BestSupport(stems, pages, sets, min_share);
+  return BestSupport(stems, FiguresIn(StripPageMarkers(std::string(sentence))), pages, sets, stated,
+                     min_share);
+}
+
+std::vector<std::string> UnstatedFigures(std::string_view text, const std::vector<Page>& pages) {
+  std::vector<std::vector<Fact>> stated;
+  for (const Page& p : pages) stated.push_back(StatedValues(p.text));
+  const std::string stripped = StripPageMarkers(std::string(text));
+  std::vector<std::string> out;
+  for (const Fact& f : FiguresIn(stripped)) {
+    if (std::none_of(stated.begin(), stated.end(),
+                     [&](const std::vector<Fact>& s) { return StatesFigure(s, f); })) {
+      out.push_back(stripped.substr(f.begin, f.end - f.begin));
+    }
+  }
+  return out;
 }
 
 StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>& pages,
@@ -153,7 +179,11 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
                                 double min_share) {
   static const std::regex kCited(R"(\[pp?\. ?\d+)");
   std::vector<std::unordered_set<std::string>> sets;
-  for (const Page& p : pages) sets.push_back(StemSet(p.text));
+  std::vector<std::vector<Fact>> stated;
+  for (const Page& p : pages) {
+    sets.push_back(StemSet(p.text));
+    stated.push_back(StatedValues(p.text));
+  }
   StatementCheck out;
   size_t at = 0;
   while (at <= body.size()) {
@@ -202,8 +232,8 @@ StatementCheck VerifyStatements(const std::string& body, const std::vector<Page>
         }
       }
       ++out.statements;
-      const std::optional<Support> s =
-          BestSupport(stems, pages, sets, stems.size() < 3 ? 1.0 : min_share);
+      const std::optional<Support> s = BestSupport(stems, FiguresIn(sentence), pages, sets, stated,
+                                                   stems.size() < 3 ? 1.0 : min_share);
       if (!s) {
         out.unsupported.push_back(Trim(sentence));
         continue;

@@ -97,7 +97,14 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
       if (p.number >= e.first_page && p.number <= e.last_page) own.push_back(p);
     }
     const StatementCheck check = VerifyStatements(gist, own);
-    const bool supported = check.supported == 1 && check.unsupported.empty();
+    // Its figures (years, dates, amounts, percentages) must be this
+    // section's own, or its heading's or the title's, the rest of what the
+    // model was shown: a page or a text file holds other sections too, and
+    // a year taken from them is not what this section says.
+    std::vector<Page> shown = SplitPages(e.text);
+    shown.push_back({0, doc.title});
+    const bool supported =
+        check.supported == 1 && check.unsupported.empty() && UnstatedFigures(gist, shown).empty();
     // A sentence that only restates the heading ("This section describes the
     // maximum depth of an expression tree.") or the model's meta-talk ("is
     // intended to provide a quick overview of ...") tells the reader nothing.

@@ -407,11 +407,14 @@ std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tok
 Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry) {
   for (const PipelineSpec& spec : specs) {
+    if (generator == nullptr) break;
     ELLM_RETURN_IF_ERROR(
         registry->Add(std::make_unique<PipelineProcessor>(spec, generator, extract)));
   }
   return registry->Add(MakeDocumentStatsProcessor(extract));
 }
+
+bool PipelineNeedsModel(std::string_view name) { return name != "document-stats"; }
 
 std::string DefaultPipelinesDir() {
   if (const char* env = std::getenv("ELLM_PIPELINES_DIR")) return env;
@@ -438,8 +441,7 @@ PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::at
     auto doc = LoadJobDocument(jd, extract_);
     if (!doc.ok()) {
       return PipelineResult::Failed(DocumentErrorCode(doc.status()),
-                                    "document " + std::to_string(i + 1) + " ('" + jd.Label() +
-                                        "'): " + doc.status().message());
+                                    DocumentName(i, n, jd) + ": " + doc.status().message());
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();

@@ -64,6 +64,11 @@ StatusOr<ingest::Document> LoadJobDocument(const ingest::JobDocument& doc,
   return d;
 }
 
+std::string DocumentName(size_t index, size_t count, const ingest::JobDocument& doc) {
+  return "document " + std::to_string(index + 1) + " of " + std::to_string(count) + " ('" +
+         doc.Label() + "')";
+}
+
 std::string DocumentErrorCode(const Status& status) {
   auto kind = ingest::ExtractErrorOf(status);
   if (!kind) return "document.error";

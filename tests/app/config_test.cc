@@ -14,6 +14,40 @@ TEST(Config, ShippedDefaultFileIsValid) {
   EXPECT_EQ(c->log.level, "info");
 }
 
+// Regression: configs/local.yaml left kv.prefix_cache_dir at
+// /var/lib/ellm/prefix-cache, outside the source tree it is made for.
+TEST(Config, TheLocalFileKeepsEveryPathInTheRepository) {
+  auto c = LoadConfig(ellm::testing::SourceDir() + "/configs/local.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const std::string& path :
+       {c->model.path, c->store.path, c->kv.prefix_cache_dir, c->model.session.spill_dir}) {
+    EXPECT_FALSE(path.empty());
+    EXPECT_NE(path[0], '/') << path;
+  }
+}
+
+// Regression: a value refused by Validate() after parsing was reported as
+// "config v.yaml: kafka.session_timeout_ms < 1000", without the line.
+TEST(Config, AValueRefusedAfterParsingNamesItsLine) {
+  auto flow = ParseConfig("kafka: {session_timeout_ms: 10}\n", "v.yaml");
+  ASSERT_FALSE(flow.ok());
+  EXPECT_EQ(flow.status().message(), "config v.yaml:1: kafka.session_timeout_ms < 1000");
+  auto block =
+      ParseConfig("store:\n  path: a.db\nkafka:\n  group_id: g\n  brokers: \"\"\n", "v.yaml");
+  ASSERT_FALSE(block.ok());
+  EXPECT_EQ(block.status().message(), "config v.yaml:5: kafka.brokers is empty");
+  auto level = ParseConfig("\nlog:\n  level: loud\n", "v.yaml");
+  ASSERT_FALSE(level.ok());
+  EXPECT_EQ(level.status().message().rfind("config v.yaml:3: log.level 'loud'", 0), 0u)
+      << level.status().message();
+  // A check of two settings gives the line of the first it names.
+  auto poll =
+      ParseConfig("kafka:\n  max_poll_interval_ms: 2000\n  session_timeout_ms: 3000\n", "v.yaml");
+  ASSERT_FALSE(poll.ok());
+  EXPECT_EQ(poll.status().message().rfind("config v.yaml:2: kafka.max_poll_interval_ms", 0), 0u)
+      << poll.status().message();
+}
+
 TEST(Config, EmptyFileMeansDefaults) {
   auto c = ParseConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());

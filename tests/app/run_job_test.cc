@@ -188,7 +188,36 @@ TEST_F(RunJobTest, SucceededIsStoredThenPublishedOnce) {
   EXPECT_NE(log_.find("job=j1 pipeline=fake attempt=1 documents=1 from ellm.jobs[0]@7"),
             std::string::npos)
       << log_;
-  EXPECT_NE(log_.find("job=j1 succeeded: the summary"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("job=j1 succeeded (single-pass, 12 prompt + 3 generated tokens, 11 chars)"),
+            std::string::npos)
+      << log_;
+}
+
+// Regression (issue 37 item 7): "succeeded: <output>" printed the summary's
+// start with its newlines, so the lines after it had no job id, and a
+// summary went into the logs at info. At info the line gives counts only;
+// the text, newlines escaped, is a debug line.
+TEST_F(RunJobTest, TheOutputIsLoggedOnlyAtDebugOnOneLine) {
+  FakeProcessor p([](auto&, auto&) { return Succeeds("## Purpose\nThe review\ttells.\n"); });
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  RunJobOptions o = Options();
+  o.log = [&](LogLevel level, const std::string& line) { lines.emplace_back(level, line); };
+  std::atomic<bool> cancel{false};
+  Run(p, "j1", cancel, o);
+  bool counted = false, excerpt = false;
+  for (const auto& [level, line] : lines) {
+    EXPECT_EQ(line.rfind("job=j1 ", 0), 0u) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    if (level == LogLevel::kDebug) {
+      excerpt |= line == "job=j1 output: ## Purpose\\nThe review\\ttells.\\n";
+    } else {
+      EXPECT_EQ(line.find("Purpose"), std::string::npos) << line;
+      counted |= level == LogLevel::kInfo &&
+                 line == "job=j1 succeeded (single-pass, 12 prompt + 3 generated tokens, 29 chars)";
+    }
+  }
+  EXPECT_TRUE(counted);
+  EXPECT_TRUE(excerpt);
 }
 
 TEST_F(RunJobTest, PublishesToTheJobsReplyTo) {

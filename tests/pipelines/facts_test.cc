@@ -76,6 +76,24 @@ TEST(Facts, SameValueAcrossSpellingsOnly) {
   EXPECT_TRUE(SameValue(one("June 30, 2026"), one("30/06/2026")));
 }
 
+TEST(Facts, AFigureIsStatedInAnySpellingAndAYearByADateInIt) {
+  auto one = [](std::string_view t) { return FiguresIn(t).at(0); };
+  const std::vector<Fact> stated = StatedValues(
+      "Twelve terminals; revenue of 1,000 million in the year ended 31 December "
+      "2019, up 8 percent.");
+  EXPECT_TRUE(StatesFigure(stated, one("EUR 1000 million")));
+  EXPECT_TRUE(StatesFigure(stated, one("12 terminals")));  // spelled out in the source
+  EXPECT_TRUE(StatesFigure(stated, one("2019-12-31")));
+  EXPECT_TRUE(StatesFigure(stated, one("in 2019")));           // a year: a date in it
+  EXPECT_TRUE(StatesFigure(stated, one("in December 2019")));  // a month: a day in it
+  EXPECT_TRUE(StatesFigure(stated, one("8%")));
+  EXPECT_FALSE(StatesFigure(stated, one("in 2020")));
+  EXPECT_FALSE(StatesFigure(stated, one("30 December 2019")));
+  EXPECT_FALSE(StatesFigure(stated, one("9 percent")));
+  // More precise than the source is not stated: "2019" says no day.
+  EXPECT_FALSE(StatesFigure(StatedValues("in 2019"), one("31 December 2019")));
+}
+
 TEST(Facts, FirstFactOfAFieldType) {
   auto value = [](FactKind k, std::string_view t) {
     auto f = FirstFactOf(k, t);

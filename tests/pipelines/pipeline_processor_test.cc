@@ -173,6 +173,86 @@ TEST(PipelineProcessor, OutlineListsEachSectionWithASupportedSentenceAndItsTerms
   EXPECT_EQ(section_prompts, 1);
 }
 
+// A review in a .txt file: one page, numbered sections.
+const char kReview[] =
+    "Harbor Logistics Annual Review 2025\n\n"
+    "1 Introduction\n\n"
+    "Harbor Logistics operates twelve container terminals across northern Europe. This review "
+    "covers the financial year 2025 and the plans of the board for the next two years.\n\n"
+    "2 Financial results\n\n"
+    "Revenue rose to EUR 2.3 billion, up 8 percent. Operating profit was EUR 310 million. Net "
+    "debt fell to EUR 900 million after the sale of the Gdansk warehouse.\n\n"
+    "3 Risks\n\n"
+    "The main risks are lower trade volumes in the Baltic, a strike at the Rotterdam terminal "
+    "and higher fuel prices for the tug fleet.\n\n"
+    "4 Outlook\n\n"
+    "The board expects revenue growth of 5 percent in 2026 and will open a new terminal in "
+    "Aarhus in the autumn.\n";
+
+std::string ReviewAnswer(const std::string& prompt, const std::string& lead) {
+  if (prompt.find("in one sentence:") == std::string::npos) {
+    return " Harbor Logistics operates container terminals.";
+  }
+  if (lead != "This section") return " none";
+  if (prompt.find("\"1 Introduction\"") != std::string::npos) {
+    return " covers the financial year 2025 and the plans of the board";  // its own year
+  }
+  if (prompt.find("\"2 Financial results\"") != std::string::npos) {
+    return " is a summary of the financial results for the year ended 31 December 2019";
+  }
+  if (prompt.find("\"3 Risks\"") != std::string::npos) {
+    return " names lower trade volumes, a strike and fuel prices in 2025";  // section 1's year
+  }
+  return " describes the revenue growth the board expects in the 2022 financial year";
+}
+
+// Regression (sec2.txt): a Contents sentence with a year the document never
+// gives was supported and kept, its words being in the section. Its figures
+// must be the section's own (or its heading's, or the title's).
+TEST(PipelineProcessor, AnOutlineSentenceWithFiguresNotInItsSectionIsNotKept) {
+  FakeGenerator gen(8192, ReviewAnswer);
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->output_text;
+  EXPECT_NE(text.find("- 1 Introduction: This section covers the financial year 2025 and the "
+                      "plans of the board."),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("2019"), std::string::npos) << text;
+  EXPECT_EQ(text.find("2022"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fuel prices in 2025"), std::string::npos) << text;
+  const auto json = nlohmann::json::parse(r.output->output_json.value_or(""));
+  ASSERT_EQ(json["outline"].size(), 4u) << json.dump(1);
+  EXPECT_TRUE(json["outline"][0]["supported"].get<bool>());
+  EXPECT_TRUE(json["outline"][0]["kept"].get<bool>());
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_FALSE(json["outline"][i]["supported"].get<bool>()) << json["outline"][i].dump();
+    EXPECT_FALSE(json["outline"][i]["kept"].get<bool>()) << json["outline"][i].dump();
+  }
+}
+
+// Regression: the model's pipelines said "document 2" and document-stats
+// "document 1" of the same second document. Messages for people count from
+// 1 and say of how many.
+TEST(PipelineProcessor, AFailedDocumentIsNamedFromOneInEveryPipeline) {
+  PipelineRequest job = Job("a.md", kManual);
+  ingest::JobDocument missing;
+  missing.path = missing.resolved_path = "/nonexistent/b.pdf";
+  job.documents.push_back(missing);
+  FakeGenerator gen(8192, ManualAnswer);
+  PipelineProcessor compare(ShippedSpec("compare-contracts"), &gen, {});
+  std::unique_ptr<Processor> stats = MakeDocumentStatsProcessor({});
+  std::atomic<bool> cancel{false};
+  for (Processor* p : {static_cast<Processor*>(&compare), stats.get()}) {
+    PipelineResult r = p->Run(job, cancel);
+    ASSERT_FALSE(r.output.has_value()) << p->name();
+    EXPECT_EQ(r.error.rfind("document 2 of 2 ('/nonexistent/b.pdf'): ", 0), 0u)
+        << p->name() << ": " << r.error;
+  }
+}
+
 TEST(PipelineProcessor, ADocumentOverTheContextIsMappedThenReduced) {
   std::string long_doc;
   for (int i = 0; i < 60; ++i) {

@@ -87,6 +87,36 @@ TEST(Statements, ACheckedFigureLineKeepsItsCitation) {
             "- Three harnesses are used for testing robustness [p. 1]");
 }
 
+// Regression: "the year ended 31 December 2019" about a review of 2025 was
+// supported, its words being on the page. Figures, years, dates, amounts and
+// percentages must be stated on the cited page, in any spelling.
+TEST(Statements, ASentenceWhoseFiguresItsPageDoesNotStateIsUnsupported) {
+  const auto pages = SplitPages(
+      "[page 1]\n1 Introduction\n\nThis review covers the financial year 2025.\n"
+      "[page 2]\n2 Financial results\n\nRevenue rose to EUR 2.3 billion, up 8 percent, in the "
+      "year ended 31 December 2025. Operating profit was EUR 1,310 million.\n");
+  StatementCheck c = VerifyStatements(
+      "The financial results for the year ended 31 December 2019 are summarised.\n"
+      "Revenue rose to EUR 2.3bn in the year ended 2025-12-31.\n"
+      "Operating profit was EUR 1310 million in 2025.\n"
+      "Revenue rose 8% in December 2025.\n"
+      "Revenue rose 9 percent.\n",
+      pages);
+  EXPECT_EQ(c.statements, 5);
+  EXPECT_EQ(c.supported, 3);
+  ASSERT_EQ(c.unsupported.size(), 2u) << c.text;
+  EXPECT_EQ(c.unsupported[0],
+            "The financial results for the year ended 31 December 2019 are summarised.");
+  EXPECT_EQ(c.unsupported[1], "Revenue rose 9 percent.");
+  EXPECT_EQ(c.text,
+            "Revenue rose to EUR 2.3bn in the year ended 2025-12-31. [p. 2]\n"
+            "Operating profit was EUR 1310 million in 2025. [p. 2]\n"
+            "Revenue rose 8% in December 2025. [p. 2]");
+  // The words are on page 2 either way; the year is not.
+  EXPECT_FALSE(SupportingPage("Revenue rose in the year ended 31 December 2019.", pages));
+  EXPECT_TRUE(SupportingPage("Revenue rose in the year ended 31 December 2025.", pages));
+}
+
 TEST(Statements, TheOutlineIsTheDocumentsNumberedTopLevelSections) {
   const auto pages = SplitPages(
       "[page 1]\nHow SQLite Is Tested\n\n1. Introduction\n\nThe reliability of SQLite.\n\n"

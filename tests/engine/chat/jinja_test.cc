@@ -107,6 +107,10 @@ TEST(Jinja, ErrorsNameTheLineAndTheConstruct) {
       {"a\nb\n{{ [1] | from_json }}", "line 3: no filter named 'from_json'"},
       {"x\n{% include 'other.jinja' %}", "line 2: unsupported statement '{% include %}'"},
       {"{{ x", "unterminated '{{'"},
+      // Regression: a tag left open is reported where it opened, not where
+      // the file ends.
+      {"{% for m in messages %}{{ m.role }\n{% endfor", "line 1: unterminated '{{'"},
+      {"a\n{% if x\n\n", "line 2: unterminated '{%'"},
       {"{% if true %}x", "missing '{% endif %}'"},
       {"{{ 'abc }}", "line 1: unterminated string"},
       {"\n\n{{ x.y }}", "line 3: 'x' is undefined"},

@@ -64,7 +64,9 @@ enum class JobOutcome {
   kRetryLater,  // nothing durable, or an event not yet out: deliver again later
 };
 
-enum class LogLevel { kInfo, kWarn, kError };
+// kDebug: what only a debug log carries, such as a job's output text
+// (summaries are the users' data and stay out of logs at info).
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
 struct RunJobOptions {
   ResultPublisher* publisher = nullptr;  // none: the outcome is only stored

@@ -31,6 +31,11 @@ struct RuntimeOverrides {
   std::string prefix_cache_dir;    // kv.prefix_cache_dir
   std::optional<int64_t> context;  // model.context
   std::optional<int64_t> threads;  // model.threads
+  // Open no model and no engine: only the pipelines that need none
+  // (pipelines::PipelineNeedsModel) are registered, and model.path need not
+  // exist. For a front door asked to run only those (`ellm summarize
+  // --pipeline document-stats`); ellmd never sets it.
+  bool without_model = false;
 };
 
 // The part of start-up that failed, so that a front door can word its error
@@ -70,8 +75,9 @@ struct Runtime {
 // order: the model file (its header checked), the extractor, the pipeline
 // files, the store (with jobs.max_attempts; its directory must exist), the
 // engine (creating kv.spill_dir when a KV budget is set), the pipelines on
-// it. On error `*failed` (when not null) names the
-// stage; the status is the stage's own, without a prefix.
+// it. With `overrides.without_model`: the extractor, the store and the
+// pipelines that need no model (`generator` stays null). On error `*failed` (when not null) names
+// the stage; the status is the stage's own, without a prefix.
 StatusOr<std::unique_ptr<Runtime>> OpenRuntime(const Config& config,
                                                const RuntimeOverrides& overrides = {},
                                                RuntimeStage* failed = nullptr);

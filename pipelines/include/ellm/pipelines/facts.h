@@ -109,4 +109,16 @@ std::optional<SourceSpan> Locate(const Fact& value, std::string_view text,
 // words are left out: "two manufacturers" is not a key figure.
 std::vector<Fact> FiguresIn(std::string_view text);
 
+// The values a source text states, for StatesFigure: FindFacts(text) and
+// the counts it spells as words ("twelve" = 12, "ninety" = 90), which
+// FindFacts leaves out.
+std::vector<Fact> StatedValues(std::string_view text);
+
+// Whether `stated` (StatedValues of a source) states `figure` (one of
+// FiguresIn of a model's text): a value the same (SameValue), or, for a
+// year written alone ("2019") or a month ("December 2019"), a date inside
+// it ("31 December 2019"). A figure more precise than the source ("31
+// December 2019" where the source says "2019") is not stated.
+bool StatesFigure(const std::vector<Fact>& stated, const Fact& figure);
+
 }  // namespace ellm::pipelines

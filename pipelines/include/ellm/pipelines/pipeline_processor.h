@@ -57,9 +57,15 @@ std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tok
                                         const std::function<int64_t(const std::string&)>& count);
 
 // Registers a PipelineProcessor for each spec, plus the built-in
-// document-stats. `generator` must outlive `registry`.
+// document-stats. `generator` must outlive `registry`; null (no model
+// loaded): the specs are left out and only the pipelines that need no model
+// are registered.
 Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry);
+
+// Whether the pipeline named `name` runs the model: every pipeline but the
+// built-in document-stats.
+bool PipelineNeedsModel(std::string_view name);
 
 // Where the shipped pipelines are: $ELLM_PIPELINES_DIR, else
 // <executable>/../share/ellm/pipelines when it exists (installed), else the

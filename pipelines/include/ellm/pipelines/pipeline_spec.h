@@ -78,7 +78,8 @@ struct PipelineSpec {
   // answer with that section: one line per top-level numbered section of
   // the document (statements.h DocumentOutline) with its pages and a
   // sentence the model writes from that section alone ("This section ..."),
-  // kept only when the section's pages support it.
+  // kept only when the section's pages support it and its figures are the
+  // section's own (or its heading's or the document title's).
   std::string outline;
   // With `outline`: up to this many of each section's own key terms
   // (statements.h SectionKeyTerms), each with its page, after the sentence.
@@ -101,7 +102,8 @@ struct PipelineSpec {
     // `unverified` (facts.h says what counts as the same figure).
     bool verify_figures = false;
     // Every sentence is traced to the page that holds most of its content
-    // words (facts.h SupportingPage): a supported sentence gets " [p. N]",
+    // words and states its figures (statements.h SupportingPage): a
+    // supported sentence gets " [p. N]",
     // one no page supports is removed and listed in the result's
     // `unsupported`. `verify: [figures, statements]` does both.
     bool verify_statements = false;

@@ -103,6 +103,11 @@ class ProcessorRegistry {
 StatusOr<ingest::Document> LoadJobDocument(const ingest::JobDocument& doc,
                                            const ingest::ExtractOptions& options);
 
+// How messages for people name job document `index` (0-based) of `count`:
+// "document 2 of 2 ('/srv/b.pdf')", counted from 1. (A message's JSON
+// path, "documents[1]", stays 0-based.)
+std::string DocumentName(size_t index, size_t count, const ingest::JobDocument& doc);
+
 // The stable error code for a failed document load: "document.<kind>" for
 // extraction errors ("document.encrypted", ...), else "document.error".
 std::string DocumentErrorCode(const Status& status);

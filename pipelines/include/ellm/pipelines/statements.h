@@ -3,10 +3,13 @@
 // rests on, and a sentence no page supports is taken out. Pure functions
 // over text (no model). Lexical, not semantic: a sentence is supported when
 // one page (or two adjacent pages) holds most of its content words, after
-// light stemming ("tested" = "testing" = "tests"). It catches statements
-// about things the document never mentions; it cannot catch a wrong
-// relation between words the page does hold (figures are checked by value
-// in provenance.h).
+// light stemming ("tested" = "testing" = "tests"), and that page states
+// every figure, year, date, amount and percentage of the sentence, compared
+// by value (facts.h StatesFigure: "1,000" = "1000", "2019-12-31" = "31
+// December 2019"). It catches statements about things the document never
+// mentions and figures it never gives ("the year ended 31 December 2019"
+// about a report on 2025); it cannot catch a wrong relation between words
+// and figures the page does hold.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,13 +37,20 @@ struct Support {
 // The best-supported page for `sentence` among `pages` when its share
 // reaches `min_share`; nullopt otherwise, and for a sentence with fewer
 // than 3 content stems (too little to check, also too little to drop).
+// Only a page (or two adjacent pages) stating every figure of the sentence
+// (UnstatedFigures) can support it.
 std::optional<Support> SupportingPage(std::string_view sentence, const std::vector<Page>& pages,
                                       double min_share = kMinStatementSupport);
+
+// The figures of `text` (facts.h FiguresIn; page markers left out) that
+// no page of `pages` states (facts.h StatesFigure), as `text` writes them.
+std::vector<std::string> UnstatedFigures(std::string_view text, const std::vector<Page>& pages);
 
 // A section's prose checked sentence by sentence: supported sentences get
 // " [p. N]" (or "[pp. N-M]"), unsupported ones are removed. A sentence of
 // one or two content words is supported only when one page holds them all;
-// one of none ("The report is above.") is not. Page markers the model wrote are dropped
+// one of none ("The report is above.") is not; one whose figures the pages
+// holding its words do not state is not either. Page markers the model wrote are dropped
 // first, except with `keep_cited`: then a sentence citing a page stays as
 // it is (lines VerifyFigureLines already checked and cited).
 struct StatementCheck {
