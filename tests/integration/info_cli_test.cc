@@ -108,8 +108,7 @@ std::string Join(const std::set<std::string>& s) {
 TEST(Cli, HelpNamesEveryFlagTheCommandTakes) {
   for (const std::string cmd :
        {"info", "tokenize", "generate", "perplexity", "bench", "extract", "summarize", "compare",
-        "batch", "submit", "jobs list", "jobs show", "model"}) {
-    // (serve is left out while its flags are being reworked with the HTTP API.)
+        "batch", "submit", "jobs list", "jobs show", "model", "serve"}) {
     std::string flags, help;
     ASSERT_EQ(RunCli(cmd + " --list-flags", &flags), 0) << cmd << ": " << flags;
     ASSERT_EQ(RunCli(cmd + " --help", &help), 0) << cmd << ": " << help;
