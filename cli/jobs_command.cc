@@ -30,40 +30,6 @@ StatusOr<std::string> StorePath(const Flags& f) {
   return c.store.path;
 }
 
-json JobJson(const store::JobRecord& j) {
-  json out = {
-      {"id", j.id},
-      {"pipeline", j.pipeline},
-      {"status", std::string(store::JobStatusName(j.status))},
-      {"attempts", j.attempts},
-      {"params", json::parse(j.params_json, nullptr, false)},
-      {"source",
-       {{"topic", j.source.topic}, {"partition", j.source.partition}, {"offset", j.source.offset}}},
-      {"created_at", j.created_at},
-      {"updated_at", j.updated_at},
-      {"started_at", j.started_at},
-      {"finished_at", j.finished_at}};
-  if (out["params"].is_discarded()) out["params"] = j.params_json;
-  if (j.reply_to) out["reply_to"] = *j.reply_to;
-  if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
-  if (j.result) out["result"] = store::ResultToJson(*j.result);
-  json docs = json::array();
-  for (const auto& d : j.documents) {
-    docs.push_back({{"ordinal", d.ordinal},
-                    {"path", d.path},
-                    {"sha256", d.sha256},
-                    {"pages", d.page_count},
-                    {"tokens", d.token_count}});
-  }
-  out["documents"] = docs;
-  json events = json::array();
-  for (const auto& e : j.events) {
-    events.push_back({{"at", e.at}, {"kind", e.kind}, {"detail", e.detail}});
-  }
-  out["events"] = events;
-  return out;
-}
-
 void PrintJob(const store::JobRecord& j) {
   std::printf("id:         %s\npipeline:   %s\nstatus:     %s\nattempts:   %lld\n", j.id.c_str(),
               j.pipeline.c_str(), std::string(store::JobStatusName(j.status)).c_str(),
@@ -129,7 +95,7 @@ int List(const Flags& f) {
   if (!jobs.ok()) return Fail(jobs.status());
   if (f.Has("json")) {
     json out = json::array();
-    for (const auto& j : *jobs) out.push_back(JobJson(j));
+    for (const auto& j : *jobs) out.push_back(store::JobToJson(j));
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -156,7 +122,7 @@ int Show(const Flags& f) {
     return Fail(NotFoundError("no job '" + f.positional()[0] + "' in the store"));
   }
   if (f.Has("json")) {
-    std::cout << JobJson(**job).dump(2) << "\n";
+    std::cout << store::JobToJson(**job).dump(2) << "\n";
   } else {
     PrintJob(**job);
   }

@@ -5,6 +5,7 @@
 // or SIGTERM.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "chat_template_flag.h"
 #include "commands.h"
 #include "ellm/app/config.h"
+#include "ellm/app/http_jobs.h"
 #include "ellm/server/api_server.h"
 #include "flags.h"
 #include "local_runtime.h"
@@ -107,12 +109,25 @@ Status Run(const Flags& f) {
     stop_all();
     return s;
   }
+  // Document jobs (/v1/jobs) run on the same runtime, one at a time.
+  auto jobs = app::HttpJobQueue::Start(rt->get(), "ellm-serve/" + std::to_string(getpid()),
+                                       [](app::LogLevel level, const std::string& line) {
+                                         if (level != app::LogLevel::kDebug)
+                                           std::fprintf(stderr, "ellm serve: %s\n", line.c_str());
+                                       });
+  if (!jobs.ok()) {
+    stop_all();
+    return jobs.status();
+  }
+  server.SetJobs(jobs->get());
   std::fprintf(stderr, "ellm serve: model %s ready (%s, context %lld per session, %d session(s))\n",
                model_id.c_str(), (*rt)->model_path.c_str(), static_cast<long long>(ctx),
                o.sessions);
   http.join();
   if (!stopping.exchange(true)) pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
+  server.SetJobs(nullptr);
+  jobs->reset();  // a running job stays in the inbox for the next start
   if (!served) return UnavailableError("the HTTP server stopped unexpectedly");
   return OkStatus();
 }

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "ellm/app/config.h"
+#include "ellm/app/http_jobs.h"
 #include "ellm/app/runtime.h"
 #include "ellm/engine/cpu_features.h"
 #include "ellm/ingest/job_consumer.h"
@@ -103,6 +104,7 @@ int RunKafka(Context& ctx) {
   runner_options.status = [](const std::string& what) { sd_notify(0, ("STATUS=" + what).c_str()); };
   runner_options.reload = [&ctx] { return ctx.runtime->LoadPipelines(); };
   runner_options.reload_requested = &ctx.reload;
+  runner_options.job_mutex = &ctx.runtime->job_mutex;
   runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
     ctx.metrics->JobFinished(pipeline, ok, seconds);
   };
@@ -233,6 +235,7 @@ int Run(const std::string& config_path, bool check_only) {
   // The OpenAI-compatible API on the same engine: its replies take
   // interactive turns, so a running Kafka job steps aside between slices.
   std::unique_ptr<ellm::server::ApiServer> http;
+  std::unique_ptr<ellm::app::HttpJobQueue> http_jobs;
   std::thread http_thread;
   if (config->http.enabled) {
     ellm::server::ApiServerOptions options = config->http.server;
@@ -256,6 +259,30 @@ int Run(const std::string& config_path, bool check_only) {
       spdlog::critical("http: {}", set.ToString());
       return 1;
     }
+    auto queue =
+        ellm::app::HttpJobQueue::Start(&rt, "ellmd-http/" + std::to_string(getpid()),
+                                       [](ellm::app::LogLevel level, const std::string& line) {
+                                         switch (level) {
+                                           case ellm::app::LogLevel::kDebug:
+                                             spdlog::debug("{}", line);
+                                             break;
+                                           case ellm::app::LogLevel::kInfo:
+                                             spdlog::info("{}", line);
+                                             break;
+                                           case ellm::app::LogLevel::kWarn:
+                                             spdlog::warn("{}", line);
+                                             break;
+                                           case ellm::app::LogLevel::kError:
+                                             spdlog::error("{}", line);
+                                             break;
+                                         }
+                                       });
+    if (!queue.ok()) {
+      spdlog::critical("http jobs: {}", queue.status().ToString());
+      return 1;
+    }
+    http_jobs = std::move(*queue);
+    http->SetJobs(http_jobs.get());
     http_thread = std::thread([&http] {
       if (!http->Run()) spdlog::error("http: the API server stopped serving");
     });
@@ -312,7 +339,8 @@ int Run(const std::string& config_path, bool check_only) {
   if (http) {
     http->Stop();
     http_thread.join();
-    http.reset();  // before the engine it serves
+    http.reset();       // before the engine it serves
+    http_jobs.reset();  // a running HTTP job stays in the inbox for the next start
   }
   runtime->reset();  // the pipelines, the engine, then the store
   spdlog::info("stage=Stopped");

@@ -160,6 +160,8 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
   pipelines::Processor* processor = registry_->Find(m.pipeline);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
                                  options_.dead_letter_topic);
+  std::unique_lock<std::mutex> one_job;
+  if (options_.job_mutex != nullptr) one_job = std::unique_lock<std::mutex>(*options_.job_mutex);
   app::JobRun run = app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel,
                                 RunOptions(&publisher));
   return run.outcome == app::JobOutcome::kDone ? HandleOutcome::kCommit

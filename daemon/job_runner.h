@@ -16,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ellm/app/run_job.h"
@@ -48,6 +49,9 @@ struct JobRunnerOptions {
   // result's token counts and timings. May be empty.
   std::function<void(const std::string&, bool, double)> on_finished;
   std::function<void(const pipelines::PipelineOutput&)> on_result;
+  // Held while a job runs (app::Runtime::job_mutex: jobs from other doors,
+  // such as HTTP, wait their turn). May be null.
+  std::mutex* job_mutex = nullptr;
 };
 
 class JobRunner : public ingest::JobHandler {

@@ -163,6 +163,7 @@ StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& given) {
 }
 
 struct ApiServer::State {
+  std::atomic<JobService*> jobs{nullptr};
   // The model, once set.
   std::atomic<bool> ready{false};
   Engine* engine = nullptr;
@@ -262,6 +263,8 @@ Status ApiServer::SetModel(Engine* engine, const std::string& model_id,
   s.ready.store(true);
   return OkStatus();
 }
+
+void ApiServer::SetJobs(JobService* jobs) { state_->jobs.store(jobs); }
 
 void ApiServer::Stop() {
   if (http_) http_->stop();
@@ -420,6 +423,83 @@ Status ApiServer::Bind() {
                         "From arrival until a session and the engine were free");
     res.set_content(out, "text/plain; version=0.0.4");
   });
+
+  // Document jobs: the message is built here (from JSON or an upload) and
+  // checked by the job service exactly as a Kafka message.
+  auto send_job = [&st](const httplib::Request& req, httplib::Response& res, const JobAnswer& a) {
+    res.status = a.status;
+    res.set_content(Dump(a.body), "application/json");
+    st.Count(req.matches.empty() ? req.path : "/v1/jobs", a.status);
+  };
+  auto no_jobs = [&st](httplib::Response& res) {
+    if (st.jobs.load() != nullptr) return false;
+    SendError(res, Error(404, "not_found_error", "document jobs are not served here"));
+    return true;
+  };
+  svr.Post(
+      "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
+        if (no_jobs(res)) return;
+        json message = json::object();
+        std::vector<JobService::Upload> uploads;
+        if (req.is_multipart_form_data()) {
+          // Fields pipeline, params (JSON text), id; every file part a document.
+          for (const auto& [field, part] : req.files) {
+            if (!part.filename.empty()) {
+              uploads.push_back({part.filename, part.content});
+            } else if (field == "pipeline" || field == "id") {
+              message[field] = part.content;
+            } else if (field == "params") {
+              json params = json::parse(part.content, nullptr, false);
+              if (params.is_discarded()) {
+                return SendError(res, InvalidRequest("params is not valid JSON", "params"));
+              }
+              message["params"] = params;
+            } else {
+              return SendError(res, InvalidRequest("unknown form field '" + field +
+                                                       "' (pipeline, params, id, and files)",
+                                                   field));
+            }
+          }
+          message["documents"] = json::array();
+        } else {
+          message = json::parse(req.body, nullptr, false);
+          if (message.is_discarded() || !message.is_object()) {
+            return SendError(
+                res, InvalidRequest("the request body is not a JSON object", "", "invalid_json"));
+          }
+        }
+        if (!message.contains("version")) message["version"] = 1;
+        const std::string key = req.get_header_value("Idempotency-Key");
+        if (!key.empty()) {
+          if (message.contains("id") && message["id"] != key) {
+            return SendError(res, InvalidRequest("the body's id differs from Idempotency-Key", "id",
+                                                 "key_mismatch"));
+          }
+          message["id"] = key;
+        } else if (!message.contains("id")) {
+          message["id"] = RandomId("http-");
+        }
+        send_job(req, res, st.jobs.load()->Submit(std::move(message), std::move(uploads)));
+      });
+  svr.Get(R"(/v1/jobs/([^/]+))",
+          [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
+            if (no_jobs(res)) return;
+            send_job(req, res, st.jobs.load()->Get(req.matches[1]));
+          });
+  svr.Get(
+      "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
+        if (no_jobs(res)) return;
+        int limit = 20;
+        if (req.has_param("limit")) {
+          const std::string l = req.get_param_value("limit");
+          if (l.empty() || l.size() > 4 || l.find_first_not_of("0123456789") != std::string::npos ||
+              std::stoi(l) < 1 || std::stoi(l) > 1000) {
+            return SendError(res, InvalidRequest("limit must be 1..1000", "limit"));
+          }
+          limit = std::stoi(l);
+        }
+        send_job(req, res, st.jobs.load()->List(req.get_param_value("status"), limit));
+      });
 
   auto completion = [&st, &o, unready](const httplib::Request& req, httplib::Response& res,
                                        bool chat) {

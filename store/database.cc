@@ -70,6 +70,16 @@ CREATE INDEX events_by_job ON events(job_id, kind);
       R"sql(
 ALTER TABLE results ADD COLUMN constraint_ms INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 4: jobs that came without a queue behind them (the HTTP API) keep
+      // their whole message here until they finish, so that a restart runs
+      // them again instead of losing them.
+      R"sql(
+CREATE TABLE inbox (
+  job_id      TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  message     BLOB NOT NULL,
+  received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+)sql",
   };
   return kMigrations;
 }

@@ -21,4 +21,38 @@ nlohmann::json ResultToJson(const ResultRecord& r) {
   return out;
 }
 
+nlohmann::json JobToJson(const JobRecord& j) {
+  nlohmann::json out = {
+      {"id", j.id},
+      {"pipeline", j.pipeline},
+      {"status", std::string(JobStatusName(j.status))},
+      {"attempts", j.attempts},
+      {"params", nlohmann::json::parse(j.params_json, nullptr, false)},
+      {"source",
+       {{"topic", j.source.topic}, {"partition", j.source.partition}, {"offset", j.source.offset}}},
+      {"created_at", j.created_at},
+      {"updated_at", j.updated_at},
+      {"started_at", j.started_at},
+      {"finished_at", j.finished_at}};
+  if (out["params"].is_discarded()) out["params"] = j.params_json;
+  if (j.reply_to) out["reply_to"] = *j.reply_to;
+  if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
+  if (j.result) out["result"] = ResultToJson(*j.result);
+  nlohmann::json docs = nlohmann::json::array();
+  for (const auto& d : j.documents) {
+    docs.push_back({{"ordinal", d.ordinal},
+                    {"path", d.path},
+                    {"sha256", d.sha256},
+                    {"pages", d.page_count},
+                    {"tokens", d.token_count}});
+  }
+  out["documents"] = docs;
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : j.events) {
+    events.push_back({{"at", e.at}, {"kind", e.kind}, {"detail", e.detail}});
+  }
+  out["events"] = events;
+  return out;
+}
+
 }  // namespace ellm::store

@@ -270,6 +270,58 @@ StatusOr<bool> JobStore::Fail(const NewJob& job, const std::string& error_code,
   return stored;
 }
 
+StatusOr<bool> JobStore::Enqueue(const NewJob& job, std::string_view message) {
+  bool added = false;
+  Status st = InTransaction([&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(auto row, ReadRow(*db_, job.id));
+    if (row) return OkStatus();
+    ELLM_ASSIGN_OR_RETURN(auto ins,
+                          Statement::Prepare(*db_,
+                                             "INSERT INTO jobs(id, pipeline, status, attempts, "
+                                             "params_json, reply_to, source_topic, "
+                                             "source_partition, source_offset) VALUES "
+                                             "(?1, ?2, 'queued', 0, ?3, ?4, ?5, ?6, ?7)"));
+    ins.Bind(1, std::string_view(job.id))
+        .Bind(2, std::string_view(job.pipeline))
+        .Bind(3, std::string_view(job.params_json))
+        .Bind(4, job.reply_to)
+        .Bind(5, std::string_view(job.source.topic))
+        .Bind(6, int64_t{job.source.partition})
+        .Bind(7, job.source.offset);
+    ELLM_RETURN_IF_ERROR(ins.Run());
+    ELLM_ASSIGN_OR_RETURN(
+        auto box, Statement::Prepare(*db_, "INSERT INTO inbox(job_id, message) VALUES (?1, ?2)"));
+    box.Bind(1, std::string_view(job.id)).Bind(2, message);
+    ELLM_RETURN_IF_ERROR(box.Run());
+    added = true;
+    return InsertEvent(*db_, job.id, "queued", job.worker.empty() ? "" : "by " + job.worker);
+  });
+  if (!st.ok()) return st.WithContext("job '" + job.id + "': cannot queue it");
+  return added;
+}
+
+StatusOr<std::vector<std::pair<std::string, std::string>>> JobStore::Inbox() {
+  ELLM_ASSIGN_OR_RETURN(
+      auto q, Statement::Prepare(*db_,
+                                 "SELECT inbox.job_id, inbox.message FROM inbox JOIN jobs "
+                                 "ON jobs.id = inbox.job_id WHERE jobs.status IN "
+                                 "('queued', 'running') ORDER BY inbox.received_at, "
+                                 "inbox.rowid"));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (;;) {
+    ELLM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.emplace_back(q.Text(0), q.Text(1));
+  }
+  return out;
+}
+
+Status JobStore::RemoveFromInbox(const std::string& job_id) {
+  ELLM_ASSIGN_OR_RETURN(auto del, Statement::Prepare(*db_, "DELETE FROM inbox WHERE job_id = ?1"));
+  del.Bind(1, std::string_view(job_id));
+  return del.Run();
+}
+
 StatusOr<int> JobStore::RecoverInterrupted() {
   int requeued = 0;
   Status st = InTransaction([&]() -> Status {

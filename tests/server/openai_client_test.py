@@ -140,8 +140,9 @@ def main():
                               {"sessions": 1, "max_queue": 0, "max_body_bytes": 65536})
     try:
         run(base, ellm, model, tmp)
+        http_text = http_jobs(base, ellm, model, tmp)
         if DAEMON and KAFKA:
-            shared_with_kafka(base, ellm, model, tmp, proc.config)
+            shared_with_kafka(base, ellm, model, tmp, proc.config, http_text)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -354,17 +355,82 @@ def run(base, ellm, model, tmp):
     check(metric(base, "ellm_http_time_to_first_token_seconds_count") > 0, "TTFT histogram counts")
 
 
-def shared_with_kafka(base, ellm, model, tmp, config):
+def curl_job(base, doc, key, pipeline="summarize-report"):
+    """POST /v1/jobs as a multipart upload with curl; (status, body)."""
+    out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", base + "/v1/jobs",
+                          "-H", "Authorization: Bearer " + KEY, "-H", "Idempotency-Key: " + key,
+                          "-F", "pipeline=" + pipeline, "-F", "file=@" + doc],
+                         capture_output=True, text=True, timeout=120).stdout
+    body, _, code = out.rpartition("\n")
+    return int(code), json.loads(body)
+
+
+def wait_job(base, job_id, timeout=600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        status, _, body = http("GET", base + "/v1/jobs/" + job_id,
+                               headers={"Authorization": "Bearer " + KEY})
+        job = json.loads(body)
+        if status != 200 or job.get("status") in ("succeeded", "failed"):
+            return status, job
+        time.sleep(0.2)
+    return 0, {}
+
+
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs",
+                      "samples", "northwind-annual-report-2025.pdf")
+
+
+def alone(ellm, model, tmp, ctx):
+    """The summarize-report job run alone by the CLI: its result text."""
+    r = subprocess.run([ellm, "summarize", SAMPLE, "--model", model, "--db",
+                        os.path.join(tmp, f"alone-{ctx}.db"), "--ctx", str(ctx), "--threads", "2",
+                        "--json"], capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"the job alone (ellm summarize --ctx {ctx}) succeeds")
+    return json.loads(r.stdout)["text"] if r.returncode == 0 else None
+
+
+def http_jobs(base, ellm, model, tmp):
+    """Document jobs over HTTP: validated as Kafka messages, run through the
+    same pipelines and store, idempotent by Idempotency-Key."""
+    key = f"http-job-{os.getpid()}"
+    status, body = curl_job(base, SAMPLE, key)
+    check(status == 202 and body.get("id") == key and body.get("status") == "queued",
+          f"POST /v1/jobs (upload): 202 queued ({status} {body})")
+    again, body2 = curl_job(base, SAMPLE, key)
+    check(again == 200 and body2.get("id") == key, f"the same Idempotency-Key again: 200 ({again})")
+    status, job = wait_job(base, key)
+    check(status == 200 and job.get("status") == "succeeded" and job.get("attempts") == 1 and
+          job["documents"][0]["path"].startswith("inline:"),
+          f"the HTTP job succeeded once ({job.get('status')}, {job.get('error')})")
+    ctx = 4096 if DAEMON else 1024
+    check(job.get("result", {}).get("text") == alone(ellm, model, tmp, ctx),
+          "the HTTP job's result equals the same job run alone")
+    status, _, body = http("GET", base + "/v1/jobs?status=succeeded&limit=5",
+                           headers={"Authorization": "Bearer " + KEY})
+    listed = [j["id"] for j in json.loads(body)["data"]]
+    check(status == 200 and key in listed, "GET /v1/jobs?status=succeeded lists it")
+    status, _, body = http("GET", base + "/v1/jobs/no-such-job",
+                           headers={"Authorization": "Bearer " + KEY})
+    check(status == 404 and json.loads(body)["error"]["code"] == "job_not_found",
+          "an unknown job: 404")
+    bad, body = curl_job(base, SAMPLE, key + "-x", pipeline="no-such-pipeline")
+    check(bad == 400 and body["error"]["code"] == "unknown_pipeline",
+          f"an unknown pipeline: 400 unknown_pipeline ({bad})")
+    status, _, body = http("POST", base + "/v1/jobs",
+                           {"pipeline": "document-stats", "documents": [{"path": "/etc/passwd"}]},
+                           {"Authorization": "Bearer " + KEY, "Content-Type": "application/json"})
+    check(status == 400 and json.loads(body)["error"]["code"] == "path_not_allowed",
+          "a path outside jobs.allowed_roots: 400 path_not_allowed")
+    return job.get("result", {}).get("text")
+
+
+def shared_with_kafka(base, ellm, model, tmp, config, http_text):
     """A Kafka job and API requests on one engine: the requests go first (the
     job yields between slices), and the job's result equals the same job run
     alone by `ellm summarize`."""
-    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs",
-                       "samples", "northwind-annual-report-2025.pdf")
-    alone = subprocess.run([ellm, "summarize", doc, "--model", model, "--db",
-                            os.path.join(tmp, "alone.db"), "--ctx", "4096", "--threads", "2",
-                            "--json"], capture_output=True, text=True, timeout=600)
-    check(alone.returncode == 0, "the job alone (ellm summarize) succeeds")
-    alone_text = json.loads(alone.stdout)["text"] if alone.returncode == 0 else None
+    doc = SAMPLE
+    alone_text = alone(ellm, model, tmp, 4096)
     job_id = f"api-shared-{os.getpid()}"
     sub = subprocess.run([ellm, "submit", doc, "--inline", "--id", job_id, "--config", config],
                          capture_output=True, text=True, timeout=60)
@@ -400,6 +466,8 @@ def shared_with_kafka(base, ellm, model, tmp, config):
           f"attempts {(job or {}).get('attempts')})")
     check(text is not None and text == alone_text,
           "the Kafka job's result equals the same job run alone")
+    check(text is not None and text == http_text,
+          "the Kafka job's result equals the same job submitted over HTTP")
 
 
 def tls(ellm, model, tmp):

@@ -88,6 +88,38 @@ TEST_F(JobStoreTest, RunsANewJobOnceAndRefusesItAfterwards) {
   EXPECT_EQ(j.events.back().kind, "duplicate");
 }
 
+TEST_F(JobStoreTest, TheInboxKeepsQueuedMessagesUntilTheirJobsFinish) {
+  {
+    auto store = Open();
+    auto added = store->Enqueue(Job("h1"), R"({"id":"h1"})");
+    ASSERT_TRUE(added.ok()) << added.status().ToString();
+    EXPECT_TRUE(*added);
+    EXPECT_FALSE(*store->Enqueue(Job("h1"), "other"));  // the same id: nothing changes
+    ASSERT_TRUE(store->Enqueue(Job("h2"), R"({"id":"h2"})").ok());
+    auto j = store->Get("h1");
+    ASSERT_TRUE(j.ok() && j->has_value());
+    EXPECT_EQ((*j)->status, JobStatus::kQueued);
+    EXPECT_EQ((*j)->attempts, 0);
+    auto b = store->Begin(Job("h1"));  // a queued job begins its first attempt
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->attempt, 1);
+  }
+  // After a restart (the process died with h1 running): both come back.
+  auto store = Open();
+  ASSERT_TRUE(store->RecoverInterrupted().ok());
+  auto inbox = store->Inbox();
+  ASSERT_TRUE(inbox.ok()) << inbox.status().ToString();
+  ASSERT_EQ(inbox->size(), 2u);
+  EXPECT_EQ((*inbox)[0], (std::pair<std::string, std::string>{"h1", R"({"id":"h1"})"}));
+  EXPECT_EQ((*inbox)[1].first, "h2");
+  // A finished job leaves the inbox, even before it is removed.
+  ASSERT_TRUE(store->Begin(Job("h2")).ok());
+  ASSERT_TRUE(store->Succeed("h2", {}, Result("done")).ok());
+  EXPECT_EQ(store->Inbox()->size(), 1u);
+  ASSERT_TRUE(store->RemoveFromInbox("h2").ok());
+  EXPECT_EQ(store->Inbox()->size(), 1u);
+}
+
 TEST_F(JobStoreTest, RetriesAnInterruptedJobThenGivesUp) {
   {
     auto store = Open(2);

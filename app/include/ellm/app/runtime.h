@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -63,6 +64,9 @@ struct Runtime {
   std::unique_ptr<store::JobStore> store;
   std::unique_ptr<pipelines::Generator> generator;
   std::unique_ptr<pipelines::ProcessorRegistry> registry;  // the pipelines at start-up
+  // Held while a job runs the pipelines (one job at a time, whichever door
+  // it came through: Kafka, the CLI, HTTP); API replies do not take it.
+  std::mutex job_mutex;
 
   // The processor for `pipeline`, or NotFound listing the pipelines there are.
   StatusOr<pipelines::Processor*> Find(const std::string& pipeline) const;

@@ -1,6 +1,8 @@
 // The OpenAI-compatible HTTP API (cpp-httplib, with TLS through OpenSSL):
 //   POST /v1/chat/completions, POST /v1/completions   (stream: Server-Sent Events)
 //   GET  /v1/models, GET /health, GET /metrics        (Prometheus text)
+//   POST /v1/jobs (JSON or multipart upload; Idempotency-Key = job id),
+//   GET  /v1/jobs/{id}, GET /v1/jobs?status=&limit=   (document jobs)
 // Requests share one loaded Engine with any batch work on it: each reply
 // takes an interactive turn of engine.gate(), so a document job running on
 // the same engine steps aside at its next prefill slice or token. Replies
@@ -17,6 +19,7 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/engine.h"
+#include "ellm/server/job_service.h"
 
 namespace httplib {
 class Server;
@@ -73,6 +76,9 @@ class ApiServer {
   // answers 503 and /health says "loading". `engine` must outlive the
   // server. `model_id` is what /v1/models lists and requests may name.
   Status SetModel(Engine* engine, const std::string& model_id, const std::string& fingerprint);
+  // Document jobs (/v1/jobs); without a service those routes answer 404.
+  // `jobs` must outlive the server (or be unset with nullptr first).
+  void SetJobs(JobService* jobs);
 
   // Serves until Stop(); returns false if it could not serve.
   bool Run();

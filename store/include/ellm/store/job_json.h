@@ -12,4 +12,9 @@ namespace ellm::store {
 
 nlohmann::json ResultToJson(const ResultRecord& result);
 
+// A whole job as `ellm jobs show --json` and the HTTP API's /v1/jobs/{id}
+// print it: id, pipeline, status, attempts, params, source, times, error,
+// result, documents, events.
+nlohmann::json JobToJson(const JobRecord& job);
+
 }  // namespace ellm::store

@@ -21,6 +21,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ellm/base/status.h"
@@ -147,6 +149,16 @@ class JobStore {
   // error_code publish_failed and `error_message`, its result (if any)
   // kept, and a `publish_failed` event, in one transaction.
   Status MarkPublishFailed(const std::string& job_id, const std::string& error_message);
+
+  // Jobs with no queue behind them (the HTTP API). Enqueue records `job`
+  // as queued with its whole `message` in the inbox, in one transaction;
+  // false (nothing changes) when a job of that id exists already. Inbox()
+  // gives the messages of jobs not finished yet, oldest first (after a
+  // restart: what to run again); RemoveFromInbox drops one once its job
+  // has finished.
+  StatusOr<bool> Enqueue(const NewJob& job, std::string_view message);
+  StatusOr<std::vector<std::pair<std::string, std::string>>> Inbox();
+  Status RemoveFromInbox(const std::string& job_id);
 
   // Newest first; `status` filters when set.
   StatusOr<std::vector<JobRecord>> List(std::optional<JobStatus> status, int limit = 100);
