@@ -152,6 +152,8 @@ def main():
             code = "hung"
         check(code == 0, f"SIGTERM ends the server with 0 (got {code})")
     tls(ellm, model, tmp)
+    if DAEMON is None:
+        http_job_survives_kill(ellm, model, tmp)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         sys.exit(1)
@@ -423,6 +425,36 @@ def http_jobs(base, ellm, model, tmp):
     check(status == 400 and json.loads(body)["error"]["code"] == "path_not_allowed",
           "a path outside jobs.allowed_roots: 400 path_not_allowed")
     return job.get("result", {}).get("text")
+
+
+def http_job_survives_kill(ellm, model, tmp):
+    """`ellm serve` SIGKILLed while an HTTP job runs: the job comes back from
+    the store's inbox at the next start and finishes (attempt 2)."""
+    work = os.path.join(tmp, "kill")
+    os.makedirs(work, exist_ok=True)
+    proc, base = start_server(ellm, model, work, {})
+    wait_ready(base)
+    key = f"http-kill-{os.getpid()}"
+    status, _ = curl_job(base, SAMPLE, key)
+    check(status == 202, f"job accepted before the kill ({status})")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        _, _, body = http("GET", base + "/v1/jobs/" + key, headers={"Authorization": "Bearer " + KEY})
+        if json.loads(body).get("status") == "running":
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    proc, base = start_server(ellm, model, work, {})
+    try:
+        wait_ready(base)
+        status, job = wait_job(base, key)
+        check(job.get("status") == "succeeded" and job.get("attempts") == 2,
+              f"after SIGKILL and a restart the job finished ({job.get('status')}, "
+              f"attempts {job.get('attempts')})")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def shared_with_kafka(base, ellm, model, tmp, config, http_text):
