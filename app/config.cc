@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -294,10 +296,40 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       if (YAML::Node p = n["properties"]) {
         if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
         for (const auto& kv : p) {
-          if (!kv.second.IsScalar()) {
-            return At(src, kv.second, "kafka.properties values must be scalars");
+          const std::string key = kv.first.as<std::string>();
+          if (kv.second.IsScalar()) {
+            c.kafka.properties[key] = kv.second.as<std::string>();
+            continue;
           }
-          c.kafka.properties[kv.first.as<std::string>()] = kv.second.as<std::string>();
+          // A secret kept out of this file: {file: PATH} or {credential: NAME}.
+          const YAML::Node& v = kv.second;
+          if (!v.IsMap() || v.size() != 1 || !(v["file"] || v["credential"]) ||
+              !(v["file"] ? v["file"] : v["credential"]).IsScalar()) {
+            return At(src, v,
+                      "kafka.properties." + key +
+                          ": expected a string, {file: PATH} or {credential: NAME}");
+          }
+          std::string path;
+          if (v["file"]) {
+            path = v["file"].as<std::string>();
+          } else {
+            const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+            if (dir == nullptr || *dir == '\0') {
+              return At(src, v,
+                        "kafka.properties." + key +
+                            ": {credential: ...} needs $CREDENTIALS_DIRECTORY (LoadCredential= "
+                            "in the unit)");
+            }
+            path = std::string(dir) + "/" + v["credential"].as<std::string>();
+          }
+          std::ifstream in(path, std::ios::binary);
+          if (!in) return At(src, v, "kafka.properties." + key + ": cannot read '" + path + "'");
+          std::string secret((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+          while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
+            secret.pop_back();
+          }
+          c.kafka.properties[key] = std::move(secret);
         }
       }
     }

@@ -15,7 +15,14 @@ Status SetAll(RdKafka::Conf& conf, const std::map<std::string, std::string>& pro
   std::string err;
   for (const auto& [k, v] : props) {
     if (conf.set(k, v, err) != RdKafka::Conf::CONF_OK) {
-      return InvalidArgumentError("Kafka property '" + k + "'='" + v + "': " + err);
+      // Named, never echoed: the value may be a secret (sasl.password), and
+      // librdkafka's message quotes it.
+      for (size_t at = v.empty() ? std::string::npos : err.find(v); at != std::string::npos;
+           at = err.find(v, at)) {
+        err.replace(at, v.size(), "(value hidden)");
+        at += 14;
+      }
+      return InvalidArgumentError("Kafka property '" + k + "' was refused: " + err);
     }
   }
   return OkStatus();

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "ellm/ingest/kafka.h"
+
 #include "test_env.h"
 
 namespace ellm::app {
@@ -218,6 +224,48 @@ TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("c.yaml:2"), std::string::npos)
       << unknown.status().ToString();
+}
+
+}  // namespace
+}  // namespace ellm::app
+
+namespace ellm::app {
+namespace {
+
+// Secrets stay out of the config file and out of every error message.
+TEST(Config, KafkaSecretsComeFromFilesOrCredentialsAndAreNeverEchoed) {
+  const std::string dir = ellm::testing::MakeTempDir("ellm-secrets");
+  {
+    std::ofstream(dir + "/password") << "s3cret-pw\n";
+    std::ofstream(dir + "/token") << "cred-token";
+  }
+  setenv("CREDENTIALS_DIRECTORY", dir.c_str(), 1);
+  auto c = ParseConfig("kafka:\n  properties:\n    sasl.password: {file: " + dir +
+                           "/password}\n    sasl.oauthbearer.config: {credential: token}\n",
+                       "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->kafka.properties.at("sasl.password"), "s3cret-pw");  // newline dropped
+  EXPECT_EQ(c->kafka.properties.at("sasl.oauthbearer.config"), "cred-token");
+
+  auto missing =
+      ParseConfig("kafka: {properties: {sasl.password: {file: /nonexistent/pw}}}\n", "c.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/pw"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("c.yaml:1"), std::string::npos);
+  EXPECT_FALSE(ParseConfig("kafka: {properties: {a: {path: x}}}\n", "c").ok());
+  unsetenv("CREDENTIALS_DIRECTORY");
+  EXPECT_FALSE(ParseConfig("kafka: {properties: {a: {credential: token}}}\n", "c").ok());
+
+  // A value librdkafka refuses is named by its key, never shown.
+  ingest::KafkaOptions o;
+  o.brokers = "127.0.0.1:1";
+  o.properties["security.protocol"] = "hunter2-secret";
+  auto producer = ingest::KafkaProducer::Create(o);
+  ASSERT_FALSE(producer.ok());
+  EXPECT_NE(producer.status().message().find("security.protocol"), std::string::npos);
+  EXPECT_EQ(producer.status().ToString().find("hunter2-secret"), std::string::npos)
+      << producer.status().ToString();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
