@@ -17,6 +17,7 @@ int Perplexity(const Args& args);  // perplexity_command.cc
 int Bench(const Args& args);       // bench_command.cc
 int Extract(const Args& args);     // extract_command.cc
 int Jobs(const Args& args);        // jobs_command.cc
+int Store(const Args& args);       // jobs_command.cc
 int Summarize(const Args& args);   // summarize_command.cc
 int Compare(const Args& args);     // summarize_command.cc
 int Submit(const Args& args);      // submit_command.cc

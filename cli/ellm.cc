@@ -42,6 +42,7 @@ constexpr const char* kUsage =
     "  jobs list [--status S] [--limit N] [--db PATH] [--config FILE] [--json]\n"
     "                                         jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
+    "  store backup FILE [--db PATH] [--config FILE]  an online copy of the job store\n"
     "  serve --model M [--listen HOST:PORT] [--api-keys-file F] [--threads N] [--ctx N]\n"
     "           [--db PATH] [--sessions N] [--max-queue N] [--tls-cert F --tls-key F]\n"
     "           [--cors-origin O] [--max-body BYTES] [--config FILE] [--pipelines DIR]\n"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   if (cmd == "tokenize") return ellm::cli::Tokenize(args);
   if (cmd == "extract") return ellm::cli::Extract(args);
   if (cmd == "jobs") return ellm::cli::Jobs(args);
+  if (cmd == "store") return ellm::cli::Store(args);
   if (cmd == "summarize") return ellm::cli::Summarize(args);
   if (cmd == "compare") return ellm::cli::Compare(args);
   if (cmd == "submit") return ellm::cli::Submit(args);

@@ -131,6 +131,36 @@ int Show(const Flags& f) {
 
 }  // namespace
 
+// ellm store backup FILE: an online copy of the job store (safe while the
+// daemon writes), through SQLite's backup API.
+int Store(const Args& args) {
+  constexpr const char* kUsage = "usage: ellm store backup FILE [--db PATH | --config FILE]\n";
+  if (args.empty() || args[0] != "backup") {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  auto f = Flags::Parse(Args(args.begin() + 1, args.end()), {"db", "config"}, {});
+  if (!f.ok() || f->positional().size() != 1) {
+    std::fprintf(stderr, "ellm store: %s\n%s",
+                 f.ok() ? "give one backup file" : f.status().message().c_str(), kUsage);
+    return 2;
+  }
+  Status s = [&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(std::string path, StorePath(*f));
+    store::DatabaseOptions options;
+    options.read_only = true;
+    ELLM_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, options));
+    ELLM_RETURN_IF_ERROR(db->BackupTo(f->positional()[0]));
+    std::printf("backed up %s to %s\n", path.c_str(), f->positional()[0].c_str());
+    return OkStatus();
+  }();
+  if (!s.ok()) {
+    std::fprintf(stderr, "ellm store: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int Jobs(const Args& args) {
   constexpr const char* kUsage =
       "usage: ellm jobs list [--status queued|running|succeeded|failed] [--limit N] [--json]\n"

@@ -1,5 +1,11 @@
 #include "ellm/store/database.h"
 
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -219,6 +225,36 @@ StatusOr<std::string> Database::QueryText(const std::string& sql) {
   sqlite3_finalize(stmt);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(rc, "'" + sql + "' failed");
   return value;
+}
+
+Status Database::BackupTo(const std::string& path) {
+  const std::string tmp = path + ".partial";
+  ::unlink(tmp.c_str());
+  sqlite3* out = nullptr;
+  int rc = sqlite3_open_v2(tmp.c_str(), &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  auto fail = [&](const std::string& why) {
+    if (out != nullptr) sqlite3_close(out);
+    ::unlink(tmp.c_str());
+    return InternalError("backup to '" + path + "': " + why);
+  };
+  if (rc != SQLITE_OK) return fail(out ? sqlite3_errmsg(out) : sqlite3_errstr(rc));
+  ::chmod(tmp.c_str(), 0600);
+  sqlite3_backup* b = sqlite3_backup_init(out, "main", db_, "main");
+  if (b == nullptr) return fail(sqlite3_errmsg(out));
+  // In steps, so writers are not held off for the whole copy.
+  do {
+    rc = sqlite3_backup_step(b, 256);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(20);
+  } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) return fail(sqlite3_errstr(rc));
+  if (sqlite3_close(out) != SQLITE_OK) {
+    out = nullptr;
+    return fail("cannot close the copy");
+  }
+  out = nullptr;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(std::strerror(errno));
+  return OkStatus();
 }
 
 }  // namespace ellm::store

@@ -4,7 +4,7 @@
 # (`ellm CMD --list-flags`) by Cli.CompletionMatchesTheCommands in
 # tests/integration/info_cli_test.cc: change them with the commands.
 
-_ellm_commands="info tokenize generate perplexity bench extract summarize compare batch submit jobs model serve cpu version help"
+_ellm_commands="info tokenize generate perplexity bench extract summarize compare batch submit jobs store model serve cpu version help"
 
 _ellm_kv_flags="--kv-type --attn-weights --attn-scores --kv-budget --spill-dir --sparse-attn --sparse-sink --sparse-local"
 
@@ -27,6 +27,7 @@ _ellm_flags() {
       echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" ;;
     submit) echo "--pipeline --id --params --inline --reply-to --config --brokers --topic" ;;
     jobs) echo "--status --limit --json --db --config" ;;
+    store) echo "--db --config" ;;
     model) echo "--config --to" ;;
     serve)
       echo "--model --listen --api-keys-file --threads --ctx --db --config --pipelines" \
@@ -48,6 +49,7 @@ _ellm() {
     case "$cmd" in
       help) COMPREPLY=($(compgen -W "$_ellm_commands" -- "$cur")); return ;;
       jobs) COMPREPLY=($(compgen -W "list show" -- "$cur")); return ;;
+      store) COMPREPLY=($(compgen -W "backup" -- "$cur")); return ;;
       model) COMPREPLY=($(compgen -W "path install" -- "$cur")); return ;;
     esac
   fi

@@ -108,7 +108,7 @@ std::string Join(const std::set<std::string>& s) {
 TEST(Cli, HelpNamesEveryFlagTheCommandTakes) {
   for (const std::string cmd :
        {"info", "tokenize", "generate", "perplexity", "bench", "extract", "summarize", "compare",
-        "batch", "submit", "jobs list", "jobs show", "model", "serve"}) {
+        "batch", "submit", "jobs list", "jobs show", "model", "serve", "store backup"}) {
     std::string flags, help;
     ASSERT_EQ(RunCli(cmd + " --list-flags", &flags), 0) << cmd << ": " << flags;
     ASSERT_EQ(RunCli(cmd + " --help", &help), 0) << cmd << ": " << help;
@@ -174,8 +174,8 @@ TEST(Cli, CompletionMatchesTheCommands) {
     EXPECT_TRUE(completed.count(cmd)) << cmd << " is not completed";
   }
   for (const std::string& cmd : completed) {
-    // jobs parses its flags after its own subcommand.
-    std::string args = cmd == "jobs" ? "jobs list" : cmd;
+    // jobs and store parse their flags after their own subcommand.
+    std::string args = cmd == "jobs" ? "jobs list" : cmd == "store" ? "store backup" : cmd;
     std::string real;
     if (cmd != "cpu" && cmd != "version" && cmd != "help") {
       EXPECT_EQ(RunCli(args + " --list-flags", &real), 0) << cmd << ": " << real;

@@ -1,6 +1,7 @@
 #include "ellm/store/job_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -86,6 +87,27 @@ TEST_F(JobStoreTest, RunsANewJobOnceAndRefusesItAfterwards) {
   EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM results"), 1);
   ASSERT_GE(j.events.size(), 3u);
   EXPECT_EQ(j.events.back().kind, "duplicate");
+}
+
+TEST_F(JobStoreTest, AnOnlineBackupHoldsEveryJob) {
+  auto store = Open();
+  ASSERT_TRUE(store->Begin(Job("b1")).ok());
+  ASSERT_TRUE(store->Succeed("b1", {{0, "/srv/a.pdf", "ff", 3, 100}}, Result("kept")).ok());
+  ASSERT_TRUE(store->Begin(Job("b2")).ok());  // still running while the copy is made
+  const std::string copy = dir_ + "/backup.db";
+  ASSERT_TRUE(store->database().BackupTo(copy).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(copy.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  JobStoreOptions o;
+  o.database.read_only = true;
+  auto restored = JobStore::Open(copy, o);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  auto j = (*restored)->Get("b1");
+  ASSERT_TRUE(j.ok() && j->has_value());
+  EXPECT_EQ((*j)->result->output_text, "kept");
+  EXPECT_EQ((*restored)->List(std::nullopt)->size(), 2u);
+  EXPECT_FALSE(store->database().BackupTo(dir_ + "/no/such/dir/x.db").ok());
 }
 
 TEST_F(JobStoreTest, TheInboxKeepsQueuedMessagesUntilTheirJobsFinish) {

@@ -51,6 +51,11 @@ class Database {
   StatusOr<int64_t> QueryInt(const std::string& sql);
   StatusOr<std::string> QueryText(const std::string& sql);
 
+  // An online copy of the whole database to `path` (SQLite's backup API:
+  // consistent while others write; the file is written beside, then renamed
+  // over `path`, mode 0600). Errors name the file.
+  Status BackupTo(const std::string& path);
+
   sqlite3* handle() { return db_; }
   const std::string& path() const { return path_; }
 
