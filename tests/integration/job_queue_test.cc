@@ -233,6 +233,39 @@ TEST_F(JobQueue, PoisonMessagesFailAndAreDeadLetteredWhileGoodJobsComplete) {
   EXPECT_EQ(d->Wait(seconds(30)), 0);
 }
 
+// Issue 37: an event the producer or broker refuses for good (here a result
+// event larger than the producer's message.max.bytes) ends its job as
+// publish_failed after jobs.max_publish_attempts (5), its result kept, and
+// the jobs behind it on the same partition complete.
+TEST_F(JobQueue, AnUndeliverableResultEventDoesNotBlockThePartition) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  std::string docs;
+  for (int i = 0; i < 20; ++i) {
+    docs += std::string(i ? "," : "") + R"({"path":")" + inbox_ + R"(/report.txt"})";
+  }
+  Produce(brokers, "good1", Job("good1"));
+  Produce(brokers, "big", R"({"id":"big","pipeline":"document-stats","documents":[)" + docs + "]}");
+  Produce(brokers, "good2", Job("good2"));
+  DaemonConfig c = Config(brokers, model);
+  c.kafka_properties["message.max.bytes"] = "2500";  // the big job's event is ~5 KB
+  Daemon* d = Start(c);
+  EXPECT_TRUE(WaitFor([&] { return StatusOf("good2") == "2"; }, seconds(120))) << d->Log();
+  EXPECT_EQ(StatusOf("good1"), "2");
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='big' AND status='failed' AND "
+                  "error_code='publish_failed' AND error_message LIKE '%" +
+                  topic_ + ".results%'"),
+            1)
+      << d->Log();
+  EXPECT_EQ(Count("SELECT count(*) FROM results WHERE job_id='big'"), 1) << "the result is kept";
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='big' AND kind='publish_error'"), 5);
+  auto results = ReadTopic(brokers, topic_ + ".results", seconds(3));
+  EXPECT_EQ(results.size(), 2u) << "the two good jobs' events";
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
+}
+
 TEST_F(JobQueue, JobLongerThanMaxPollIntervalCausesNoRebalance) {
   ELLM_REQUIRE_KAFKA(brokers);
   ELLM_REQUIRE_MODEL(model);
