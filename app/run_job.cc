@@ -161,6 +161,10 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
   }
   if (r.output && options.on_result) options.on_result(*r.output);
   if (r.cancelled) {
+    // A cancelled run (shutdown, lost partition) gives its attempt back.
+    auto released = store.Release(job.id, begun->attempt, "was cancelled");
+    if (released.ok() && *released) run.status = store::JobStatus::kQueued;
+    if (!released.ok()) Log(options, LogLevel::kWarn, job.id, released.status().ToString());
     Log(options, LogLevel::kWarn, job.id, "cancelled; it will run again");
     run.outcome = JobOutcome::kRetryLater;
     return run;

@@ -270,6 +270,25 @@ StatusOr<bool> JobStore::Fail(const NewJob& job, const std::string& error_code,
   return stored;
 }
 
+StatusOr<bool> JobStore::Release(const std::string& job_id, int64_t attempt,
+                                 const std::string& why) {
+  bool released = false;
+  Status st = InTransaction([&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(
+        auto up, Statement::Prepare(*db_, Sql("UPDATE jobs SET status='queued', "
+                                              "attempts=attempts-1, updated_at=NOW WHERE id=?1 "
+                                              "AND status='running' AND attempts=?2")));
+    up.Bind(1, std::string_view(job_id)).Bind(2, attempt);
+    ELLM_RETURN_IF_ERROR(up.Run());
+    released = sqlite3_changes(db_->handle()) > 0;
+    if (!released) return OkStatus();
+    return InsertEvent(*db_, job_id, "cancelled",
+                       "attempt " + std::to_string(attempt) + " " + why + "; it does not count");
+  });
+  if (!st.ok()) return st.WithContext("job '" + job_id + "': cannot give its attempt back");
+  return released;
+}
+
 StatusOr<bool> JobStore::Enqueue(const NewJob& job, std::string_view message) {
   bool added = false;
   Status st = InTransaction([&]() -> Status {

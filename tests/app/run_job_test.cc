@@ -413,8 +413,10 @@ TEST_F(RunJobTest, CancelledStoresNothingAndRunsAgainOnTheNextDelivery) {
   EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
   EXPECT_TRUE(first.error.ok()) << "a cancelled job is not an error: " << first.error.ToString();
   EXPECT_TRUE(first.result.cancelled);
-  EXPECT_EQ(first.status, JobStatus::kRunning);
-  EXPECT_EQ(Get("j1").status, JobStatus::kRunning);
+  EXPECT_EQ(first.status, JobStatus::kQueued);
+  EXPECT_EQ(Get("j1").status, JobStatus::kQueued);
+  EXPECT_EQ(Get("j1").attempts, 0) << "a cancelled run gives its attempt back";
+  EXPECT_EQ(Events("j1", "cancelled"), 1);
   EXPECT_FALSE(Get("j1").result.has_value());
   EXPECT_TRUE(publisher_.published.empty());
   EXPECT_TRUE(publisher_.dead_lettered.empty());
@@ -426,7 +428,7 @@ TEST_F(RunJobTest, CancelledStoresNothingAndRunsAgainOnTheNextDelivery) {
   JobRun second = Run(p, "j1", cancel, Options());
   EXPECT_EQ(second.outcome, JobOutcome::kDone);
   EXPECT_EQ(second.decision, BeginDecision::kRun);
-  EXPECT_EQ(second.attempt, 2);  // the redelivery is a new attempt
+  EXPECT_EQ(second.attempt, 1);  // the cancelled run did not count
   EXPECT_EQ(Get("j1").status, JobStatus::kSucceeded);
   EXPECT_EQ(publisher_.published.size(), 1u);
 }
@@ -451,7 +453,7 @@ TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
   revoke.join();
   EXPECT_EQ(lost.outcome, JobOutcome::kRetryLater);
   EXPECT_TRUE(lost.result.cancelled);
-  EXPECT_EQ(Get("j1").status, JobStatus::kRunning);
+  EXPECT_EQ(Get("j1").status, JobStatus::kQueued);
   EXPECT_TRUE(publisher_.published.empty());
 
   // The partition's new owner: another worker on its own connection.
@@ -460,7 +462,7 @@ TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
   std::atomic<bool> no_cancel{false};
   JobRun run = RunJob(*other, p, Job("j1", "w2"), Request("j1"), no_cancel, Options());
   EXPECT_EQ(run.outcome, JobOutcome::kDone);
-  EXPECT_EQ(run.attempt, 2);
+  EXPECT_EQ(run.attempt, 1);
   store::JobRecord j = Get("j1");
   EXPECT_EQ(j.status, JobStatus::kSucceeded);
   EXPECT_EQ(j.result->output_text, "done elsewhere");
@@ -471,17 +473,16 @@ TEST_F(RunJobTest, PartitionLostMidRunIsCancelledAndTheNewOwnerFinishesIt) {
 
 TEST_F(RunJobTest, OutOfAttemptsFailsWithoutRunningAndPublishes) {
   store_ = Open(/*max_attempts=*/1);
-  FakeProcessor p([](auto&, const std::atomic<bool>& cancel) {
-    return cancel ? PipelineResult::Cancelled() : Succeeds("never");
-  });
-  std::atomic<bool> cancel{true};
-  ASSERT_EQ(Run(p, "j1", cancel, Options()).outcome, JobOutcome::kRetryLater);
-  cancel = false;
+  FakeProcessor p([](auto&, auto&) { return Succeeds("never"); });
+  // A process that died mid-job: its attempt began and never ended (a
+  // cancelled run would have given it back).
+  ASSERT_TRUE(store_->Begin(Job("j1")).ok());
+  std::atomic<bool> cancel{false};
   JobRun run = Run(p, "j1", cancel, Options());
   EXPECT_EQ(run.decision, BeginDecision::kGaveUp);
   EXPECT_EQ(run.outcome, JobOutcome::kDone);
   EXPECT_FALSE(run.ran);
-  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(p.runs, 0);
   EXPECT_EQ(Get("j1").status, JobStatus::kFailed);
   EXPECT_EQ(Get("j1").error_code, "attempts_exhausted");
   ASSERT_EQ(publisher_.dead_lettered.size(), 1u);

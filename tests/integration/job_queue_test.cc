@@ -347,7 +347,11 @@ TEST_F(JobQueue, SigtermAbandonsAJobThatOutlivesTheGracePeriod) {
   EXPECT_EQ(d->Wait(seconds(30)), 0) << d->Log();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15));
   EXPECT_EQ(Count("SELECT count(*) FROM results"), 0);
-  EXPECT_TRUE(IsRunning("stuck")) << "left for the next start to recover and retry";
+  // Cancelled, not crashed: queued again with its attempt given back, for
+  // the next start (issue 37: a cancellation does not use up an attempt).
+  EXPECT_EQ(StatusOf("stuck"), "0") << d->Log();
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='stuck'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='stuck' AND kind='cancelled'"), 1);
 }
 
 TEST_F(JobQueue, SighupReloadsPipelinesAndKeepsThemWhenAFileIsBroken) {

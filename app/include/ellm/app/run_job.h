@@ -5,8 +5,9 @@
 //      again; a job started jobs.max_attempts times without finishing is
 //      failed ("gave up"). Both go straight to step 4.
 //   2. Run: the pipeline's Processor::Run, watching `cancel`. A cancelled
-//      job stores nothing and is kRetryLater: its next delivery begins a
-//      new attempt.
+//      job stores nothing, gives its attempt back (JobStore::Release: it
+//      is queued again and the cancellation does not count towards
+//      jobs.max_attempts) and is kRetryLater.
 //   3. Succeed or Fail: the outcome is stored in one SQLite transaction
 //      (the first outcome stored wins).
 //   4. Publish (with a ResultPublisher): the job is read back from the
@@ -90,7 +91,8 @@ struct RunJobOptions {
 struct JobRun {
   JobOutcome outcome = JobOutcome::kRetryLater;
   // What Begin decided and the job's status after this call (valid when
-  // Begin succeeded; kRunning when cancelled or the outcome was not stored).
+  // Begin succeeded; kQueued when cancelled (the attempt given back),
+  // kRunning when the outcome was not stored).
   store::BeginDecision decision = store::BeginDecision::kRun;
   store::JobStatus status = store::JobStatus::kRunning;
   int64_t attempt = 0;

@@ -136,6 +136,14 @@ class JobStore {
   StatusOr<bool> Fail(const NewJob& job, const std::string& error_code,
                       const std::string& error_message);
 
+  // A run that was cancelled (SIGTERM, a lost partition) gives its attempt
+  // back: the job returns to `queued` with one attempt fewer and a
+  // `cancelled` event, only if it is still `running` at `attempt` (a new
+  // owner that began the next attempt meanwhile is left alone). Returns
+  // whether it changed anything. A process that dies keeps its attempt:
+  // that is how a job that crashes the engine is found.
+  StatusOr<bool> Release(const std::string& job_id, int64_t attempt, const std::string& why);
+
   // At start-up: jobs left `running` by a process that died go back to
   // `queued` (their message will be delivered again); those that used up
   // their attempts are failed. Returns how many were requeued.
