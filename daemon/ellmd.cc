@@ -105,6 +105,13 @@ int RunKafka(Context& ctx) {
   runner_options.reload = [&ctx] { return ctx.runtime->LoadPipelines(); };
   runner_options.reload_requested = &ctx.reload;
   runner_options.job_mutex = &ctx.runtime->job_mutex;
+  if (auto m = k.properties.find("message.max.bytes"); m != k.properties.end()) {
+    try {
+      runner_options.max_message_bytes = std::stoul(m->second);
+    } catch (...) {
+      // librdkafka refuses the value itself, naming the property
+    }
+  }
   runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
     ctx.metrics->JobFinished(pipeline, ok, seconds);
   };

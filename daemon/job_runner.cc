@@ -72,10 +72,32 @@ StatusOr<std::string> KafkaResultPublisher::DeadLetter(const std::string& job_id
       {"ellm.source.partition", std::to_string(message_->partition)},
       {"ellm.source.offset", std::to_string(message_->offset)},
   };
-  ELLM_RETURN_IF_ERROR(
-      producer_->Produce(dead_letter_topic_, message_->key, message_->payload, headers)
-          .WithContext("dead-letter topic '" + dead_letter_topic_ + "'"));
-  return dead_letter_topic_;
+  // A copy the producer would refuse (larger than message.max.bytes, less
+  // room for key and headers) becomes a reference to the original, which
+  // stays on its topic while retention keeps it: the job must not be held
+  // up by a copy that can never be sent.
+  size_t overhead = message_->key.size() + 512;
+  for (const auto& [k, v] : headers) overhead += k.size() + v.size() + 16;
+  std::string payload = message_->payload;
+  std::string where = dead_letter_topic_;
+  if (payload.size() + overhead > max_message_bytes_) {
+    payload = nlohmann::json{{"ellm_dead_letter_reference", 1},
+                             {"job_id", job_id},
+                             {"reason", "the original message (" +
+                                            std::to_string(message_->payload.size()) +
+                                            " bytes) is larger than the producer sends"},
+                             {"original_bytes", message_->payload.size()},
+                             {"source",
+                              {{"topic", message_->topic},
+                               {"partition", message_->partition},
+                               {"offset", message_->offset}}}}
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    headers.emplace_back("ellm.payload", "reference");
+    where += " (a reference: the original is too large)";
+  }
+  ELLM_RETURN_IF_ERROR(producer_->Produce(dead_letter_topic_, message_->key, payload, headers)
+                           .WithContext("dead-letter topic '" + dead_letter_topic_ + "'"));
+  return where;
 }
 
 StatusOr<std::string> KafkaResultPublisher::Publish(const store::JobRecord& job) {
@@ -130,7 +152,7 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
     return HandleOutcome::kRetryLater;
   }
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic);
+                                 options_.dead_letter_topic, options_.max_message_bytes);
   if (!*failed) {
     // The id names a job that already finished: leave it as it is, but keep
     // a copy of the bad message.
@@ -159,7 +181,7 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
   // those of registry_.
   pipelines::Processor* processor = registry_->Find(m.pipeline);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic);
+                                 options_.dead_letter_topic, options_.max_message_bytes);
   std::unique_lock<std::mutex> one_job;
   if (options_.job_mutex != nullptr) one_job = std::unique_lock<std::mutex>(*options_.job_mutex);
   app::JobRun run = app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel,

@@ -52,6 +52,8 @@ struct JobRunnerOptions {
   // Held while a job runs (app::Runtime::job_mutex: jobs from other doors,
   // such as HTTP, wait their turn). May be null.
   std::mutex* job_mutex = nullptr;
+  // The producer's message.max.bytes (KafkaResultPublisher).
+  size_t max_message_bytes = 1000000;
 };
 
 class JobRunner : public ingest::JobHandler {
@@ -88,12 +90,17 @@ std::string ResultEventJson(const store::JobRecord& job);
 // delivery report. `producer` and `message` must outlive it.
 class KafkaResultPublisher : public app::ResultPublisher {
  public:
+  // `max_message_bytes`: the largest message the producer sends
+  // (message.max.bytes); a dead-letter copy that would not fit is replaced
+  // by a reference to the original (its topic, partition and offset).
   KafkaResultPublisher(ingest::KafkaProducer* producer, const ingest::KafkaMessage* message,
-                       std::string results_topic, std::string dead_letter_topic)
+                       std::string results_topic, std::string dead_letter_topic,
+                       size_t max_message_bytes = 1000000)
       : producer_(producer),
         message_(message),
         results_topic_(std::move(results_topic)),
-        dead_letter_topic_(std::move(dead_letter_topic)) {}
+        dead_letter_topic_(std::move(dead_letter_topic)),
+        max_message_bytes_(max_message_bytes) {}
 
   StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
                                    const std::string& error_message) override;
@@ -104,6 +111,7 @@ class KafkaResultPublisher : public app::ResultPublisher {
   const ingest::KafkaMessage* message_;
   std::string results_topic_;
   std::string dead_letter_topic_;
+  size_t max_message_bytes_;
 };
 
 }  // namespace ellm::daemon

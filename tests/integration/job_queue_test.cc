@@ -10,6 +10,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon_harness.h"
 #include "ellm/ingest/kafka.h"
 #include "test_env.h"
@@ -235,8 +237,9 @@ TEST_F(JobQueue, PoisonMessagesFailAndAreDeadLetteredWhileGoodJobsComplete) {
 
 // Issue 37: an event the producer or broker refuses for good (here a result
 // event larger than the producer's message.max.bytes) ends its job as
-// publish_failed after jobs.max_publish_attempts (5), its result kept, and
-// the jobs behind it on the same partition complete.
+// publish_failed after jobs.max_publish_attempts (5), its result kept; a bad
+// message too large to copy is dead-lettered as a reference to the
+// original; and the jobs behind both on the same partition complete.
 TEST_F(JobQueue, AnUndeliverableResultEventDoesNotBlockThePartition) {
   ELLM_REQUIRE_KAFKA(brokers);
   ELLM_REQUIRE_MODEL(model);
@@ -247,6 +250,10 @@ TEST_F(JobQueue, AnUndeliverableResultEventDoesNotBlockThePartition) {
   }
   Produce(brokers, "good1", Job("good1"));
   Produce(brokers, "big", R"({"id":"big","pipeline":"document-stats","documents":[)" + docs + "]}");
+  // A bad message too large to copy to the dead-letter topic: a reference goes.
+  const std::string huge =
+      R"({"id":"huge","pipeline":"document-stats","junk":")" + std::string(6000, 'x') + "\"}";
+  Produce(brokers, "huge", huge);
   Produce(brokers, "good2", Job("good2"));
   DaemonConfig c = Config(brokers, model);
   c.kafka_properties["message.max.bytes"] = "2500";  // the big job's event is ~5 KB
@@ -260,8 +267,19 @@ TEST_F(JobQueue, AnUndeliverableResultEventDoesNotBlockThePartition) {
       << d->Log();
   EXPECT_EQ(Count("SELECT count(*) FROM results WHERE job_id='big'"), 1) << "the result is kept";
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='big' AND kind='publish_error'"), 5);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='huge' AND status='failed' AND "
+                  "error_code='invalid_message'"),
+            1);
+  auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(3));
+  ASSERT_EQ(dead.size(), 1u);
+  const auto ref = nlohmann::json::parse(dead[0].payload, nullptr, false);
+  EXPECT_EQ(ref.value("job_id", ""), "huge") << dead[0].payload;
+  EXPECT_EQ(ref.value("original_bytes", 0), static_cast<int>(huge.size()));
+  EXPECT_EQ(ref["source"].value("offset", -1), 2);
+  std::map<std::string, std::string> h(dead[0].headers.begin(), dead[0].headers.end());
+  EXPECT_EQ(h["ellm.payload"], "reference");
   auto results = ReadTopic(brokers, topic_ + ".results", seconds(3));
-  EXPECT_EQ(results.size(), 2u) << "the two good jobs' events";
+  EXPECT_EQ(results.size(), 3u) << "the good jobs' events and the huge one's failure";
   d->Signal(SIGTERM);
   EXPECT_EQ(d->Wait(seconds(30)), 0);
 }
