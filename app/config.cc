@@ -112,6 +112,7 @@ Status KvConfig::Validate() const {
 
 Status StoreConfig::Validate() const {
   if (path.empty()) return InvalidArgumentError("store.path is empty");
+  if (retention_days < 0) return InvalidArgumentError("store.retention_days must be >= 0");
   return OkStatus();
 }
 
@@ -273,8 +274,9 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "pipelines", "dir", c.pipelines.dir));
     }
     if (YAML::Node n = root["store"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "store", {"path"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "store", {"path", "retention_days"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "store", "path", c.store.path));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "store", "retention_days", c.store.retention_days));
     }
     if (YAML::Node n = root["kafka"]) {
       ELLM_RETURN_IF_ERROR(

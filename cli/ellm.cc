@@ -42,6 +42,7 @@ constexpr const char* kUsage =
     "  jobs list [--status S] [--limit N] [--db PATH] [--config FILE] [--json]\n"
     "                                         jobs in the store, newest first\n"
     "  jobs show ID [--json] [--db PATH]      one job: status, documents, result, events\n"
+    "  jobs prune [--older-than DAYS] [--db PATH]  delete finished jobs older than DAYS\n"
     "  store backup FILE [--db PATH] [--config FILE]  an online copy of the job store\n"
     "  serve --model M [--listen HOST:PORT] [--api-keys-file F] [--threads N] [--ctx N]\n"
     "           [--db PATH] [--sessions N] [--max-queue N] [--tls-cert F --tls-key F]\n"

@@ -1,6 +1,7 @@
 // ellm jobs: read the job store.
 //   ellm jobs list [--status S] [--limit N] [--json] [--db PATH | --config FILE]
 //   ellm jobs show ID [--json] [--db PATH | --config FILE]
+//   ellm jobs prune [--older-than DAYS] [--db PATH | --config FILE]
 // The store is found from --db, else --config's store.path, else
 // /etc/ellm/ellm.yaml's store.path when that file exists, else the default
 // /var/lib/ellm/ellm.db. Opened read-only: safe while the daemon writes.
@@ -129,6 +130,36 @@ int Show(const Flags& f) {
   return 0;
 }
 
+// ellm jobs prune [--older-than DAYS]: deletes finished jobs older than
+// DAYS (default: the config's store.retention_days, else 90).
+int Prune(const Flags& f) {
+  Status s = [&]() -> Status {
+    int64_t days = app::StoreConfig().retention_days;
+    std::string config = f.Get("config");
+    if (config.empty() && !f.Has("db") && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
+      config = "/etc/ellm/ellm.yaml";
+    }
+    if (!config.empty()) {
+      ELLM_ASSIGN_OR_RETURN(auto c, app::LoadConfig(config));
+      days = c.store.retention_days;
+    }
+    ELLM_ASSIGN_OR_RETURN(days, f.GetInt("older-than", days));
+    if (days < 1 || days > 1000000) {
+      return InvalidArgumentError("--older-than must be a number of days >= 1");
+    }
+    ELLM_ASSIGN_OR_RETURN(std::string path, StorePath(f));
+    if (access(path.c_str(), W_OK) != 0) {
+      return NotFoundError("no writable job store at '" + path + "'");
+    }
+    ELLM_ASSIGN_OR_RETURN(auto store, store::JobStore::Open(path));
+    ELLM_ASSIGN_OR_RETURN(int64_t pruned, store->Prune(static_cast<int>(days)));
+    std::printf("pruned %lld finished job(s) older than %lld days from %s\n",
+                static_cast<long long>(pruned), static_cast<long long>(days), path.c_str());
+    return OkStatus();
+  }();
+  return s.ok() ? 0 : Fail(s);
+}
+
 }  // namespace
 
 // ellm store backup FILE: an online copy of the job store (safe while the
@@ -165,19 +196,21 @@ int Jobs(const Args& args) {
   constexpr const char* kUsage =
       "usage: ellm jobs list [--status queued|running|succeeded|failed] [--limit N] [--json]\n"
       "                      [--db PATH | --config FILE]\n"
-      "       ellm jobs show ID [--json] [--db PATH | --config FILE]\n";
+      "       ellm jobs show ID [--json] [--db PATH | --config FILE]\n"
+      "       ellm jobs prune [--older-than DAYS] [--db PATH | --config FILE]\n";
   if (args.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  auto f = Flags::Parse(Args(args.begin() + 1, args.end()), {"status", "limit", "db", "config"},
-                        {"json"});
+  auto f = Flags::Parse(Args(args.begin() + 1, args.end()),
+                        {"status", "limit", "db", "config", "older-than"}, {"json"});
   if (!f.ok()) {
     std::fprintf(stderr, "ellm jobs: %s\n%s", f.status().message().c_str(), kUsage);
     return 2;
   }
   if (args[0] == "list") return List(*f);
   if (args[0] == "show") return Show(*f);
+  if (args[0] == "prune") return Prune(*f);
   std::fprintf(stderr, "ellm jobs: unknown subcommand '%s'\n%s", args[0].c_str(), kUsage);
   return 2;
 }

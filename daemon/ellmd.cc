@@ -230,6 +230,19 @@ int Run(const std::string& config_path, bool check_only) {
         *requeued);
   }
 
+  // Retention: finished jobs older than store.retention_days go, now and
+  // daily (from the signal thread, on a connection of its own).
+  const int retention = config->store.retention_days;
+  auto prune = [retention](ellm::store::JobStore& store) {
+    auto pruned = store.Prune(retention);
+    if (!pruned.ok()) {
+      spdlog::warn("store: {}", pruned.status().ToString());
+    } else if (*pruned > 0) {
+      spdlog::info("store: pruned {} finished job(s) older than {} days", *pruned, retention);
+    }
+  };
+  if (retention > 0) prune(*rt.store);
+
   auto metrics = ellm::daemon::Metrics::Start(config->metrics);
   if (!metrics.ok()) {
     spdlog::critical("{}", metrics.status().ToString());
@@ -312,6 +325,8 @@ int Run(const std::string& config_path, bool check_only) {
   std::thread signal_thread([&] {
     timespec tick{0, 200 * 1000 * 1000};
     int64_t last_ping = 0;
+    int64_t last_prune = NowNs();
+    constexpr int64_t kDayNs = int64_t{24} * 3600 * 1000 * 1000 * 1000;
     while (!finished.load()) {
       int sig = sigtimedwait(&signals, nullptr, &tick);
       if (sig == SIGHUP) {
@@ -323,6 +338,13 @@ int Run(const std::string& config_path, bool check_only) {
         ctx.stop = true;
       }
       int64_t now = NowNs();
+      if (retention > 0 && now - last_prune >= kDayNs) {
+        last_prune = now;
+        ellm::store::JobStoreOptions options;
+        options.max_attempts = config->jobs.max_attempts;
+        auto own = ellm::store::JobStore::Open(rt.store_path, options);
+        if (own.ok()) prune(**own);
+      }
       int64_t half = static_cast<int64_t>(watchdog_usec) * 500;
       bool alive = !kafka || now - ctx.heartbeat_ns.load() < half;
       if (watchdog && alive && now - last_ping >= half / 2) {

@@ -289,6 +289,24 @@ StatusOr<bool> JobStore::Release(const std::string& job_id, int64_t attempt,
   return released;
 }
 
+StatusOr<int64_t> JobStore::Prune(int days) {
+  int64_t pruned = 0;
+  Status st = InTransaction([&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(
+        auto del, Statement::Prepare(*db_,
+                                     "DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND "
+                                     "coalesce(finished_at, updated_at) < "
+                                     "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)"));
+    const std::string modifier = "-" + std::to_string(days) + " days";
+    del.Bind(1, std::string_view(modifier));
+    ELLM_RETURN_IF_ERROR(del.Run());
+    pruned = sqlite3_changes(db_->handle());
+    return OkStatus();
+  });
+  if (!st.ok()) return st.WithContext("pruning jobs older than " + std::to_string(days) + " days");
+  return pruned;
+}
+
 StatusOr<bool> JobStore::Enqueue(const NewJob& job, std::string_view message) {
   bool added = false;
   Status st = InTransaction([&]() -> Status {

@@ -26,7 +26,7 @@ _ellm_flags() {
     batch)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" ;;
     submit) echo "--pipeline --id --params --inline --reply-to --config --brokers --topic" ;;
-    jobs) echo "--status --limit --json --db --config" ;;
+    jobs) echo "--status --limit --json --db --config --older-than" ;;
     store) echo "--db --config" ;;
     model) echo "--config --to" ;;
     serve)
@@ -48,7 +48,7 @@ _ellm() {
   if [[ $COMP_CWORD -eq 2 ]]; then
     case "$cmd" in
       help) COMPREPLY=($(compgen -W "$_ellm_commands" -- "$cur")); return ;;
-      jobs) COMPREPLY=($(compgen -W "list show" -- "$cur")); return ;;
+      jobs) COMPREPLY=($(compgen -W "list show prune" -- "$cur")); return ;;
       store) COMPREPLY=($(compgen -W "backup" -- "$cur")); return ;;
       model) COMPREPLY=($(compgen -W "path install" -- "$cur")); return ;;
     esac

@@ -106,9 +106,9 @@ std::string Join(const std::set<std::string>& s) {
 // (generate's --top-k, batch's --config, ...). Every flag --list-flags gives
 // is named in --help.
 TEST(Cli, HelpNamesEveryFlagTheCommandTakes) {
-  for (const std::string cmd :
-       {"info", "tokenize", "generate", "perplexity", "bench", "extract", "summarize", "compare",
-        "batch", "submit", "jobs list", "jobs show", "model", "serve", "store backup"}) {
+  for (const std::string cmd : {"info", "tokenize", "generate", "perplexity", "bench", "extract",
+                                "summarize", "compare", "batch", "submit", "jobs list", "jobs show",
+                                "jobs prune", "model", "serve", "store backup"}) {
     std::string flags, help;
     ASSERT_EQ(RunCli(cmd + " --list-flags", &flags), 0) << cmd << ": " << flags;
     ASSERT_EQ(RunCli(cmd + " --help", &help), 0) << cmd << ": " << help;

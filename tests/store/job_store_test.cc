@@ -89,6 +89,32 @@ TEST_F(JobStoreTest, RunsANewJobOnceAndRefusesItAfterwards) {
   EXPECT_EQ(j.events.back().kind, "duplicate");
 }
 
+TEST_F(JobStoreTest, PruneDeletesOnlyOldFinishedJobsWithEverythingTheyHold) {
+  auto store = Open();
+  ASSERT_TRUE(store->Begin(Job("old")).ok());
+  ASSERT_TRUE(store->Succeed("old", {{0, "/srv/a.pdf", "ff", 3, 100}}, Result("x")).ok());
+  ASSERT_TRUE(store->Begin(Job("recent")).ok());
+  ASSERT_TRUE(store->Succeed("recent", {}, Result("y")).ok());
+  ASSERT_TRUE(store->Begin(Job("old-running")).ok());
+  ASSERT_TRUE(store->Enqueue(Job("old-queued"), "{}").ok());
+  // Age three of them by 100 days.
+  ASSERT_TRUE(store->database()
+                  .Exec("UPDATE jobs SET finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now','-100 "
+                        "days'), updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now','-100 days') "
+                        "WHERE id IN ('old', 'old-running', 'old-queued')")
+                  .ok());
+  auto pruned = store->Prune(90);
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(*pruned, 1);
+  EXPECT_FALSE(store->Get("old")->has_value());
+  EXPECT_TRUE(store->Get("recent")->has_value());
+  EXPECT_TRUE(store->Get("old-running")->has_value()) << "unfinished jobs are never pruned";
+  EXPECT_TRUE(store->Get("old-queued")->has_value());
+  EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM results WHERE job_id='old'"), 0);
+  EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM documents WHERE job_id='old'"), 0);
+  EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM events WHERE job_id='old'"), 0);
+}
+
 TEST_F(JobStoreTest, AnOnlineBackupHoldsEveryJob) {
   auto store = Open();
   ASSERT_TRUE(store->Begin(Job("b1")).ok());

@@ -51,6 +51,9 @@ struct PipelinesConfig {
 
 struct StoreConfig {
   std::string path = "/var/lib/ellm/ellm.db";
+  // Finished jobs (their documents, results and events) older than this
+  // many days are deleted at start-up and daily; 0 keeps them forever.
+  int retention_days = 90;
   Status Validate() const;
 };
 

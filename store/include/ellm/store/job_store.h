@@ -168,6 +168,11 @@ class JobStore {
   StatusOr<std::vector<std::pair<std::string, std::string>>> Inbox();
   Status RemoveFromInbox(const std::string& job_id);
 
+  // Deletes finished jobs (succeeded or failed) that finished more than
+  // `days` days ago, with their documents, results and events. Returns how
+  // many. Jobs queued or running are never pruned.
+  StatusOr<int64_t> Prune(int days);
+
   // Newest first; `status` filters when set.
   StatusOr<std::vector<JobRecord>> List(std::optional<JobStatus> status, int limit = 100);
   // With result, documents and events; nullopt when unknown.
