@@ -14,6 +14,7 @@
 #include "ellm/engine/chat.h"
 #include "ellm/engine/constraint.h"
 #include "ellm/engine/engine.h"
+#include "ellm/engine/reply.h"
 #include "ellm/engine/sampler.h"
 #include "flags.h"
 
@@ -138,48 +139,19 @@ Status Run(const Flags& f) {
     constraint = JsonConstraint::AnyObject(tok);
   }
   const double setup_seconds = Seconds(setup0, std::chrono::steady_clock::now());
-  std::vector<float> masked;
-  double constraint_seconds = 0;
-  Status constraint_status;
-  Sampler sampler(so);
-  for (TokenId id : ids) sampler.Accept(id);
-  TokenId next = -1;
-  auto pick = [&](int64_t, std::span<const float> logits) {
-    if (!constraint) {
-      next = sampler.Sample(logits);
-      return;
-    }
-    const auto c0 = std::chrono::steady_clock::now();
-    masked.assign(logits.begin(), logits.end());
-    if (constraint->Mask(masked) == 0) {
-      constraint_status = InternalError("constrained decoding: no token can continue the JSON");
-      next = tok.eos();
-      return;
-    }
-    const auto c1 = std::chrono::steady_clock::now();
-    next = sampler.Sample(masked);  // not the constraint's cost: sampling runs anyway
-    const auto c2 = std::chrono::steady_clock::now();
-    if (Status s = constraint->Accept(next); !s.ok()) constraint_status = s;
-    constraint_seconds += Seconds(c0, c1) + Seconds(c2, std::chrono::steady_clock::now());
-  };
-  auto t0 = std::chrono::steady_clock::now();
-  ELLM_RETURN_IF_ERROR(session->Eval(ids, LogitsFor::kLast, pick));
-  auto t1 = std::chrono::steady_clock::now();
-  int64_t generated = 0;
-  while (generated < max_tokens && !tok.IsEndOfGeneration(next) && constraint_status.ok()) {
-    std::string piece = tok.TokenToPiece(next);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    sampler.Accept(next);
-    ++generated;
-    if (session->position() >= ctx) break;
-    TokenId cur = next;
-    ELLM_RETURN_IF_ERROR(session->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
-  }
-  auto t2 = std::chrono::steady_clock::now();
+  ReplyOptions ro;
+  ro.sampling = so;
+  ro.max_tokens = max_tokens;
+  ro.constraint = constraint.get();
+  // The text streams to stdout as it is released (whole characters).
+  ELLM_ASSIGN_OR_RETURN(Reply reply, GenerateReply(*session, tok, ids, ro, [](std::string_view t) {
+                          std::fwrite(t.data(), 1, t.size(), stdout);
+                          std::fflush(stdout);
+                          return true;
+                        }));
   std::fputs("\n", stdout);
   std::fflush(stdout);
-  ELLM_RETURN_IF_ERROR(constraint_status);
+  const int64_t generated = reply.completion_tokens;
   if (constraint) {
     if (!constraint->Complete()) {
       return ResourceExhaustedError("the JSON was not complete after " + std::to_string(generated) +
@@ -187,9 +159,9 @@ Status Run(const Flags& f) {
     }
     // Per token against decode's own time per token (the constraint's share
     // of each decode step); setup (the vocabulary sorted once) apart.
-    const double per_token = constraint_seconds / static_cast<double>(generated + 1);
+    const double per_token = reply.constraint_seconds / static_cast<double>(generated + 1);
     const double decode_per_token =
-        generated > 0 ? Seconds(t1, t2) / static_cast<double>(generated) : 0;
+        generated > 0 ? reply.decode_seconds / static_cast<double>(generated) : 0;
     std::fprintf(stderr, "constraint: %.2f ms/token (%.1f%% of a decode step), setup %.0f ms\n",
                  1000.0 * per_token,
                  decode_per_token > 0 ? 100.0 * per_token / decode_per_token : 0.0,
@@ -198,9 +170,10 @@ Status Run(const Flags& f) {
   std::fprintf(
       stderr,
       "prefill: %zu tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s (%d threads)\n",
-      ids.size(), static_cast<double>(ids.size()) / Seconds(t0, t1),
+      ids.size(), static_cast<double>(ids.size()) / reply.prefill_seconds,
       static_cast<long long>(generated),
-      generated > 0 ? static_cast<double>(generated) / Seconds(t1, t2) : 0.0, engine->threads());
+      generated > 0 ? static_cast<double>(generated) / reply.decode_seconds : 0.0,
+      engine->threads());
   return OkStatus();
 }
 
