@@ -26,6 +26,9 @@ end.
 scripts/reference/build-llama-bench --server) and prints ellm/llama-server
 ratios for throughput and P99 TTFT.
 
+Servers, broker and jobs inherit this script's niceness (run it under
+`nice -n 10` on a shared machine).
+
 Usage (the python of scripts/api-clients has the pinned `openai`):
     py=$(scripts/api-clients)
     $py bench/http_load.py [--clients 32] [--requests 5] [--json]
@@ -114,7 +117,7 @@ def start_ellm_serve(ellm, model, tmp, threads, max_queue):
     cmd = [ellm, "serve", "--model", model, "--listen", "127.0.0.1:0", "--api-keys-file",
            write_keys(tmp), "--db", os.path.join(tmp, "serve.db"), "--threads", str(threads),
            "--max-queue", str(max_queue)]
-    proc = subprocess.Popen(["nice", "-n", "10"] + cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     m = re.search(r"listening on (https?://\S+)", line)
     if not m:
@@ -131,7 +134,7 @@ def start_llama_server(path, model, threads, ctx, parallel):
     if parallel:
         cmd += ["-np", str(parallel)]
     log = open(os.path.join(tempfile.gettempdir(), f"llama-server-{port}.log"), "w")
-    proc = subprocess.Popen(["nice", "-n", "10"] + cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     wait_ready(base, proc)
     return proc, base, " ".join(cmd), log.name
@@ -254,7 +257,7 @@ def table(label, s):
 
 def kafka(cmd):
     env = dict(os.environ, ELLM_KAFKA_PORT=str(KAFKA_PORT), ELLM_KAFKA_RUN=KAFKA_RUN)
-    subprocess.run(["nice", "-n", "10", os.path.join(ROOT, "scripts", "kafka"), cmd],
+    subprocess.run([os.path.join(ROOT, "scripts", "kafka"), cmd],
                    env=env, check=(cmd == "start"), stdout=sys.stderr)
 
 
@@ -282,7 +285,7 @@ def write_long_report(path, pages):
 
 def summarize_alone(ellm, model, doc, tmp, threads, ctx):
     t0 = time.perf_counter()
-    r = subprocess.run(["nice", "-n", "10", ellm, "summarize", doc, "--model", model,
+    r = subprocess.run([ellm, "summarize", doc, "--model", model,
                         "--db", os.path.join(tmp, "alone.db"), "--ctx", str(ctx),
                         "--threads", str(threads), "--json"],
                        capture_output=True, text=True, timeout=3600)
@@ -309,7 +312,7 @@ def start_ellmd(ellmd, model, tmp, threads, max_queue, ctx):
     with open(path, "w") as f:
         json.dump(config, f)  # JSON is YAML
     log = open(os.path.join(tmp, "ellmd.log"), "w")
-    proc = subprocess.Popen(["nice", "-n", "10", ellmd, "--config", path],
+    proc = subprocess.Popen([ellmd, "--config", path],
                             stdout=subprocess.PIPE, stderr=log, text=True)
     for line in proc.stdout:
         log.write(line)
@@ -423,6 +426,7 @@ def main():
         ellm.update({"mode": "url" if args.url else "ellm serve", "server": cmd or args.url,
                      "cpu": cpu, "threads": args.threads})
         ellm_label = "ellm serve" if not args.url else args.url
+    print(json.dumps(ellm), file=sys.stderr)  # kept if a later run is interrupted
 
     out = {"cpu": cpu, "ellm": ellm}
     if args.llama_server:
@@ -453,7 +457,8 @@ def main():
     if "job" in ellm:
         j = ellm["job"]
         print(f"  job {j['id']}: {j['status']}, attempts {j['attempts']}, result equals the job "
-              f"alone: {j['equals_alone']}; alone {j['alone_s']} s, under load {j['under_load_s']} s")
+              f"alone: {j['equals_alone']}; alone {j['alone_s']} s, "
+              f"under load {j['under_load_s']} s")
     if "llama_server" in out:
         table(f"llama-server (n_slots {out['llama_server']['n_slots']})", out["llama_server"])
         r = out["ratio_ellm_over_llama_server"]
