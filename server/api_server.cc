@@ -167,6 +167,7 @@ struct ApiServer::State {
   // The model, once set.
   std::atomic<bool> ready{false};
   Engine* engine = nullptr;
+  std::unique_ptr<DecodeBatcher> batcher;  // the sessions' tokens decode together
   std::string model_id, fingerprint;
   int64_t n_ctx = 0;
 
@@ -260,6 +261,8 @@ Status ApiServer::SetModel(Engine* engine, const std::string& model_id,
     if (!session.ok()) return session.status();
     s.slots.push_back({std::move(*session), false, 0});
   }
+  s.batcher = std::make_unique<DecodeBatcher>(
+      *engine, DecodeBatcherOptions{.max_batch = std::max(1, options_.sessions)});
   s.ready.store(true);
   return OkStatus();
 }
@@ -413,6 +416,17 @@ Status ApiServer::Bind() {
     out += "# HELP ellm_http_active_streams Streaming responses in progress\n";
     out += "# TYPE ellm_http_active_streams gauge\n";
     out += "ellm_http_active_streams " + std::to_string(st.active_streams.load()) + "\n";
+    if (st.ready.load() && st.batcher) {
+      const DecodeBatcher::Stats b = st.batcher->stats();
+      out += "# HELP ellm_http_decode_passes_total Batched decode passes over the weights\n";
+      out += "# TYPE ellm_http_decode_passes_total counter\n";
+      out += "ellm_http_decode_passes_total " + std::to_string(b.passes) + "\n";
+      out +=
+          "# HELP ellm_http_decode_rows_total Tokens those passes evaluated (rows / passes: "
+          "the mean batch)\n";
+      out += "# TYPE ellm_http_decode_rows_total counter\n";
+      out += "ellm_http_decode_rows_total " + std::to_string(b.rows) + "\n";
+    }
     out += "# HELP ellm_http_queued_requests Requests admitted (running or waiting)\n";
     out += "# TYPE ellm_http_queued_requests gauge\n";
     out += "ellm_http_queued_requests " + std::to_string(st.admitted.load()) + "\n";
@@ -592,11 +606,14 @@ Status ApiServer::Bind() {
       const size_t slot = st.AcquireSlot(*prompt);
       StatusOr<Reply> reply = InternalError("not run");
       {
-        EngineGate::Turn turn = st.engine->gate().Interactive();
+        // The reply takes the engine's turns itself: one for its prefill,
+        // then one per token shared with the other sessions' (batched decode).
+        ReplyOptions batched = ro;
+        batched.batcher = st.batcher.get();
         const auto started = Clock::now();
         auto last = started;
         bool first = true;
-        reply = GenerateReply(*st.slots[slot].session, st.engine->tokenizer(), *prompt, ro,
+        reply = GenerateReply(*st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
                               [&](std::string_view piece) {
                                 const auto now = Clock::now();
                                 std::lock_guard<std::mutex> lock(st.metrics_mu);

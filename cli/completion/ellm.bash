@@ -18,7 +18,7 @@ _ellm_flags() {
         "--temperature --top-k --top-p --min-p --repeat-penalty --seed --threads --ctx" \
         "--json-schema --json" ;;
     perplexity) echo "--model --file --ctx --threads --batch --chunks $_ellm_kv_flags" ;;
-    bench) echo "--model --depth --gen --threads --batch --json $_ellm_kv_flags" ;;
+    bench) echo "--model --depth --gen --threads --batch --streams --json $_ellm_kv_flags" ;;
     extract) echo "--json --max-pages --max-bytes --timeout --extractor" ;;
     summarize | compare)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --params" \

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "ellm/engine/engine_gate.h"
 
 namespace ellm {
 namespace {
@@ -118,7 +121,12 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
       return on_prefill(static_cast<int64_t>(keep) + done, static_cast<int64_t>(keep) + total);
     };
   }
-  Status prefilled = session.Eval(prompt.subspan(keep), LogitsFor::kLast, pick, progress);
+  Status prefilled;
+  {
+    std::optional<EngineGate::Turn> turn;
+    if (options.batcher != nullptr) turn.emplace(options.batcher->engine().gate().Interactive());
+    prefilled = session.Eval(prompt.subspan(keep), LogitsFor::kLast, pick, progress);
+  }
   r.prefill_seconds = Since(t0);
   if (prefilled.code() == StatusCode::kCancelled) {
     r.finish = FinishReason::kCancelled;
@@ -135,6 +143,8 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
     released = upto;
     return more;
   };
+  std::optional<DecodeBatcher::Member> member;
+  if (options.batcher != nullptr) member.emplace(options.batcher->Join());
   for (;;) {
     ELLM_RETURN_IF_ERROR(constraint_status);
     if (tok.IsEndOfGeneration(next)) {
@@ -178,8 +188,13 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
       break;
     }
     TokenId cur = next;
-    ELLM_RETURN_IF_ERROR(session.Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
+    if (options.batcher != nullptr) {
+      ELLM_RETURN_IF_ERROR(options.batcher->Decode(session, cur, pick));
+    } else {
+      ELLM_RETURN_IF_ERROR(session.Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
+    }
   }
+  member.reset();  // the others' steps no longer wait for this reply's
   // The rest, but never half a character.
   text.resize(std::max(released, CompleteUtf8Prefix(text)));
   if (!release(text.size())) r.finish = FinishReason::kCancelled;

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "test_env.h"
@@ -140,6 +144,105 @@ TEST_F(ReplyTest, APromptThatFillsTheContextIsOutOfRange) {
       1024, engine_->tokenizer().Find("the") >= 0 ? engine_->tokenizer().Find("the") : 100);
   auto r = GenerateReply(*session_, engine_->tokenizer(), ids, {}, nullptr);
   EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+}
+
+// Batched decode: each session's logits are the ones its own Eval gives
+// (the rows share only the weight products, whose per-row arithmetic does
+// not depend on the other rows).
+TEST_F(ReplyTest, EvalBatchGivesEachSessionItsOwnLogits) {
+  const std::vector<std::vector<TokenId>> prompts = {
+      Chat("Name a planet."), Chat("Write one sentence about the sea, please."), Chat("Hi")};
+  std::vector<std::unique_ptr<Session>> alone, together;
+  std::vector<TokenId> next;
+  std::vector<std::vector<float>> expected;
+  for (const auto& p : prompts) {
+    for (auto* v : {&alone, &together}) {
+      auto s = engine_->NewSession({.n_ctx = 1024});
+      ASSERT_TRUE(s.ok());
+      std::vector<float> last;
+      ASSERT_TRUE(
+          (*s)->Eval(p, LogitsFor::kLast,
+                     [&](int64_t, std::span<const float> l) { last.assign(l.begin(), l.end()); })
+              .ok());
+      if (v == &alone) {
+        next.push_back(
+            static_cast<TokenId>(std::max_element(last.begin(), last.end()) - last.begin()));
+      }
+      v->push_back(std::move(*s));
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(alone[i]
+                    ->Eval(std::span<const TokenId>(&next[i], 1), LogitsFor::kLast,
+                           [&](int64_t, std::span<const float> l) {
+                             expected.emplace_back(l.begin(), l.end());
+                           })
+                    .ok());
+  }
+  std::vector<Session*> batch = {together[0].get(), together[1].get(), together[2].get()};
+  std::vector<std::vector<float>> got(prompts.size());
+  ASSERT_TRUE(Session::EvalBatch(batch, next, [&](int64_t i, std::span<const float> l) {
+                got[static_cast<size_t>(i)].assign(l.begin(), l.end());
+              }).ok());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(together[i]->position(), alone[i]->position());
+    EXPECT_TRUE(std::equal(together[i]->tokens().begin(), together[i]->tokens().end(),
+                           alone[i]->tokens().begin(), alone[i]->tokens().end()));
+    ASSERT_EQ(got[i].size(), expected[i].size());
+    float worst = 0;
+    for (size_t k = 0; k < got[i].size(); ++k) {
+      worst = std::max(worst, std::abs(got[i][k] - expected[i][k]));
+    }
+    EXPECT_EQ(worst, 0.0f) << "session " << i;
+  }
+  // Refusals change nothing: a session twice, a token outside the vocabulary.
+  std::vector<Session*> twice = {together[0].get(), together[0].get()};
+  std::vector<TokenId> two = {next[0], next[0]};
+  EXPECT_EQ(Session::EvalBatch(twice, two, [](int64_t, std::span<const float>) {}).code(),
+            StatusCode::kInvalidArgument);
+  std::vector<TokenId> bad = {next[0], -1, next[2]};
+  EXPECT_EQ(Session::EvalBatch(batch, bad, [](int64_t, std::span<const float>) {}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(together[0]->position(), alone[0]->position());
+}
+
+// Replies decoding side by side through one batcher say what each says
+// alone, and their steps share passes over the weights.
+TEST_F(ReplyTest, RepliesThroughABatcherEqualRepliesAlone) {
+  const std::vector<std::string> asks = {"Name a planet.", "Name a colour.", "Count to five.",
+                                         "Say hello in French."};
+  ReplyOptions o;
+  o.max_tokens = 24;
+  std::vector<std::string> expected;
+  for (const auto& a : asks) expected.push_back(Run(Chat(a), o).reply.text);
+
+  DecodeBatcher batcher(*engine_, {.max_batch = 4, .max_wait = std::chrono::milliseconds(50)});
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    auto s = engine_->NewSession({.n_ctx = 1024});
+    ASSERT_TRUE(s.ok());
+    sessions.push_back(std::move(*s));
+  }
+  std::vector<StatusOr<Reply>> got(asks.size(), InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      ReplyOptions b = o;
+      b.batcher = &batcher;
+      got[i] = GenerateReply(*sessions[i], engine_->tokenizer(), Chat(asks[i]), b, nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status().ToString();
+    EXPECT_EQ(got[i]->text, expected[i]) << asks[i];
+    tokens += got[i]->completion_tokens;
+  }
+  const DecodeBatcher::Stats st = batcher.stats();
+  // Each generated token is evaluated once (to give the next one's logits).
+  EXPECT_EQ(st.rows, static_cast<uint64_t>(tokens));
+  EXPECT_LT(st.passes * 2, st.rows) << "mean batch below 2";
 }
 
 }  // namespace

@@ -11,7 +11,9 @@ streamed, usage, finish reasons, stop strings, max_tokens), JSON output
 under response_format (json_schema and json_object), OpenAI-shaped errors
 (401, 400, 404, 413, context_length_exceeded), 429 past the queue, a
 disconnected stream ending its generation, a follow-up reusing the
-session's tokens, TLS, and a clean exit on SIGTERM.
+session's tokens, TLS, and a clean exit on SIGTERM; with `ellm serve`, also
+concurrent streams decoded together (batched decode) giving each the text
+it gets alone.
 """
 import json
 import os
@@ -153,6 +155,7 @@ def main():
         check(code == 0, f"SIGTERM ends the server with 0 (got {code})")
     tls(ellm, model, tmp)
     if DAEMON is None:
+        batched_decode(ellm, model, tmp)
         http_job_survives_kill(ellm, model, tmp)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
@@ -500,6 +503,47 @@ def shared_with_kafka(base, ellm, model, tmp, config, http_text):
           "the Kafka job's result equals the same job run alone")
     check(text is not None and text == http_text,
           "the Kafka job's result equals the same job submitted over HTTP")
+
+
+def batched_decode(ellm, model, tmp):
+    """Four concurrent replies in four sessions decode together, one pass over
+    the weights per step for all of them, and each says what it says alone."""
+    proc, base = start_server(ellm, model, tmp, {"sessions": 4, "max_queue": 4})
+    try:
+        wait_ready(base)
+        client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
+        mid = client.models.list().data[0].id
+        asks = ["Name a planet.", "Count to ten.", "Name three fruits.", "Say hello in Spanish."]
+
+        def ask(q, stream):
+            msgs = [{"role": "user", "content": q}]
+            if not stream:
+                return client.chat.completions.create(model=mid, messages=msgs, max_tokens=40,
+                                                      temperature=0).choices[0].message.content
+            s = client.chat.completions.create(model=mid, messages=msgs, max_tokens=40,
+                                               temperature=0, stream=True)
+            return "".join((c.choices[0].delta.content or "") for c in s if c.choices)
+
+        alone = [ask(q, False) for q in asks]
+        passes0 = metric(base, "ellm_http_decode_passes_total")
+        rows0 = metric(base, "ellm_http_decode_rows_total")
+        got = [None] * len(asks)
+        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, ask(asks[i], i % 2 == 1)))
+                   for i in range(len(asks))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        passes = metric(base, "ellm_http_decode_passes_total") - passes0
+        rows = metric(base, "ellm_http_decode_rows_total") - rows0
+        differ = [(a, b) for a, b in zip(got, alone) if a != b]
+        check(not differ, f"concurrent replies equal the replies alone (differing: {differ})")
+        check(passes > 0 and rows / passes >= 2,
+              f"concurrent streams share decode passes ({rows:.0f} tokens in {passes:.0f} passes)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
 
 
 def tls(ellm, model, tmp):

@@ -192,6 +192,16 @@ class Session {
   // tokens would pass n_ctx, INVALID_ARGUMENT for an id outside the vocabulary.
   Status Eval(std::span<const TokenId> tokens, LogitsFor which, const LogitsCallback& on_logits,
               const ProgressCallback& on_progress = nullptr);
+  // Batched decode: one token for each of `sessions` in one pass over the
+  // weights (each weight matrix is read once for all of them; attention and
+  // the KV cache stay per session). on_logits gets (index into `sessions`,
+  // that session's logits). The sessions must be distinct, of one engine,
+  // and not evaluating elsewhere; each advances by one position. Fails
+  // before changing anything with OUT_OF_RANGE when a session is full, or
+  // INVALID_ARGUMENT. The first session's scratch buffers hold the rows;
+  // more sessions than its micro_batch go in several passes.
+  static Status EvalBatch(std::span<Session* const> sessions, std::span<const TokenId> tokens,
+                          const LogitsCallback& on_logits);
   int64_t position() const { return pos_; }
   int64_t n_ctx() const;
   // Bytes of KV cache this session holds in memory (allocated for n_ctx;
@@ -214,9 +224,12 @@ class Session {
   std::span<const TokenId> tokens() const { return tokens_; }
   KvStats kv_stats() const;
 
+  // The KV cache and scratch buffers: defined inside the engine
+  // (model/session_state.h), opaque to everyone else.
+  struct State;
+
  private:
   friend class Engine;
-  struct State;
   Session(Engine* engine, std::unique_ptr<State> state);
   Engine* engine_;
   std::unique_ptr<State> state_;

@@ -16,6 +16,7 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/constraint.h"
+#include "ellm/engine/decode_batcher.h"
 #include "ellm/engine/engine.h"
 #include "ellm/engine/sampler.h"
 
@@ -30,6 +31,11 @@ struct ReplyOptions {
   // evaluated again (a follow-up question after an answer); otherwise the
   // session is Reset first.
   bool reuse_prefix = true;
+  // Null: the caller holds the engine's turn (EngineGate) for the whole
+  // call. Set: the reply takes interactive turns itself, one for the
+  // prefill and then one per token, its tokens evaluated together with
+  // the other replies decoding through the same batcher.
+  DecodeBatcher* batcher = nullptr;
 };
 
 enum class FinishReason {

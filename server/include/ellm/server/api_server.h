@@ -3,11 +3,13 @@
 //   GET  /v1/models, GET /health, GET /metrics        (Prometheus text)
 //   POST /v1/jobs (JSON or multipart upload; Idempotency-Key = job id),
 //   GET  /v1/jobs/{id}, GET /v1/jobs?status=&limit=   (document jobs)
-// Requests share one loaded Engine with any batch work on it: each reply
-// takes an interactive turn of engine.gate(), so a document job running on
-// the same engine steps aside at its next prefill slice or token. Replies
-// run in a small pool of sessions (KV caches); a follow-up whose prompt
-// continues a session's tokens reuses them. Past `max_queue` waiting
+// Requests share one loaded Engine with any batch work on it: replies take
+// interactive turns of engine.gate() (one for a prompt's prefill, one per
+// decoding step), so a document job running on the same engine steps aside
+// at its next prefill slice or token. Replies run in a small pool of
+// sessions (KV caches) whose decoding steps go through one DecodeBatcher: N
+// streams advance by a token each in one pass over the weights. A follow-up
+// whose prompt continues a session's tokens reuses them. Past `max_queue` waiting
 // requests the answer is 429 with Retry-After; a streaming client that
 // disconnects ends its generation at the next token.
 #pragma once
@@ -39,7 +41,9 @@ struct ApiServerOptions {
   size_t max_body_bytes = 64u << 20;
   int read_timeout_s = 30;
   int write_timeout_s = 600;
-  int sessions = 1;      // replies evaluated side by side (each its own KV cache)
+  // Replies evaluated side by side, each in its own KV cache, their tokens
+  // decoded together (one pass over the weights per token for all).
+  int sessions = 4;
   int max_queue = 16;    // requests waiting for a session before 429
   int64_t n_ctx = 8192;  // each session's context (capped at the model's)
   // Origins allowed by CORS (Access-Control-Allow-Origin); empty: no CORS
