@@ -113,10 +113,12 @@ def write_keys(tmp):
     return path
 
 
-def start_ellm_serve(ellm, model, tmp, threads, max_queue):
+def start_ellm_serve(ellm, model, tmp, threads, max_queue, sessions=None):
     cmd = [ellm, "serve", "--model", model, "--listen", "127.0.0.1:0", "--api-keys-file",
            write_keys(tmp), "--db", os.path.join(tmp, "serve.db"), "--threads", str(threads),
            "--max-queue", str(max_queue)]
+    if sessions:
+        cmd += ["--sessions", str(sessions)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     m = re.search(r"listening on (https?://\S+)", line)
@@ -392,6 +394,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models/gemma-3-270m-q4_k_m.gguf"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-queue", type=int, default=64)
+    ap.add_argument("--sessions", type=int, help="ellm serve --sessions (default: its own, 4)")
     ap.add_argument("--with-kafka-job", action="store_true",
                     help="ellmd with Kafka + http, the load beside a ~16K-token summarize job")
     ap.add_argument("--doc", help="the job's document (default: the sample report padded to "
@@ -418,7 +421,7 @@ def main():
             else:
                 tmp = tempfile.mkdtemp(prefix="ellm-load-")
                 proc, base, cmd = start_ellm_serve(args.ellm, args.model, tmp, args.threads,
-                                                   args.max_queue)
+                                                   args.max_queue, args.sessions)
                 key = KEY
             ellm = run_load(base, key, args.clients, args.requests, args.max_tokens)
         finally:

@@ -40,4 +40,3 @@ endif()
 
 # daemon metrics: /metrics, /healthz, /readyz
 find_package(prometheus-cpp CONFIG REQUIRED)
-find_package(civetweb CONFIG REQUIRED)

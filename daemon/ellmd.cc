@@ -308,6 +308,8 @@ int Run(const std::string& config_path, bool check_only) {
     });
     spdlog::info("http API on {} ({} key(s), {} session(s) of {} tokens)", http->address(),
                  options.api_keys.size(), options.sessions, options.n_ctx);
+    // One /metrics for the daemon and its API.
+    (*metrics)->SetExtraExposition([api = http.get()] { return api->MetricsText(); });
   }
   Context ctx;
   ctx.metrics = metrics->get();
@@ -366,6 +368,7 @@ int Run(const std::string& config_path, bool check_only) {
   finished = true;
   signal_thread.join();
   if (http) {
+    (*metrics)->SetExtraExposition(nullptr);
     http->Stop();
     http_thread.join();
     http.reset();       // before the engine it serves

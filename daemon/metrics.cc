@@ -1,10 +1,16 @@
-// The prometheus-cpp and civetweb adapter behind metrics.h. Every exception
-// either library throws is caught here: at start-up it becomes a Status; while
+// The prometheus-cpp and cpp-httplib adapter behind metrics.h (cpp-httplib
+// is the HTTP library of the API server too). Every exception either
+// library throws is caught here: at start-up it becomes a Status; while
 // running, a metric that cannot be recorded is dropped and a request that
-// cannot be answered gets a 500 (civetweb is C, so nothing may unwind into it).
+// cannot be answered gets a 500.
 #include "metrics.h"
 
-#include <civetweb.h>
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -13,10 +19,15 @@
 #include <prometheus/text_serializer.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -35,34 +46,33 @@ const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
 constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char* kTextContentType = "text/plain; charset=utf-8";
 
-// Sends a complete response. `head`: headers only (a HEAD request).
-int Reply(mg_connection* conn, int status, const char* content_type, const std::string& body,
-          bool head) {
-  mg_response_header_start(conn, status);
-  mg_response_header_add(conn, "Content-Type", content_type, -1);
-  std::string length = std::to_string(body.size());
-  mg_response_header_add(conn, "Content-Length", length.c_str(), -1);
-  mg_response_header_add(conn, "Cache-Control", "no-store", -1);
-  if (status == 405) mg_response_header_add(conn, "Allow", "GET, HEAD", -1);
-  mg_response_header_send(conn);
-  if (!head && !body.empty()) mg_write(conn, body.data(), body.size());
-  return status;
-}
-
-// civetweb says why mg_start2 failed ("cannot bind to 127.0.0.1:9464: 98
-// (Address already in use)") only through the log_message callback, called on
-// the starting thread; StartServer points this at a vector for that call.
-// Messages on civetweb's own threads (a client hanging up) are not
-// actionable and are dropped.
-thread_local std::vector<std::string>* start_messages = nullptr;
-
-int OnLogMessage(const mg_connection*, const char* message) {
-  try {
-    if (start_messages != nullptr && message != nullptr) start_messages->emplace_back(message);
-  } catch (const std::exception&) {
-    // Out of memory: the summary from mg_error_data still names the failure.
+// Why binding host:port fails, as the kernel says it ("Address already in
+// use"): cpp-httplib only reports that it failed. Binds a probe socket with
+// the options cpp-httplib uses (SO_REUSEADDR) and closes it again.
+std::string BindError(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return std::string("cannot resolve ") + host + ": " + gai_strerror(rc);
   }
-  return 1;  // civetweb writes nothing itself
+  std::string why = "cannot bind to " + host + ":" + service;
+  const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (fd < 0) {
+    why += std::string(": ") + std::strerror(errno);
+  } else {
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+      why += ": " + std::to_string(errno) + " (" + std::strerror(errno) + ")";
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
 }
 
 }  // namespace
@@ -118,13 +128,23 @@ struct Metrics::State {
 
   // Stops the server first: handlers read everything below.
   ~State() {
-    if (server != nullptr) mg_stop(server);
+    if (server != nullptr) {
+      server->stop();
+      if (serving.joinable()) serving.join();
+    }
   }
 
   std::string Exposition() const {
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry.Collect());
-    return out.str();
+    std::function<std::string()> more;
+    {
+      std::lock_guard<std::mutex> lock(extra_mu);
+      more = extra;
+    }
+    std::string text = out.str();
+    if (more) text += more();
+    return text;
   }
 
   // Declaration order is construction order: the registry before the
@@ -142,91 +162,96 @@ struct Metrics::State {
   prometheus::Gauge& consumer_lag;
   std::atomic<bool> ready{false};
   std::atomic<bool> healthy{true};
-  mg_context* server = nullptr;
+  mutable std::mutex extra_mu;
+  std::function<std::string()> extra;  // appended to /metrics (SetExtraExposition)
+  std::unique_ptr<httplib::Server> server;
+  std::thread serving;
   int port = 0;
 };
 
 namespace {
 
-// The one request handler, registered for every path. Runs on civetweb's
-// threads; must not throw.
-int HandleRequest(mg_connection* conn, void* cbdata) {
-  const auto& state = *static_cast<const Metrics::State*>(cbdata);
-  const mg_request_info* request = mg_get_request_info(conn);
-  const char* method = request->request_method != nullptr ? request->request_method : "";
-  bool head = std::strcmp(method, "HEAD") == 0;
-  try {
-    if (!head && std::strcmp(method, "GET") != 0) {
-      return Reply(conn, 405, kTextContentType, "method not allowed\n", head);
-    }
-    std::string path = request->local_uri != nullptr ? request->local_uri : "";
-    if (path == "/metrics") {
-      return Reply(conn, 200, kMetricsContentType, state.Exposition(), head);
-    }
-    if (path == "/healthz") {
-      bool ok = state.healthy.load();
-      return Reply(conn, ok ? 200 : 503, kTextContentType, ok ? "ok\n" : "unhealthy\n", head);
-    }
-    if (path == "/readyz") {
-      bool ok = state.ready.load();
-      return Reply(conn, ok ? 200 : 503, kTextContentType, ok ? "ready\n" : "not ready\n", head);
-    }
-    return Reply(conn, 404, kTextContentType, "not found\n", head);
-  } catch (const std::exception& e) {
-    return Reply(conn, 500, kTextContentType, std::string("internal error: ") + e.what() + "\n",
-                 head);
-  }
-}
-
-// Starts civetweb on `listen` with HandleRequest for every path.
+// Starts the server on `listen` ("host:port", checked by
+// MetricsConfig::Validate): GET (and HEAD) of /metrics, /healthz and /readyz;
+// other paths 404, other methods 405. Two threads: scrapes and probes are
+// rare and each is answered in microseconds.
 Status StartServer(const std::string& listen, Metrics::State& state) {
-  static std::once_flag init_once;
-  std::call_once(init_once, [] { mg_init_library(0); });
-
-  // Two threads: scrapes and probes are rare and each is answered in
-  // microseconds. No document_root: civetweb serves no files.
-  const char* options[] = {"listening_ports",    listen.c_str(), "num_threads", "2",
-                           "request_timeout_ms", "10000",        nullptr};
-  mg_callbacks callbacks;
-  std::memset(&callbacks, 0, sizeof(callbacks));
-  callbacks.log_message = OnLogMessage;
-  mg_init_data init;
-  std::memset(&init, 0, sizeof(init));
-  init.callbacks = &callbacks;
-  init.user_data = &state;
-  init.configuration_options = options;
-  char error_text[256] = "";
-  unsigned error_code = 0;
-  mg_error_data error;
-  error.code = &error_code;
-  error.text = error_text;
-  error.text_buffer_size = sizeof(error_text);
-
-  // civetweb's threads inherit this thread's signal mask; mg_start2 also sets
-  // SIGPIPE to ignored for the process, so a client hanging up mid-response
-  // cannot kill the daemon.
-  std::vector<std::string> messages;
-  start_messages = &messages;
-  mg_context* server = mg_start2(&init, &error);
-  start_messages = nullptr;
-  if (server == nullptr) {
-    // The first message is the cause; error_text is civetweb's summary.
-    std::string why = !messages.empty()    ? messages.front()
-                      : error_text[0] != 0 ? std::string(error_text)
-                                           : std::string("civetweb could not start");
-    return UnavailableError("metrics: cannot listen on '" + listen + "': " + why +
+  const size_t colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const int port = std::stoi(listen.substr(colon + 1));
+  auto server = std::make_unique<httplib::Server>();
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which
+  // a second daemon on the same port would bind too and share the scrapes.
+  server->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  server->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server->set_read_timeout(10, 0);
+  server->set_write_timeout(10, 0);
+  const auto text = [](httplib::Response& res, int status, const std::string& body,
+                       const char* type = kTextContentType) {
+    res.status = status;
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(body, type);
+  };
+  server->set_pre_routing_handler([text](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD")
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Allow", "GET, HEAD");
+    text(res, 405, "method not allowed\n");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  const Metrics::State* st = &state;
+  server->Get("/metrics", [st, text](const httplib::Request&, httplib::Response& res) {
+    text(res, 200, st->Exposition(), kMetricsContentType);
+  });
+  server->Get("/healthz", [st, text](const httplib::Request&, httplib::Response& res) {
+    const bool ok = st->healthy.load();
+    text(res, ok ? 200 : 503, ok ? "ok\n" : "unhealthy\n");
+  });
+  server->Get("/readyz", [st, text](const httplib::Request&, httplib::Response& res) {
+    const bool ok = st->ready.load();
+    text(res, ok ? 200 : 503, ok ? "ready\n" : "not ready\n");
+  });
+  server->set_error_handler([text](const httplib::Request&, httplib::Response& res) {
+    if (res.status == 404) text(res, 404, "not found\n");
+  });
+  server->set_exception_handler(
+      [text](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        text(res, 500, "internal error: " + what + "\n");
+      });
+  int bound = port;
+  if (port == 0) {
+    bound = server->bind_to_any_port(host);
+  } else if (!server->bind_to_port(host, port)) {
+    bound = -1;
+  }
+  if (bound <= 0) {
+    return UnavailableError("metrics: cannot listen on '" + listen + "': " + BindError(host, port) +
                             " (check metrics.listen)");
   }
-  state.server = server;  // from here on ~State stops it
-  mg_set_request_handler(server, "/", HandleRequest, &state);
-
-  mg_server_port ports[4];
-  std::memset(ports, 0, sizeof(ports));
-  int n = mg_get_server_ports(server, 4, ports);
-  if (n < 1 || ports[0].port <= 0) {
-    return InternalError("metrics: listening on '" + listen + "' but civetweb reports no port");
+  state.port = bound;
+  httplib::Server* raw = server.get();
+  state.server = std::move(server);  // from here on ~State stops it
+  // The thread inherits this thread's signal mask (the caller blocks the
+  // daemon's signals first).
+  state.serving = std::thread([raw] { raw->listen_after_bind(); });
+  // stop() does nothing before the accept loop runs: wait for it, so that
+  // destroying the Metrics right away still stops the thread.
+  for (int i = 0; i < 5000 && !raw->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  state.port = ports[0].port;
   return OkStatus();
 }
 
@@ -244,7 +269,11 @@ StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const app::MetricsConfig& conf
   } catch (const std::exception& e) {
     return InternalError(std::string("metrics: cannot register the metric families: ") + e.what());
   }
-  if (config.enabled) ELLM_RETURN_IF_ERROR(StartServer(config.listen, *state));
+  if (config.enabled) {
+    // A client hanging up mid-response must not kill the daemon.
+    std::signal(SIGPIPE, SIG_IGN);
+    ELLM_RETURN_IF_ERROR(StartServer(config.listen, *state));
+  }
   return std::unique_ptr<Metrics>(new Metrics(std::move(state)));
 }
 
@@ -289,6 +318,11 @@ void Metrics::SetConsumerLag(int64_t messages) {
 void Metrics::SetReady(bool ready) { state_->ready.store(ready); }
 
 void Metrics::SetHealthy(bool healthy) { state_->healthy.store(healthy); }
+
+void Metrics::SetExtraExposition(std::function<std::string()> extra) {
+  std::lock_guard<std::mutex> lock(state_->extra_mu);
+  state_->extra = std::move(extra);
+}
 
 std::string Metrics::TextExposition() const {
   try {

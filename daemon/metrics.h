@@ -14,13 +14,17 @@
 // GET /readyz   200 "ready" once SetReady(true), else 503 "not ready".
 // Any other path is 404; methods other than GET and HEAD are 405.
 //
+// With the HTTP API on (http:), /metrics also carries its ellm_http_*
+// families (SetExtraExposition).
+//
 // The metric families come from prometheus-cpp (core); the HTTP server is
-// civetweb, because prometheus-cpp's Exposer serves only registries and so
-// cannot answer /healthz and /readyz. Neither library's exceptions or types
-// leave metrics.cc.
+// cpp-httplib, the API server's library (prometheus-cpp's Exposer serves
+// only registries and so cannot answer /healthz and /readyz). Neither
+// library's exceptions or types leave metrics.cc.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,16 +38,14 @@ class Metrics {
   // Starts the HTTP server on config.listen when config.enabled; otherwise
   // returns an object that records everything but serves nothing (port() is
   // 0). Errors (address in use, an address that cannot be bound) name the
-  // address and civetweb's reason: "metrics: cannot listen on
+  // address and the kernel's reason: "metrics: cannot listen on
   // '127.0.0.1:9464': cannot bind to 127.0.0.1:9464: 98 (Address already in
   // use) (check metrics.listen)". An invalid config.listen is
   // InvalidArgument. Call after blocking signals: the server's threads
   // inherit the caller's signal mask. Starting also sets SIGPIPE to ignored
-  // for the process (civetweb does; a client hanging up must not kill us).
+  // for the process (a client hanging up must not kill us).
   static StatusOr<std::unique_ptr<Metrics>> Start(const app::MetricsConfig& config);
-  // Stops the server; returns once no request handler is running. Takes up
-  // to 2 s when enabled: civetweb's accept loop looks at its stop flag only
-  // between 2 s polls.
+  // Stops the server; returns once no request handler is running.
   ~Metrics();
 
   Metrics(const Metrics&) = delete;
@@ -70,6 +72,11 @@ class Metrics {
   void SetReady(bool ready);
   // /healthz: 200 "ok" when true, 503 otherwise. Starts true.
   void SetHealthy(bool healthy);
+
+  // Text appended to /metrics (more families, in the exposition format),
+  // asked for at each scrape; empty function: none. Must be safe to call
+  // from the server's threads until replaced or the Metrics is destroyed.
+  void SetExtraExposition(std::function<std::string()> extra);
 
   // What GET /metrics returns now (also when disabled).
   std::string TextExposition() const;

@@ -1,6 +1,7 @@
 #include "ellm/server/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -184,7 +185,7 @@ struct ApiServer::State {
   std::atomic<int> admitted{0};
 
   // Metrics.
-  std::mutex metrics_mu;
+  mutable std::mutex metrics_mu;
   std::map<std::pair<std::string, int>, uint64_t> requests;  // (endpoint, status)
   uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
   std::atomic<int> active_streams{0};
@@ -267,6 +268,48 @@ Status ApiServer::SetModel(Engine* engine, const std::string& model_id,
   return OkStatus();
 }
 
+std::string ApiServer::MetricsText() const {
+  const State& st = *state_;
+  std::string out;
+  std::lock_guard<std::mutex> lock(st.metrics_mu);
+  out += "# HELP ellm_http_requests_total HTTP API requests by endpoint and status\n";
+  out += "# TYPE ellm_http_requests_total counter\n";
+  for (const auto& [key, n] : st.requests) {
+    out += "ellm_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+           std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  }
+  out +=
+      "# HELP ellm_http_tokens_total Tokens of HTTP API requests: prompt, completion, and "
+      "prompt tokens reused from a session\n# TYPE ellm_http_tokens_total counter\n";
+  out += "ellm_http_tokens_total{kind=\"prompt\"} " + std::to_string(st.prompt_tokens) + "\n";
+  out +=
+      "ellm_http_tokens_total{kind=\"completion\"} " + std::to_string(st.completion_tokens) + "\n";
+  out += "ellm_http_tokens_total{kind=\"reused\"} " + std::to_string(st.reused_tokens) + "\n";
+  out += "# HELP ellm_http_active_streams Streaming responses in progress\n";
+  out += "# TYPE ellm_http_active_streams gauge\n";
+  out += "ellm_http_active_streams " + std::to_string(st.active_streams.load()) + "\n";
+  if (st.ready.load() && st.batcher) {
+    const DecodeBatcher::Stats b = st.batcher->stats();
+    out += "# HELP ellm_http_decode_passes_total Batched decode passes over the weights\n";
+    out += "# TYPE ellm_http_decode_passes_total counter\n";
+    out += "ellm_http_decode_passes_total " + std::to_string(b.passes) + "\n";
+    out +=
+        "# HELP ellm_http_decode_rows_total Tokens those passes evaluated (rows / passes: "
+        "the mean batch)\n";
+    out += "# TYPE ellm_http_decode_rows_total counter\n";
+    out += "ellm_http_decode_rows_total " + std::to_string(b.rows) + "\n";
+  }
+  out += "# HELP ellm_http_queued_requests Requests admitted (running or waiting)\n";
+  out += "# TYPE ellm_http_queued_requests gauge\n";
+  out += "ellm_http_queued_requests " + std::to_string(st.admitted.load()) + "\n";
+  st.ttft.Write(out, "ellm_http_time_to_first_token_seconds",
+                "From the request's arrival to its first token");
+  st.itl.Write(out, "ellm_http_inter_token_latency_seconds", "Between tokens of one reply");
+  st.queue_wait.Write(out, "ellm_http_queue_wait_seconds",
+                      "From arrival until a session and the engine were free");
+  return out;
+}
+
 void ApiServer::SetJobs(JobService* jobs) { state_->jobs.store(jobs); }
 
 void ApiServer::Stop() {
@@ -293,6 +336,12 @@ Status ApiServer::Bind() {
     http_ = std::make_unique<httplib::Server>();
   }
   httplib::Server& svr = *http_;
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
+  // second server on the same port would bind too and take half the requests.
+  svr.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   State& st = *state_;
   const ApiServerOptions& o = options_;
   // Enough threads that /health, /metrics and 429s answer while every
@@ -397,45 +446,8 @@ Status ApiServer::Bind() {
     st.Count(req.path, 200);
   });
 
-  svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
-    std::string out;
-    std::lock_guard<std::mutex> lock(st.metrics_mu);
-    out += "# HELP ellm_http_requests_total HTTP API requests by endpoint and status\n";
-    out += "# TYPE ellm_http_requests_total counter\n";
-    for (const auto& [key, n] : st.requests) {
-      out += "ellm_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
-             std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
-    }
-    out +=
-        "# HELP ellm_http_tokens_total Tokens of HTTP API requests: prompt, completion, and "
-        "prompt tokens reused from a session\n# TYPE ellm_http_tokens_total counter\n";
-    out += "ellm_http_tokens_total{kind=\"prompt\"} " + std::to_string(st.prompt_tokens) + "\n";
-    out += "ellm_http_tokens_total{kind=\"completion\"} " + std::to_string(st.completion_tokens) +
-           "\n";
-    out += "ellm_http_tokens_total{kind=\"reused\"} " + std::to_string(st.reused_tokens) + "\n";
-    out += "# HELP ellm_http_active_streams Streaming responses in progress\n";
-    out += "# TYPE ellm_http_active_streams gauge\n";
-    out += "ellm_http_active_streams " + std::to_string(st.active_streams.load()) + "\n";
-    if (st.ready.load() && st.batcher) {
-      const DecodeBatcher::Stats b = st.batcher->stats();
-      out += "# HELP ellm_http_decode_passes_total Batched decode passes over the weights\n";
-      out += "# TYPE ellm_http_decode_passes_total counter\n";
-      out += "ellm_http_decode_passes_total " + std::to_string(b.passes) + "\n";
-      out +=
-          "# HELP ellm_http_decode_rows_total Tokens those passes evaluated (rows / passes: "
-          "the mean batch)\n";
-      out += "# TYPE ellm_http_decode_rows_total counter\n";
-      out += "ellm_http_decode_rows_total " + std::to_string(b.rows) + "\n";
-    }
-    out += "# HELP ellm_http_queued_requests Requests admitted (running or waiting)\n";
-    out += "# TYPE ellm_http_queued_requests gauge\n";
-    out += "ellm_http_queued_requests " + std::to_string(st.admitted.load()) + "\n";
-    st.ttft.Write(out, "ellm_http_time_to_first_token_seconds",
-                  "From the request's arrival to its first token");
-    st.itl.Write(out, "ellm_http_inter_token_latency_seconds", "Between tokens of one reply");
-    st.queue_wait.Write(out, "ellm_http_queue_wait_seconds",
-                        "From arrival until a session and the engine were free");
-    res.set_content(out, "text/plain; version=0.0.4");
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(MetricsText(), "text/plain; version=0.0.4");
   });
 
   // Document jobs: the message is built here (from JSON or an upload) and

@@ -148,7 +148,7 @@ TEST(Metrics, SecondServerOnTheSamePortFailsNamingTheAddress) {
   ASSERT_FALSE(second.ok());
   EXPECT_TRUE(Contains(second.status().message(), "cannot listen on '" + same.listen + "'"))
       << second.status().ToString();
-  // civetweb's reason, not just its summary.
+  // The kernel's reason, not just that it failed.
   EXPECT_TRUE(Contains(second.status().message(), "cannot bind")) << second.status().ToString();
   // The first server is unaffected.
   EXPECT_EQ(Get((*first)->port(), "/healthz").status, 200);

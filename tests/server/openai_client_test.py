@@ -83,17 +83,23 @@ def start_server(ellm, model, tmp, opts):
     config = {"model": {"path": model, "threads": 2, "context": 4096},
               "store": {"path": os.path.join(tmp, f"ellmd-{len(os.listdir(tmp))}.db")},
               "kv": {"prefix_cache_dir": ""}, "kafka": kafka, "http": http,
-              "jobs": {"allowed_roots": [tmp]}, "log": {"level": "info"}}
+              "jobs": {"allowed_roots": [tmp]}, "log": {"level": "info"},
+              "metrics": {"enabled": True, "listen": "127.0.0.1:0"}}
     path = os.path.join(tmp, f"ellmd-{len(os.listdir(tmp))}.yaml")
     with open(path, "w") as f:
         json.dump(config, f)  # JSON is YAML
     # ellmd logs to stdout (spdlog's default sink).
     proc = subprocess.Popen([DAEMON, "--config", path], stdout=subprocess.PIPE,
                             stderr=sys.stderr, text=True)
+    metrics_port = None
     for line in proc.stdout:
         sys.stderr.write(line)
+        mp = re.search(r"metrics on \S+ \(port (\d+)\)", line)
+        if mp:
+            metrics_port = int(mp.group(1))
         m = re.search(r"http API on (https?://[^\s]+)", line)
         if m:
+            proc.metrics_port = metrics_port
             threading.Thread(target=lambda: [sys.stderr.write(l) for l in proc.stdout],
                              daemon=True).start()
             proc.config = path
@@ -143,6 +149,13 @@ def main():
     try:
         run(base, ellm, model, tmp)
         http_text = http_jobs(base, ellm, model, tmp)
+        if DAEMON:
+            # One /metrics for the daemon and its API.
+            _, _, body = http("GET", f"http://127.0.0.1:{proc.metrics_port}/metrics")
+            text = body.decode()
+            check("ellm_up 1" in text and "ellm_http_requests_total{" in text and
+                  "ellm_http_time_to_first_token_seconds_bucket" in text,
+                  "ellmd's /metrics carries the API's ellm_http_* families")
         if DAEMON and KAFKA:
             shared_with_kafka(base, ellm, model, tmp, proc.config, http_text)
     finally:

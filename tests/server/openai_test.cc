@@ -1,7 +1,9 @@
 // The OpenAI wire format without a server: requests parsed into our types
 // with OpenAI's defaults and errors that name the field; responses and
-// stream chunks shaped as OpenAI's.
+// stream chunks shaped as OpenAI's; binding the server's port.
 #include "ellm/server/openai.h"
+
+#include "ellm/server/api_server.h"
 
 #include <gtest/gtest.h>
 
@@ -171,6 +173,21 @@ TEST(OpenAiResponse, ShapesAreOpenAis) {
   ApiError e = InvalidRequest("bad", "n");
   EXPECT_EQ(e.ToJson()["error"]["param"], "n");
   EXPECT_TRUE(e.ToJson()["error"]["code"].is_null());
+}
+
+// cpp-httplib binds with SO_REUSEPORT by default, which would let a second
+// server share the port (and its requests) silently.
+TEST(ApiServer, ASecondServerOnTheSamePortIsRefused) {
+  ApiServerOptions o;
+  o.port = 0;
+  ApiServer first(o);
+  ASSERT_TRUE(first.Bind().ok());
+  ApiServerOptions same = o;
+  same.port = first.port();
+  ApiServer second(same);
+  const Status st = second.Bind();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find(std::to_string(first.port())), std::string::npos) << st.ToString();
 }
 
 }  // namespace

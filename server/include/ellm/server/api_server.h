@@ -83,6 +83,9 @@ class ApiServer {
   // Document jobs (/v1/jobs); without a service those routes answer 404.
   // `jobs` must outlive the server (or be unset with nullptr first).
   void SetJobs(JobService* jobs);
+  // What GET /metrics answers (Prometheus text, the ellm_http_* families),
+  // for a front door that serves its own /metrics (ellmd).
+  std::string MetricsText() const;
 
   // Serves until Stop(); returns false if it could not serve.
   bool Run();
