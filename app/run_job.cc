@@ -122,6 +122,38 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// Step 3 for a run that failed (`r` has an error_code). A transient failure
+// with options.retry_transient before the last attempt queues the job again
+// (kQueued; kRunning if a new owner has begun another attempt meanwhile);
+// any other failure is stored (kFailed), a transient one of the last
+// attempt as attempts_exhausted naming it.
+StatusOr<store::JobStatus> SettleFailure(store::JobStore& store, const store::NewJob& job,
+                                         int64_t attempt, const pipelines::PipelineResult& r,
+                                         const RunJobOptions& options) {
+  const std::string why = r.error_code + ": " + r.error;
+  std::string code = r.error_code, message = r.error;
+  if (r.transient && options.retry_transient) {
+    const std::string of = std::to_string(attempt) + " of " + std::to_string(store.max_attempts());
+    if (attempt < store.max_attempts()) {
+      // The machine was short of something (disk, memory, processes): the
+      // job keeps its place in the queue and this attempt is used up.
+      ELLM_ASSIGN_OR_RETURN(bool requeued, store.Requeue(job.id, attempt, why));
+      Log(options, LogLevel::kWarn, job.id,
+          "transient failure on attempt " + of + " (" + why + "); it will run again");
+      return requeued ? store::JobStatus::kQueued : store::JobStatus::kRunning;
+    }
+    ELLM_RETURN_IF_ERROR(store.AddEvent(job.id, "transient_error",
+                                        "attempt " + std::to_string(attempt) + ": " + why));
+    code = "attempts_exhausted";
+    message = "gave up after " + std::to_string(attempt) +
+              " attempts (jobs.max_attempts); the last failed with a transient error: " + why;
+  }
+  Log(options, code == r.error_code ? LogLevel::kWarn : LogLevel::kError, job.id,
+      "failed (" + code + "): " + message);
+  ELLM_RETURN_IF_ERROR(store.Fail(job, code, message).status());
+  return store::JobStatus::kFailed;
+}
+
 }  // namespace
 
 JobTimeoutLimit JobTimeout(int64_t config_s, std::optional<int64_t> message_s) {
@@ -246,21 +278,16 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
     run.outcome = JobOutcome::kRetryLater;
     return run;
   }
-  if (!r.output && options.on_failure) options.on_failure(job.pipeline, r.transient);
-  const bool requeue = r.transient && options.retry_transient;
-  if (requeue && begun->attempt < store.max_attempts()) {
-    // The machine was short of something (disk, memory, processes): the
-    // job keeps its place in the queue and its attempt is used up.
-    const std::string why = r.error_code + ": " + r.error;
-    auto requeued = store.Requeue(job.id, begun->attempt, why);
-    if (!requeued.ok()) return retry(requeued.status());
-    if (*requeued) run.status = store::JobStatus::kQueued;
-    Log(options, LogLevel::kWarn, job.id,
-        "transient failure on attempt " + std::to_string(begun->attempt) + " of " +
-            std::to_string(store.max_attempts()) + " (" + why + "); it will run again");
-    run.error = UnavailableError("transient failure: " + why);
-    run.outcome = JobOutcome::kRetryLater;
-    return run;
+  if (!r.output) {
+    if (options.on_failure) options.on_failure(job.pipeline, r.transient);
+    auto settled = SettleFailure(store, job, begun->attempt, r, options);
+    if (!settled.ok()) return retry(settled.status());
+    run.status = *settled;
+    if (run.status != store::JobStatus::kFailed) {
+      run.error = UnavailableError("transient failure: " + r.error_code + ": " + r.error);
+      run.outcome = JobOutcome::kRetryLater;
+      return run;
+    }
   }
   if (options.on_finished) options.on_finished(job.pipeline, r.output.has_value(), run.seconds);
 
@@ -278,25 +305,6 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
             std::to_string(o.generated_tokens) + " generated tokens, " +
             std::to_string(Chars(o.output_text)) + " chars)");
     Log(options, LogLevel::kDebug, job.id, "output: " + Excerpt(o.output_text, 200));
-  } else if (requeue) {
-    // The last attempt failed like the ones before it: give up, saying why.
-    const std::string why = r.error_code + ": " + r.error;
-    Status noted = store.AddEvent(job.id, "transient_error",
-                                  "attempt " + std::to_string(begun->attempt) + ": " + why);
-    if (!noted.ok()) return retry(noted);
-    const std::string message = "gave up after " + std::to_string(begun->attempt) +
-                                " attempts (jobs.max_attempts); the last failed with a "
-                                "transient error: " +
-                                why;
-    Log(options, LogLevel::kError, job.id, "failed (attempts_exhausted): " + message);
-    auto stored = store.Fail(job, "attempts_exhausted", message);
-    if (!stored.ok()) return retry(stored.status());
-    run.status = store::JobStatus::kFailed;
-  } else {
-    Log(options, LogLevel::kWarn, job.id, "failed (" + r.error_code + "): " + r.error);
-    auto stored = store.Fail(job, r.error_code, r.error);
-    if (!stored.ok()) return retry(stored.status());
-    run.status = store::JobStatus::kFailed;
   }
   return finish();
 }
