@@ -150,6 +150,7 @@ Status JobsConfig::Validate() const {
   if (max_inline_bytes < 0) return InvalidArgumentError("jobs.max_inline_bytes must be >= 0");
   if (max_documents < 1) return InvalidArgumentError("jobs.max_documents must be >= 1");
   if (max_attempts < 1) return InvalidArgumentError("jobs.max_attempts must be >= 1");
+  if (timeout_s < 0) return InvalidArgumentError("jobs.timeout_s must be >= 0 (0: no limit)");
   if (max_publish_attempts < 1) {
     return InvalidArgumentError("jobs.max_publish_attempts must be >= 1");
   }
@@ -338,13 +339,14 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     if (YAML::Node n = root["jobs"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "jobs",
                                      {"allowed_roots", "max_inline_bytes", "max_documents",
-                                      "max_attempts", "max_publish_attempts"}));
+                                      "max_attempts", "max_publish_attempts", "timeout_s"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "allowed_roots", c.jobs.allowed_roots));
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_inline_bytes", c.jobs.max_inline_bytes));
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_documents", c.jobs.max_documents));
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "max_attempts", c.jobs.max_attempts));
       ELLM_RETURN_IF_ERROR(
           Get(src, n, "jobs", "max_publish_attempts", c.jobs.max_publish_attempts));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "timeout_s", c.jobs.timeout_s));
     }
     if (YAML::Node n = root["log"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level", "format"}));

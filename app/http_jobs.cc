@@ -148,6 +148,10 @@ void HttpJobQueue::Work() {
                       std::nullopt, {"http", -1, -1},        worker_name_};
     RunJobOptions options;
     options.log = log_;
+    options.retry_transient = true;  // kRetryLater: it stays first in the inbox
+    JobTimeoutLimit limit = JobTimeout(runtime_->config.jobs.timeout_s, parsed.message.timeout_s);
+    options.timeout = limit.seconds;
+    options.timeout_source = limit.source;
     JobRun run;
     if (!parsed.ok()) {
       // Valid when accepted; the limits changed since (a restart with

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <new>
+#include <thread>
 
 namespace ellm::app {
 namespace {
@@ -59,7 +63,106 @@ int64_t Chars(const std::string& text) {
   return n;
 }
 
+// Processor::Run, with std::bad_alloc (out of memory anywhere below)
+// turned into a transient failure: the memory is freed as the stack
+// unwinds, and the next attempt may find enough.
+pipelines::PipelineResult RunGuarded(pipelines::Processor& processor,
+                                     const pipelines::PipelineRequest& request,
+                                     const std::atomic<bool>& cancel) {
+  try {
+    return processor.Run(request, cancel);
+  } catch (const std::bad_alloc&) {
+    pipelines::PipelineResult r = pipelines::PipelineResult::Failed(
+        "resource_exhausted", "out of memory while running the pipeline (std::bad_alloc)");
+    r.transient = true;
+    return r;
+  }
+}
+
+// RunGuarded, stopped by `cancel` or once `timeout` (> 0) has passed,
+// whichever comes first; `*timed_out` says whether the deadline stopped it.
+// The processor sees one flag: a watcher thread raises it for either cause
+// (checked every 20 ms, well below the time a processor takes to notice).
+pipelines::PipelineResult RunWithin(pipelines::Processor& processor,
+                                    const pipelines::PipelineRequest& request,
+                                    const std::atomic<bool>& cancel, std::chrono::seconds timeout,
+                                    bool* timed_out) {
+  *timed_out = false;
+  if (timeout.count() <= 0) return RunGuarded(processor, request, cancel);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watcher([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; })) {
+      if (stop.load()) continue;
+      if (cancel.load()) {
+        stop = true;
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        *timed_out = true;
+        stop = true;
+      }
+    }
+  });
+  pipelines::PipelineResult r = RunGuarded(processor, request, stop);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watcher.join();
+  return r;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", s);
+  return buf;
+}
+
+// Step 3 for a run that failed (`r` has an error_code). A transient failure
+// with options.retry_transient before the last attempt queues the job again
+// (kQueued; kRunning if a new owner has begun another attempt meanwhile);
+// any other failure is stored (kFailed), a transient one of the last
+// attempt as attempts_exhausted naming it.
+StatusOr<store::JobStatus> SettleFailure(store::JobStore& store, const store::NewJob& job,
+                                         int64_t attempt, const pipelines::PipelineResult& r,
+                                         const RunJobOptions& options) {
+  const std::string why = r.error_code + ": " + r.error;
+  std::string code = r.error_code, message = r.error;
+  if (r.transient && options.retry_transient) {
+    const std::string of = std::to_string(attempt) + " of " + std::to_string(store.max_attempts());
+    if (attempt < store.max_attempts()) {
+      // The machine was short of something (disk, memory, processes): the
+      // job keeps its place in the queue and this attempt is used up.
+      ELLM_ASSIGN_OR_RETURN(bool requeued, store.Requeue(job.id, attempt, why));
+      Log(options, LogLevel::kWarn, job.id,
+          "transient failure on attempt " + of + " (" + why + "); it will run again");
+      return requeued ? store::JobStatus::kQueued : store::JobStatus::kRunning;
+    }
+    ELLM_RETURN_IF_ERROR(store.AddEvent(job.id, "transient_error",
+                                        "attempt " + std::to_string(attempt) + ": " + why));
+    code = "attempts_exhausted";
+    message = "gave up after " + std::to_string(attempt) +
+              " attempts (jobs.max_attempts); the last failed with a transient error: " + why;
+  }
+  Log(options, code == r.error_code ? LogLevel::kWarn : LogLevel::kError, job.id,
+      "failed (" + code + "): " + message);
+  ELLM_RETURN_IF_ERROR(store.Fail(job, code, message).status());
+  return store::JobStatus::kFailed;
+}
+
 }  // namespace
+
+JobTimeoutLimit JobTimeout(int64_t config_s, std::optional<int64_t> message_s) {
+  if (message_s && *message_s > 0 && (config_s <= 0 || *message_s < config_s)) {
+    return {std::chrono::seconds(*message_s), "the message's timeout_s"};
+  }
+  if (config_s > 0) return {std::chrono::seconds(config_s), "jobs.timeout_s"};
+  return {};
+}
 
 Status PublishFinished(store::JobStore& store, const std::string& job_id,
                        ResultPublisher& publisher, const RunJobOptions& options) {
@@ -151,14 +254,20 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
           "[" + std::to_string(job.source.partition) + "]@" + std::to_string(job.source.offset));
   if (options.status) options.status("running job " + job.id + " (" + job.pipeline + ")");
   auto started = std::chrono::steady_clock::now();
-  run.result = processor.Run(request, cancel);
+  bool timed_out = false;
+  run.result = RunWithin(processor, request, cancel, options.timeout, &timed_out);
   run.ran = true;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options.status) options.status("idle");
-  const pipelines::PipelineResult& r = run.result;
-  if (!r.cancelled && options.on_finished) {
-    options.on_finished(job.pipeline, r.output.has_value(), run.seconds);
+  if (timed_out && run.result.cancelled) {
+    // Stopped by its deadline, not by a shutdown: the same job would run as
+    // long again, so it fails for good.
+    run.result = pipelines::PipelineResult::Failed(
+        "deadline_exceeded",
+        "the job ran longer than its limit of " + std::to_string(options.timeout.count()) + " s (" +
+            options.timeout_source + ") and was stopped after " + Seconds(run.seconds) + " s");
   }
+  const pipelines::PipelineResult& r = run.result;
   if (r.output && options.on_result) options.on_result(*r.output);
   if (r.cancelled) {
     // A cancelled run (shutdown, lost partition) gives its attempt back.
@@ -169,6 +278,18 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
     run.outcome = JobOutcome::kRetryLater;
     return run;
   }
+  if (!r.output) {
+    if (options.on_failure) options.on_failure(job.pipeline, r.transient);
+    auto settled = SettleFailure(store, job, begun->attempt, r, options);
+    if (!settled.ok()) return retry(settled.status());
+    run.status = *settled;
+    if (run.status != store::JobStatus::kFailed) {
+      run.error = UnavailableError("transient failure: " + r.error_code + ": " + r.error);
+      run.outcome = JobOutcome::kRetryLater;
+      return run;
+    }
+  }
+  if (options.on_finished) options.on_finished(job.pipeline, r.output.has_value(), run.seconds);
 
   if (r.output) {
     auto stored = store.Succeed(job.id, ToDocumentRecords(*r.output), ToResultRecord(*r.output));
@@ -184,11 +305,6 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
             std::to_string(o.generated_tokens) + " generated tokens, " +
             std::to_string(Chars(o.output_text)) + " chars)");
     Log(options, LogLevel::kDebug, job.id, "output: " + Excerpt(o.output_text, 200));
-  } else {
-    Log(options, LogLevel::kWarn, job.id, "failed (" + r.error_code + "): " + r.error);
-    auto stored = store.Fail(job, r.error_code, r.error);
-    if (!stored.ok()) return retry(stored.status());
-    run.status = store::JobStatus::kFailed;
   }
   return finish();
 }

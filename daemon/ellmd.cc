@@ -27,6 +27,7 @@
 #include "ellm/app/http_jobs.h"
 #include "ellm/app/runtime.h"
 #include "ellm/engine/cpu_features.h"
+#include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_consumer.h"
 #include "ellm/server/api_server.h"
 #include "ellm/store/job_store.h"
@@ -97,8 +98,13 @@ int RunKafka(Context& ctx) {
   runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
   runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
   runner_options.max_publish_attempts = config.jobs.max_publish_attempts;
+  runner_options.timeout_s = config.jobs.timeout_s;
   const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
+  if (const char* forks = std::getenv("ELLM_TEST_FAIL_EXTRACTOR_FORKS"); forks && *forks) {
+    ellm::ingest::FailExtractorForksForTesting(std::atoi(forks));
+    spdlog::warn("ELLM_TEST_FAIL_EXTRACTOR_FORKS: the next {} extractor forks will fail", forks);
+  }
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
                           std::to_string(getpid());
   runner_options.status = [](const std::string& what) { sd_notify(0, ("STATUS=" + what).c_str()); };
@@ -114,6 +120,9 @@ int RunKafka(Context& ctx) {
   }
   runner_options.on_finished = [&ctx](const std::string& pipeline, bool ok, double seconds) {
     ctx.metrics->JobFinished(pipeline, ok, seconds);
+  };
+  runner_options.on_failure = [&ctx](const std::string&, bool transient) {
+    ctx.metrics->JobFailure(transient);
   };
   auto kv_gauges = [&ctx] {
     const ellm::KvStats kv = ctx.runtime->generator->kv_stats();

@@ -112,9 +112,11 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
   o.publisher = publisher;
   o.crash_after_store_commit = options_.crash_after_store_commit;
   o.max_publish_attempts = options_.max_publish_attempts;
+  o.retry_transient = true;  // the consumer delivers a kRetryLater message again
   o.status = options_.status;
   o.on_finished = options_.on_finished;
   o.on_result = options_.on_result;
+  o.on_failure = options_.on_failure;
   o.log = [](app::LogLevel level, const std::string& line) {
     switch (level) {
       case app::LogLevel::kDebug:
@@ -151,6 +153,7 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
     spdlog::error("job={} {}", job.id, failed.status().ToString());
     return HandleOutcome::kRetryLater;
   }
+  if (*failed && options_.on_failure) options_.on_failure(job.pipeline, false);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
                                  options_.dead_letter_topic, options_.max_message_bytes);
   if (!*failed) {
@@ -184,8 +187,12 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
                                  options_.dead_letter_topic, options_.max_message_bytes);
   std::unique_lock<std::mutex> one_job;
   if (options_.job_mutex != nullptr) one_job = std::unique_lock<std::mutex>(*options_.job_mutex);
-  app::JobRun run = app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel,
-                                RunOptions(&publisher));
+  app::RunJobOptions run_options = RunOptions(&publisher);
+  app::JobTimeoutLimit limit = app::JobTimeout(options_.timeout_s, m.timeout_s);
+  run_options.timeout = limit.seconds;
+  run_options.timeout_source = limit.source;
+  app::JobRun run =
+      app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel, run_options);
   return run.outcome == app::JobOutcome::kDone ? HandleOutcome::kCommit
                                                : HandleOutcome::kRetryLater;
 }

@@ -36,7 +36,10 @@ struct JobRunnerOptions {
   // committed to SQLite, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
   int max_publish_attempts = 5;  // jobs.max_publish_attempts (app::RunJobOptions)
-  std::string worker;            // recorded with each attempt, e.g. "ellmd-host/1234"
+  // jobs.timeout_s: the limit on one attempt, and the cap on a message's
+  // timeout_s (app::JobTimeout); 0 = none.
+  int64_t timeout_s = 0;
+  std::string worker;  // recorded with each attempt, e.g. "ellmd-host/1234"
   // Told what the runner is doing ("running job X", "idle"), for systemd's
   // STATUS= line. May be empty.
   std::function<void(const std::string&)> status;
@@ -49,6 +52,9 @@ struct JobRunnerOptions {
   // result's token counts and timings. May be empty.
   std::function<void(const std::string&, bool, double)> on_finished;
   std::function<void(const pipelines::PipelineOutput&)> on_result;
+  // Told about every failure: a run's (pipeline, transient) and an invalid
+  // message's (its pipeline as given, false). May be empty.
+  std::function<void(const std::string&, bool)> on_failure;
   // Held while a job runs (app::Runtime::job_mutex: jobs from other doors,
   // such as HTTP, wait their turn). May be null.
   std::mutex* job_mutex = nullptr;

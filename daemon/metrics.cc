@@ -83,6 +83,13 @@ struct Metrics::State {
                  .Name("ellm_jobs_total")
                  .Help("Jobs finished, by pipeline and outcome (succeeded or failed).")
                  .Register(registry)),
+        failures(prometheus::BuildCounter()
+                     .Name("ellm_job_failures_total")
+                     .Help("Failed job runs and invalid messages: transient (retried up to "
+                           "jobs.max_attempts) or permanent (failed and dead-lettered at once).")
+                     .Register(registry)),
+        failures_transient(failures.Add({{"kind", "transient"}})),
+        failures_permanent(failures.Add({{"kind", "permanent"}})),
         job_duration(prometheus::BuildHistogram()
                          .Name("ellm_job_duration_seconds")
                          .Help("Wall-clock time of finished jobs, by pipeline.")
@@ -151,6 +158,9 @@ struct Metrics::State {
   // families registered in it, each family before the metrics it holds.
   prometheus::Registry registry;
   prometheus::Family<prometheus::Counter>& jobs;
+  prometheus::Family<prometheus::Counter>& failures;
+  prometheus::Counter& failures_transient;
+  prometheus::Counter& failures_permanent;
   prometheus::Family<prometheus::Histogram>& job_duration;
   prometheus::Gauge& prefill_rate;
   prometheus::Gauge& decode_rate;
@@ -288,6 +298,10 @@ void Metrics::JobFinished(const std::string& pipeline, bool succeeded, double se
     // Only allocation can fail here (the label names are ours and valid); a
     // lost sample must not fail the job that produced it.
   }
+}
+
+void Metrics::JobFailure(bool transient) {
+  (transient ? state_->failures_transient : state_->failures_permanent).Increment();
 }
 
 void Metrics::Generation(int64_t prompt_tokens, int64_t prefill_ms, int64_t generated_tokens,

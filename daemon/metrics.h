@@ -3,6 +3,7 @@
 // GET /metrics  Prometheus text exposition format (version 0.0.4):
 //   ellm_up                                       gauge, always 1
 //   ellm_jobs_total{pipeline,status}              counter, status = succeeded | failed
+//   ellm_job_failures_total{kind}                 counter, kind = transient | permanent
 //   ellm_job_duration_seconds{pipeline}           histogram, buckets 1 s .. 1 h
 //   ellm_prefill_tokens_per_second                gauge, the last generation's rate
 //   ellm_decode_tokens_per_second                 gauge, the last generation's rate
@@ -61,6 +62,10 @@ class Metrics {
   // One finished job: counts it under (pipeline, succeeded|failed) and
   // observes `seconds` in the duration histogram of `pipeline`.
   void JobFinished(const std::string& pipeline, bool succeeded, double seconds);
+  // One failure: a run that failed transiently (it runs again, or gives up
+  // after jobs.max_attempts) or permanently (stored at once, including
+  // deadline_exceeded), or an invalid message (permanent).
+  void JobFailure(bool transient);
   // One generation's token counts and timings. Adds the counts to the token
   // counters; sets a rate gauge only when its tokens and time are both > 0
   // (a negative count is ignored).

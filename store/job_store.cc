@@ -289,6 +289,24 @@ StatusOr<bool> JobStore::Release(const std::string& job_id, int64_t attempt,
   return released;
 }
 
+StatusOr<bool> JobStore::Requeue(const std::string& job_id, int64_t attempt,
+                                 const std::string& detail) {
+  bool requeued = false;
+  Status st = InTransaction([&]() -> Status {
+    ELLM_ASSIGN_OR_RETURN(
+        auto up, Statement::Prepare(*db_, Sql("UPDATE jobs SET status='queued', updated_at=NOW "
+                                              "WHERE id=?1 AND status='running' AND attempts=?2")));
+    up.Bind(1, std::string_view(job_id)).Bind(2, attempt);
+    ELLM_RETURN_IF_ERROR(up.Run());
+    requeued = sqlite3_changes(db_->handle()) > 0;
+    if (!requeued) return OkStatus();
+    return InsertEvent(*db_, job_id, "transient_error",
+                       "attempt " + std::to_string(attempt) + ": " + detail);
+  });
+  if (!st.ok()) return st.WithContext("job '" + job_id + "': cannot queue it again");
+  return requeued;
+}
+
 StatusOr<int64_t> JobStore::Prune(int days) {
   int64_t pruned = 0;
   Status st = InTransaction([&]() -> Status {

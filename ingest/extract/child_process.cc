@@ -1,6 +1,8 @@
 // The limited child runner (see child_process.h).
 #include "extract/child_process.h"
 
+#include "ellm/ingest/extract.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <thread>
@@ -21,6 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kErrTailBytes = 4096;
+
+std::atomic<int> forks_to_fail{0};  // FailExtractorForksForTesting
 
 // ASan reserves terabytes of address space at start-up, so an address-space
 // limit would stop a sanitized child before main().
@@ -107,6 +112,8 @@ void Reap(pid_t pid, int* status, rusage* usage) {
 
 }  // namespace
 
+void FailExtractorForksForTesting(int n) { forks_to_fail = n; }
+
 StatusOr<ChildResult> RunChild(const std::string& binary, const std::vector<std::string>& argv,
                                int input_fd, const ChildLimits& limits) {
   std::vector<std::string> args = argv;
@@ -130,7 +137,10 @@ StatusOr<ChildResult> RunChild(const std::string& binary, const std::vector<std:
   const pid_t parent = getpid();
   const Clock::time_point deadline = Clock::now() + limits.wall_timeout;
 
-  const pid_t pid = fork();
+  int fail = forks_to_fail.load();
+  while (fail > 0 && !forks_to_fail.compare_exchange_weak(fail, fail - 1)) {
+  }
+  const pid_t pid = fail > 0 ? (errno = EAGAIN, -1) : fork();
   if (pid < 0) return ErrnoError(errno, "fork of the extractor");
   if (pid == 0) {
     ExecChild(binary.c_str(), cargv.data(), parent, src, cpu_limit, as_limit,

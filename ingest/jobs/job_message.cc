@@ -142,15 +142,15 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
   if (j.contains("pipeline") && j["pipeline"].is_string()) {
     m.pipeline = j["pipeline"].get<std::string>();
   }
-  static const std::array<std::string_view, 6> kKeys = {"version",   "id",     "pipeline",
-                                                        "documents", "params", "reply_to"};
+  static const std::array<std::string_view, 7> kKeys = {
+      "version", "id", "pipeline", "documents", "params", "reply_to", "timeout_s"};
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (auto name : kKeys) known = known || name == k;
     if (!known) {
-      return Fail{
-          "invalid_message",
-          "unknown key '" + k + "' (expected version, id, pipeline, documents, params, reply_to)"};
+      return Fail{"invalid_message",
+                  "unknown key '" + k +
+                      "' (expected version, id, pipeline, documents, params, reply_to, timeout_s)"};
     }
   }
   if (j.contains("version") && !(j["version"].is_number_integer() && j["version"] == 1)) {
@@ -196,6 +196,16 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
                   "'.' or '..'): '" +
                       t.substr(0, 80) + "'"};
     }
+  }
+  if (j.contains("timeout_s")) {
+    const json& t = j["timeout_s"];
+    constexpr int64_t kMax = 2147483647;  // about 68 years: no real job, no overflow
+    if (!t.is_number_integer() || t.get<int64_t>() <= 0 || t.get<int64_t>() > kMax) {
+      return Fail{"invalid_message",
+                  "'timeout_s' must be a positive integer (seconds one attempt may run), not " +
+                      t.dump().substr(0, 40)};
+    }
+    m.timeout_s = t.get<int64_t>();
   }
   if (!j.contains("documents")) return Fail{"invalid_message", "missing 'documents'"};
   const json& docs = j["documents"];

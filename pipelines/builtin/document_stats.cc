@@ -45,9 +45,10 @@ class DocumentStats : public Processor {
       const ingest::JobDocument& jd = job.documents[i];
       auto doc = LoadJobDocument(jd, options_);
       if (!doc.ok()) {
-        return PipelineResult::Failed(
+        return PipelineResult::FailedWith(
             DocumentErrorCode(doc.status()),
-            DocumentName(i, job.documents.size(), jd) + ": " + doc.status().message());
+            DocumentName(i, job.documents.size(), jd) + ": " + doc.status().message(),
+            doc.status());
       }
       int64_t words = 0, chars = 0;
       for (const auto& page : doc->pages) {

@@ -84,7 +84,9 @@ PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, cons
     shared = shared == std::string::npos ? 0 : shared + part.text.size();
     auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
                                           spec_.generation, sections, cancel, progress_, shared);
-    if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+    if (!g.ok()) {
+      return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
+    }
     if (g->cancelled) return PipelineResult::Cancelled();
     AddGeneration(*r, *g);
     for (size_t i = 0; i < spec_.fields.size() && i < g->sections.size(); ++i) {
@@ -157,7 +159,9 @@ PipelineResult PipelineProcessor::RunFields(const PipelineRequest& job,
       auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, settings,
                                             {{spec_.differences_lead, settings.max_tokens}}, cancel,
                                             progress_);
-      if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+      if (!g.ok()) {
+        return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
+      }
       if (g->cancelled) return PipelineResult::Cancelled();
       AddGeneration(r, *g);
       int dropped = 0;

@@ -332,9 +332,11 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
     // of a stop string (e.g. one "\n" of "\n\n") precedes the lead.
   }
   if (constraint != nullptr && !constraint->Complete()) {
-    return ResourceExhaustedError("the JSON answer was not complete after " +
-                                  std::to_string(out.generated_tokens) +
-                                  " tokens (generation.max_tokens)");
+    // OutOfRange, not ResourceExhausted: the pipeline's own limit, reached
+    // again on every retry (a permanent failure, see IsTransient).
+    return OutOfRangeError("the JSON answer was not complete after " +
+                           std::to_string(out.generated_tokens) +
+                           " tokens (generation.max_tokens)");
   }
   out.constraint_ms = static_cast<int64_t>(constraint_seconds * 1000.0 + 0.5);
   if (progress) progress({"generate", out.generated_tokens, out.generated_tokens});

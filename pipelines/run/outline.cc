@@ -86,7 +86,9 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
     auto g = generator_->GenerateSections(
         spec_.system_prompt, head + body + tail, spec_.format, settings,
         {{kLead, kGistTokens}, {kFigureLead, kFigureTokens, {"\n"}}}, cancel, nullptr);
-    if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+    if (!g.ok()) {
+      return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
+    }
     if (g->cancelled) return PipelineResult::Cancelled();
     AddGeneration(*r, *g);
     std::string gist = g->sections.empty() ? "" : Trim(kLead + g->sections[0]);

@@ -440,8 +440,9 @@ PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::at
     const ingest::JobDocument& jd = job.documents[i];
     auto doc = LoadJobDocument(jd, extract_);
     if (!doc.ok()) {
-      return PipelineResult::Failed(DocumentErrorCode(doc.status()),
-                                    DocumentName(i, n, jd) + ": " + doc.status().message());
+      return PipelineResult::FailedWith(DocumentErrorCode(doc.status()),
+                                        DocumentName(i, n, jd) + ": " + doc.status().message(),
+                                        doc.status());
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
@@ -535,7 +536,9 @@ PipelineResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int6
                                                              GeneratorSections(), cancel, nullptr)
                               : generator_->Generate(spec_.system_prompt, *prompt, spec_.format,
                                                      map_settings, cancel, nullptr);
-        if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+        if (!g.ok()) {
+          return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
+        }
         if (g->cancelled) return PipelineResult::Cancelled();
         AddGeneration(*r, *g);
         std::string note = Trim(g->text);
@@ -685,7 +688,7 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   auto g =
       generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, spec_.generation,
                                    sections, cancel, progress_, shared_prefix);
-  if (!g.ok()) return PipelineResult::Failed("engine_error", g.status().ToString());
+  if (!g.ok()) return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
   if (g->cancelled) return PipelineResult::Cancelled();
   AddGeneration(r, *g);
   std::string answer = g->text;

@@ -1,5 +1,6 @@
 // The processor registry and how a job's documents are read (shared by
 // every processor).
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +9,28 @@
 #include "ellm/pipelines/processor.h"
 
 namespace ellm::pipelines {
+
+bool IsTransient(const Status& status) {
+  if (ingest::ExtractErrorOf(status).has_value()) return false;
+  switch (status.code()) {
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+PipelineResult PipelineResult::FailedWith(std::string code, std::string message,
+                                          const Status& cause) {
+  if (!IsTransient(cause)) return Failed(std::move(code), std::move(message));
+  std::string name(StatusCodeName(cause.code()));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  PipelineResult r = Failed(std::move(name), std::move(message));
+  r.transient = true;
+  return r;
+}
 
 Status ProcessorRegistry::Add(std::unique_ptr<Processor> processor) {
   std::string name = processor->name();

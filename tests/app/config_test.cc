@@ -107,6 +107,11 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   EXPECT_EQ(ParseConfig("", "c")->jobs.max_publish_attempts, 5);
   EXPECT_EQ(ParseConfig("jobs: {max_publish_attempts: 9}\n", "c")->jobs.max_publish_attempts, 9);
   EXPECT_FALSE(ParseConfig("jobs: {max_publish_attempts: 0}\n", "c").ok());
+  EXPECT_EQ(ParseConfig("", "c")->jobs.timeout_s, 0);
+  EXPECT_EQ(ParseConfig("jobs: {timeout_s: 3600}\n", "c")->jobs.timeout_s, 3600);
+  auto negative = ParseConfig("jobs: {timeout_s: -1}\n", "c");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("jobs.timeout_s"), std::string::npos);
   EXPECT_FALSE(
       ParseConfig("kafka: {session_timeout_ms: 9000, max_poll_interval_ms: 8000}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("model: {kv_type: q4}\n", "c").ok());

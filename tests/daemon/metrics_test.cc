@@ -43,6 +43,9 @@ TEST(Metrics, ServesPrometheusTextWithJobsTokensKvAndLag) {
 
   (*metrics)->JobFinished("summarize-report", true, 12.5);
   (*metrics)->JobFinished("summarize-report", false, 0.5);
+  (*metrics)->JobFailure(/*transient=*/true);
+  (*metrics)->JobFailure(/*transient=*/true);
+  (*metrics)->JobFailure(/*transient=*/false);
   (*metrics)->Generation(/*prompt_tokens=*/2000, /*prefill_ms=*/500, /*generated_tokens=*/100,
                          /*decode_ms=*/4000);
   (*metrics)->SetKvBytes(1 << 20, 4096);
@@ -58,6 +61,8 @@ TEST(Metrics, ServesPrometheusTextWithJobsTokensKvAndLag) {
   EXPECT_TRUE(
       Contains(body, "ellm_jobs_total{pipeline=\"summarize-report\",status=\"failed\"} 1\n"))
       << body;
+  EXPECT_TRUE(Contains(body, "ellm_job_failures_total{kind=\"transient\"} 2\n")) << body;
+  EXPECT_TRUE(Contains(body, "ellm_job_failures_total{kind=\"permanent\"} 1\n")) << body;
   EXPECT_TRUE(Contains(body, "# TYPE ellm_job_duration_seconds histogram")) << body;
   // 12.5 s and 0.5 s: one observation at or below 10 s, two at or below 20 s.
   EXPECT_TRUE(Contains(

@@ -39,7 +39,7 @@ TEST_F(JobMessageTest, AcceptsAFullValidMessage) {
                         R"("documents":[{"path":")" +
                         dir_ +
                         R"(/in/a.txt"},{"name":"m.txt","content_base64":"aGk="}],)"
-                        R"("params":{"lang":"en"},"reply_to":"team.results"})";
+                        R"("params":{"lang":"en"},"reply_to":"team.results","timeout_s":600})";
   auto p = Parse(payload, "q3-2026");
   ASSERT_TRUE(p.ok()) << p.error_code << ": " << p.error;
   EXPECT_EQ(p.message.id, "q3-2026");
@@ -51,6 +51,7 @@ TEST_F(JobMessageTest, AcceptsAFullValidMessage) {
   EXPECT_EQ(p.message.documents[1].Label(), "inline:m.txt");
   EXPECT_EQ(p.message.params_json, R"({"lang":"en"})");
   EXPECT_EQ(*p.message.reply_to, "team.results");
+  EXPECT_EQ(p.message.timeout_s, 600);
 }
 
 TEST_F(JobMessageTest, RejectsEachKindOfBadMessageWithItsCode) {
@@ -81,6 +82,14 @@ TEST_F(JobMessageTest, RejectsEachKindOfBadMessageWithItsCode) {
       {R"({"id":"j","pipeline":"summarize-report","reply_to":")" + std::string(250, 'a') +
            R"(","documents":[{"path":"/"}]})",
        "", "invalid_message", "1-249"},
+      {R"({"id":"j","pipeline":"summarize-report","timeout_s":0,"documents":[{"path":"/"}]})", "",
+       "invalid_message", "'timeout_s' must be a positive integer"},
+      {R"({"id":"j","pipeline":"summarize-report","timeout_s":-5,"documents":[{"path":"/"}]})", "",
+       "invalid_message", "'timeout_s'"},
+      {R"({"id":"j","pipeline":"summarize-report","timeout_s":1.5,"documents":[{"path":"/"}]})", "",
+       "invalid_message", "'timeout_s'"},
+      {R"({"id":"j","pipeline":"summarize-report","timeout_s":"60","documents":[{"path":"/"}]})",
+       "", "invalid_message", "'timeout_s'"},
       {R"({"id":"j","pipeline":"summarize-report","documents":[{"path":"rel.pdf"}]})", "",
        "invalid_message", "absolute"},
       {R"({"id":"j","pipeline":"summarize-report","documents":[{"name":"a","content_base64":"@@@@"}]})",

@@ -14,6 +14,7 @@
 
 #include "daemon_harness.h"
 #include "ellm/ingest/kafka.h"
+#include "http_get.h"
 #include "test_env.h"
 
 namespace ellm::testing {
@@ -477,6 +478,60 @@ TEST_F(JobQueue, BrokerAwayAtStartAndMidRunLosesAndDuplicatesNothing) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE attempts = 1"), kJobs);
   EXPECT_NE(d->Log().find("result event not published yet"), std::string::npos)
       << "no result event waited out the outage, so its retry went untested";
+}
+
+// Issue 37: failures are transient or permanent. A failed fork of the
+// extractor (injected once) leaves its job queued, and the consumer's retry
+// succeeds on attempt 2; a job that outlives its message's timeout_s fails
+// at once with deadline_exceeded and is dead-lettered; the job behind both
+// on the same partition completes, and the metrics count one failure of
+// each kind.
+TEST_F(JobQueue, TransientFailuresAreRetriedAndDeadlinesFailJobsForGood) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  std::filesystem::copy_file(SourceDir() + "/tests/data/pdf/ligatures.pdf", inbox_ + "/r.pdf");
+  const std::string slow = R"({"id":"slow","pipeline":"document-stats","documents":[{"path":")" +
+                           inbox_ + R"(/report.txt"}],"params":{"hold_ms":30000},"timeout_s":1})";
+  Produce(brokers, "flaky", Job("flaky", "{}", inbox_ + "/r.pdf"));
+  Produce(brokers, "slow", slow);
+  Produce(brokers, "good", Job("good"));
+  DaemonConfig c = Config(brokers, model);
+  c.metrics = true;
+  Daemon* d = Start(c, {{"ELLM_TEST_FAIL_EXTRACTOR_FORKS", "1"}});
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Count("SELECT count(*) FROM jobs WHERE status IN ('succeeded','failed')") == 3 &&
+               PublishedJobs() == 3;
+      },
+      seconds(45)))
+      << d->Log();
+  EXPECT_EQ(StatusOf("flaky"), "2");
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='flaky'"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE job_id='flaky' AND kind='transient_error' "
+                  "AND detail LIKE 'attempt 1: unavailable: %fork of the extractor%'"),
+            1);
+  EXPECT_EQ(StatusOf("slow"), "3");
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='slow' AND error_code='deadline_exceeded' "
+                  "AND error_message LIKE '%limit of 1 s (the message''s timeout_s)%'"),
+            1);
+  EXPECT_EQ(Count("SELECT attempts FROM jobs WHERE id='slow'"), 1);
+  EXPECT_EQ(StatusOf("good"), "2");
+
+  auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(3));
+  ASSERT_EQ(dead.size(), 1u) << "only the permanent failure is dead-lettered";
+  std::map<std::string, std::string> h(dead[0].headers.begin(), dead[0].headers.end());
+  EXPECT_EQ(h["ellm.job_id"], "slow");
+  EXPECT_EQ(h["ellm.error.code"], "deadline_exceeded");
+  EXPECT_EQ(dead[0].payload, slow);
+
+  HttpResponse metrics = HttpRequest(d->MetricsPort(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find(R"(ellm_job_failures_total{kind="transient"} 1)"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find(R"(ellm_job_failures_total{kind="permanent"} 1)"), std::string::npos)
+      << metrics.body;
+  d->Signal(SIGTERM);
+  EXPECT_EQ(d->Wait(seconds(30)), 0);
 }
 
 }  // namespace

@@ -189,6 +189,22 @@ TEST_F(JobStoreTest, RetriesAnInterruptedJobThenGivesUp) {
   EXPECT_FALSE(j->result.has_value());
 }
 
+TEST_F(JobStoreTest, RequeueKeepsTheAttemptAndRecordsTheTransientError) {
+  auto store = Open(3);
+  ASSERT_EQ(store->Begin(Job("j")).value().attempt, 1);
+  EXPECT_FALSE(store->Requeue("j", 2, "not this attempt").value());
+  EXPECT_TRUE(store->Requeue("j", 1, "unavailable: fork of the extractor").value());
+  auto j = store->Get("j").value();
+  EXPECT_EQ(j->status, JobStatus::kQueued);
+  EXPECT_EQ(j->attempts, 1);
+  ASSERT_FALSE(j->events.empty());
+  EXPECT_EQ(j->events.back().kind, "transient_error");
+  EXPECT_EQ(j->events.back().detail, "attempt 1: unavailable: fork of the extractor");
+  EXPECT_FALSE(store->Requeue("j", 1, "again").value()) << "only a running job";
+  EXPECT_EQ(store->Begin(Job("j")).value().attempt, 2);
+  EXPECT_EQ(store->max_attempts(), 3);
+}
+
 TEST_F(JobStoreTest, RecoveryFailsJobsOutOfAttempts) {
   auto store = Open(1);
   ASSERT_TRUE(store->Begin(Job("a")).ok());

@@ -87,6 +87,12 @@ struct JobsConfig {
   // broker refuses, before the job is failed as publish_failed and its
   // partition moves on.
   int max_publish_attempts = 5;
+  // Seconds one attempt of a job may run before it is stopped and failed as
+  // deadline_exceeded; also the cap on a message's own timeout_s. 0: no
+  // limit. No limit by default: a job's run time is already bounded by
+  // model.context and the pipelines' max_tokens, and what bound fits
+  // depends a hundredfold on the model and the CPU.
+  int64_t timeout_s = 0;
   Status Validate() const;
 };
 

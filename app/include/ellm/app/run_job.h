@@ -4,12 +4,22 @@
 //      work. A job already finished (succeeded or failed) is never run
 //      again; a job started jobs.max_attempts times without finishing is
 //      failed ("gave up"). Both go straight to step 4.
-//   2. Run: the pipeline's Processor::Run, watching `cancel`. A cancelled
-//      job stores nothing, gives its attempt back (JobStore::Release: it
-//      is queued again and the cancellation does not count towards
-//      jobs.max_attempts) and is kRetryLater.
+//   2. Run: the pipeline's Processor::Run, watching `cancel` and the job's
+//      deadline (RunJobOptions::timeout). A cancelled job stores nothing,
+//      gives its attempt back (JobStore::Release: it is queued again and
+//      the cancellation does not count towards jobs.max_attempts) and is
+//      kRetryLater. A job stopped by its deadline fails (permanently) with
+//      error_code deadline_exceeded.
 //   3. Succeed or Fail: the outcome is stored in one SQLite transaction
-//      (the first outcome stored wins).
+//      (the first outcome stored wins). With retry_transient, a transient
+//      failure (the pipeline result says so: disk full, out of memory
+//      (std::bad_alloc is caught here), a failed fork of the extractor)
+//      stores no outcome: the job is queued again keeping its attempt, with
+//      a `transient_error` event (JobStore::Requeue), and is kRetryLater,
+//      so the consumer tries it again after its back-off. A transient
+//      failure of the last of jobs.max_attempts attempts fails the job as
+//      attempts_exhausted, naming that error. Any other failure (and any
+//      failure without retry_transient) is stored at once.
 //   4. Publish (with a ResultPublisher): the job is read back from the
 //      store; a failed job without a `dead_lettered` event gets its
 //      dead-letter copy sent, then the event recorded; a job without a
@@ -33,7 +43,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,12 +91,24 @@ struct RunJobOptions {
   // Test-only fault injection: SIGKILL this process right after a success is
   // committed to the store, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
+  // How long one attempt may run before it is stopped and failed as
+  // deadline_exceeded; 0 = no limit. `timeout_source` names where the limit
+  // came from in that error ("jobs.timeout_s"). See JobTimeout.
+  std::chrono::seconds timeout{0};
+  std::string timeout_source;
+  // Whether the caller delivers a kRetryLater job again (a queue: the
+  // daemon's consumer, the HTTP API's inbox). Then a transient failure is
+  // queued again (step 3); otherwise (the CLI) it is stored as the job's
+  // failure at once, under its own error code.
+  bool retry_transient = false;
   // Each may be empty. `status`: what is running ("running job X (P)",
-  // "idle"). `on_finished`: a run that was not cancelled (pipeline,
-  // succeeded, seconds). `on_result`: a success's token counts and timings.
-  // `log`: one line about the job, starting "job=<id> ".
+  // "idle"). `on_finished`: a run whose outcome was stored (pipeline,
+  // succeeded, seconds). `on_failure`: a run that failed (pipeline,
+  // transient), stored or not. `on_result`: a success's token counts and
+  // timings. `log`: one line about the job, starting "job=<id> ".
   std::function<void(const std::string&)> status;
   std::function<void(const std::string&, bool, double)> on_finished;
+  std::function<void(const std::string&, bool)> on_failure;
   std::function<void(const pipelines::PipelineOutput&)> on_result;
   std::function<void(LogLevel, const std::string&)> log;
 };
@@ -99,8 +124,19 @@ struct JobRun {
   bool ran = false;                  // the processor ran (decision kRun)
   pipelines::PipelineResult result;  // its result, when it ran
   double seconds = 0;                // how long it ran
-  Status error;  // why kRetryLater when a store or publisher call failed; OK otherwise
+  // Why kRetryLater when a store or publisher call failed, or the run
+  // failed transiently (Unavailable, naming the error); OK otherwise.
+  Status error;
 };
+
+// The limit on one attempt of a job: the message's `timeout_s` (a positive
+// integer, or none) capped by jobs.timeout_s (`config_s`; 0 = no cap).
+// Returns 0 seconds when neither sets one. `source` names the one in force.
+struct JobTimeoutLimit {
+  std::chrono::seconds seconds{0};
+  std::string source;  // "jobs.timeout_s" or "the message's timeout_s"
+};
+JobTimeoutLimit JobTimeout(int64_t config_s, std::optional<int64_t> message_s);
 
 // Runs `request` through the sequence above. `job` is its store record
 // (id, pipeline, params, reply_to, source, worker).

@@ -76,4 +76,11 @@ StatusOr<Document> ExtractDocument(const std::string& path, const ExtractOptions
 // ExtractOptions::extractor_path); NotFound listing the places tried.
 StatusOr<std::string> FindExtractor(const ExtractOptions& options);
 
+// Test-only fault injection (ellmd: ELLM_TEST_FAIL_EXTRACTOR_FORKS=N): the
+// next `n` forks of the extractor child in this process fail with EAGAIN,
+// as when the process limit is reached, so ExtractDocument returns an
+// Unavailable error with no extraction reason (a transient failure).
+// Thread-safe.
+void FailExtractorForksForTesting(int n);
+
 }  // namespace ellm::ingest

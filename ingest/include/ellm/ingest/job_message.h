@@ -9,7 +9,9 @@
 //      {"name": "memo.txt", "content_base64": "..."}   inline bytes
 //    ],
 //    "params": {...},                    optional object, passed to the pipeline
-//    "reply_to": "team-a.results"}       optional topic for the result event
+//    "reply_to": "team-a.results",       optional topic for the result event
+//    "timeout_s": 600}                   optional; seconds one attempt may run
+//                                        (a positive integer; jobs.timeout_s caps it)
 //
 // Validation is strict: unknown keys, wrong types, an unknown pipeline,
 // oversized inline data, and paths that resolve (after symlinks) outside the
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,6 +47,7 @@ struct JobMessage {
   std::vector<JobDocument> documents;
   std::string params_json = "{}";  // compact JSON object
   std::optional<std::string> reply_to;
+  std::optional<int64_t> timeout_s;  // > 0 when set
 };
 
 struct JobMessageLimits {

@@ -52,12 +52,17 @@ struct PipelineOutput {
   std::vector<DocumentSummary> documents;
 };
 
-// Exactly one of: output set (success), error_code set (the job failed, for
-// a reason that will not change on retry), or cancelled.
+// Exactly one of: output set (success), error_code set (the job failed), or
+// cancelled. A failure is permanent (the same request fails the same way
+// again: a bad document, an invalid parameter, a context overflow) unless
+// `transient` says the machine or a peer was at fault (disk full while
+// spilling, out of memory, a failed fork of the extractor): then the job
+// runner tries it again later, within jobs.max_attempts.
 struct PipelineResult {
   std::optional<PipelineOutput> output;
   std::string error_code;  // stable, e.g. "document.encrypted" (append-only)
   std::string error;       // for people: what, which document, what to do
+  bool transient = false;  // with error_code: retrying may succeed
   bool cancelled = false;
 
   static PipelineResult Failed(std::string code, std::string message) {
@@ -66,12 +71,24 @@ struct PipelineResult {
     r.error = std::move(message);
     return r;
   }
+  // A failure caused by `cause`: transient when IsTransient(cause), and then
+  // named after its status code ("resource_exhausted", "unavailable")
+  // instead of `code`, which names what a permanent failure was about.
+  static PipelineResult FailedWith(std::string code, std::string message, const Status& cause);
   static PipelineResult Cancelled() {
     PipelineResult r;
     r.cancelled = true;
     return r;
   }
 };
+
+// Whether a failure with `status` may go away by itself: the machine ran
+// short (ResourceExhausted: disk full, out of memory, out of file
+// descriptors) or a peer was away (Unavailable: fork failed with EAGAIN, a
+// broker timed out). A document's own limits are permanent whatever their
+// code: extraction errors (reason "extract.*", e.g. the extractor's memory
+// limit, which is ResourceExhausted) fail the same way every time.
+bool IsTransient(const Status& status);
 
 class Processor {
  public:

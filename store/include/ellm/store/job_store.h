@@ -144,6 +144,15 @@ class JobStore {
   // that is how a job that crashes the engine is found.
   StatusOr<bool> Release(const std::string& job_id, int64_t attempt, const std::string& why);
 
+  // A run that failed for a reason that may pass (disk full, a failed fork:
+  // a transient error) keeps its attempt: the job returns to `queued` with a
+  // `transient_error` event carrying `detail`, only if it is still
+  // `running` at `attempt`. Returns whether it changed anything.
+  StatusOr<bool> Requeue(const std::string& job_id, int64_t attempt, const std::string& detail);
+
+  // JobStoreOptions::max_attempts.
+  int max_attempts() const { return options_.max_attempts; }
+
   // At start-up: jobs left `running` by a process that died go back to
   // `queued` (their message will be delivered again); those that used up
   // their attempts are failed. Returns how many were requeued.

@@ -1,0 +1,73 @@
+// Which failures are transient (the job runs again) and which permanent
+// (failed and dead-lettered at once): IsTransient and
+// PipelineResult::FailedWith, and a failed fork of the PDF extractor as the
+// `document-stats` processor reports it.
+#include "ellm/pipelines/processor.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "ellm/ingest/extract.h"
+
+namespace ellm::pipelines {
+namespace {
+
+TEST(IsTransient, TheMachineOrAPeerFallingShortIsTransient) {
+  EXPECT_TRUE(IsTransient(ErrnoError(ENOSPC, "spilling 4096 bytes of KV cache")));
+  EXPECT_TRUE(IsTransient(ErrnoError(ENOMEM, "out of memory")));
+  EXPECT_TRUE(IsTransient(ErrnoError(EMFILE, "pipe")));
+  EXPECT_TRUE(IsTransient(ErrnoError(EAGAIN, "fork of the extractor")));
+  EXPECT_TRUE(IsTransient(UnavailableError("broker away")));
+  EXPECT_TRUE(IsTransient(DeadlineExceededError("broker timed out")));
+}
+
+TEST(IsTransient, TheInputAndTheDocumentsOwnLimitsArePermanent) {
+  EXPECT_FALSE(IsTransient(InvalidArgumentError("bad")));
+  EXPECT_FALSE(IsTransient(OutOfRangeError("the prompt has 40000 tokens")));
+  EXPECT_FALSE(IsTransient(FailedPreconditionError("no text layer")));
+  EXPECT_FALSE(IsTransient(InternalError("crashed")));
+  // Same codes as transient ones, but the document's own: permanent.
+  EXPECT_FALSE(IsTransient(
+      ingest::MakeExtractError(ingest::ExtractError::kResourceLimit, "a.pdf: memory limit")));
+  EXPECT_FALSE(
+      IsTransient(ingest::MakeExtractError(ingest::ExtractError::kTimeout, "a.pdf: 180 s")));
+}
+
+TEST(PipelineResult, FailedWithNamesATransientFailureAfterItsCode) {
+  PipelineResult spill = PipelineResult::FailedWith("engine_error", "RESOURCE_EXHAUSTED: disk full",
+                                                    ErrnoError(ENOSPC, "spilling"));
+  EXPECT_TRUE(spill.transient);
+  EXPECT_EQ(spill.error_code, "resource_exhausted");
+  EXPECT_EQ(spill.error, "RESOURCE_EXHAUSTED: disk full");
+
+  PipelineResult bad = PipelineResult::FailedWith(
+      "document.encrypted", "a.pdf is encrypted",
+      ingest::MakeExtractError(ingest::ExtractError::kEncrypted, "a.pdf is encrypted"));
+  EXPECT_FALSE(bad.transient);
+  EXPECT_EQ(bad.error_code, "document.encrypted");
+}
+
+TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
+  ingest::ExtractOptions options;
+  options.extractor_path = ELLM_EXTRACTOR_PATH;
+  auto processor = MakeDocumentStatsProcessor(options);
+  PipelineRequest request;
+  request.job_id = "j1";
+  request.documents.resize(1);
+  request.documents[0].path = std::string(ELLM_PDF_DATA_DIR) + "/ligatures.pdf";
+  request.documents[0].resolved_path = request.documents[0].path;
+  std::atomic<bool> cancel{false};
+
+  ingest::FailExtractorForksForTesting(1);
+  PipelineResult failed = processor->Run(request, cancel);
+  EXPECT_TRUE(failed.transient);
+  EXPECT_EQ(failed.error_code, "unavailable");
+  EXPECT_NE(failed.error.find("fork of the extractor"), std::string::npos) << failed.error;
+
+  PipelineResult second = processor->Run(request, cancel);  // the next fork works
+  EXPECT_TRUE(second.output.has_value()) << second.error_code << ": " << second.error;
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
