@@ -253,6 +253,13 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
           " documents=" + std::to_string(request.documents.size()) + " from " + job.source.topic +
           "[" + std::to_string(job.source.partition) + "]@" + std::to_string(job.source.offset));
   if (options.status) options.status("running job " + job.id + " (" + job.pipeline + ")");
+  if (!options.crash_in_job.empty() && options.crash_in_job == job.id) {
+    Log(options, LogLevel::kWarn, job.id, "ELLM_TEST_CRASH_IN_JOB: killing the process in 200 ms");
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      raise(SIGKILL);
+    }).detach();
+  }
   auto started = std::chrono::steady_clock::now();
   bool timed_out = false;
   run.result = RunWithin(processor, request, cancel, options.timeout, &timed_out);

@@ -101,6 +101,9 @@ int RunKafka(Context& ctx) {
   runner_options.timeout_s = config.jobs.timeout_s;
   const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
+  if (const char* job = std::getenv("ELLM_TEST_CRASH_IN_JOB"); job && *job) {
+    runner_options.crash_in_job = job;
+  }
   if (const char* forks = std::getenv("ELLM_TEST_FAIL_EXTRACTOR_FORKS"); forks && *forks) {
     ellm::ingest::FailExtractorForksForTesting(std::atoi(forks));
     spdlog::warn("ELLM_TEST_FAIL_EXTRACTOR_FORKS: the next {} extractor forks will fail", forks);

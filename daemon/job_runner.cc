@@ -111,6 +111,7 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
   app::RunJobOptions o;
   o.publisher = publisher;
   o.crash_after_store_commit = options_.crash_after_store_commit;
+  o.crash_in_job = options_.crash_in_job;
   o.max_publish_attempts = options_.max_publish_attempts;
   o.retry_transient = true;  // the consumer delivers a kRetryLater message again
   o.status = options_.status;

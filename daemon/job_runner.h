@@ -35,6 +35,8 @@ struct JobRunnerOptions {
   // Test-only fault injection: SIGKILL this process right after a result is
   // committed to SQLite, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
+  // Test-only: SIGKILL mid-run of this job, every time (ELLM_TEST_CRASH_IN_JOB).
+  std::string crash_in_job;
   int max_publish_attempts = 5;  // jobs.max_publish_attempts (app::RunJobOptions)
   // jobs.timeout_s: the limit on one attempt, and the cap on a message's
   // timeout_s (app::JobTimeout); 0 = none.

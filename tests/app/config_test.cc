@@ -273,5 +273,23 @@ TEST(Config, KafkaSecretsComeFromFilesOrCredentialsAndAreNeverEchoed) {
   std::filesystem::remove_all(dir);
 }
 
+// The shipped unit's restart limit against the default jobs.max_attempts:
+// two jobs whose documents crash the process (each up to max_attempts
+// starts that die, issue 37 item 4) plus the start that fails them and a
+// spare must fit in StartLimitBurst, or systemd leaves ellmd.service failed.
+TEST(ServiceUnit, TwoCrashingJobsDoNotExhaustTheRestartLimit) {
+  std::ifstream unit(std::string(ELLM_SOURCE_DIR) + "/packaging/systemd/ellmd.service");
+  ASSERT_TRUE(unit.good());
+  int burst = -1, interval = -1;
+  std::string line;
+  while (std::getline(unit, line)) {
+    if (line.rfind("StartLimitBurst=", 0) == 0) burst = std::stoi(line.substr(16));
+    if (line.rfind("StartLimitIntervalSec=", 0) == 0) interval = std::stoi(line.substr(22));
+  }
+  const int attempts = JobsConfig{}.max_attempts;
+  EXPECT_GE(burst, 2 * attempts + 2) << "StartLimitBurst=" << burst;
+  EXPECT_GT(interval, 0);
+}
+
 }  // namespace
 }  // namespace ellm::app

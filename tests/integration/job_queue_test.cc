@@ -330,6 +330,44 @@ TEST_F(JobQueue, CrashBetweenStoreCommitAndOffsetCommitGivesNoDuplicate) {
   EXPECT_EQ(ReadTopic(brokers, topic_ + ".results", seconds(3)).size(), 1u);
 }
 
+// A document that kills the process mid-inference (issue 37 item 4): each
+// restart (what systemd's Restart=on-failure does) runs it again until
+// jobs.max_attempts starts are used up; the next start fails it as
+// attempts_exhausted and dead-letters it without running it, and the job
+// behind it on the same partition completes.
+TEST_F(JobQueue, AJobThatKillsTheDaemonFailsAfterMaxAttemptsAndTheNextCompletes) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  Produce(brokers, "boom",
+          R"({"id":"boom","pipeline":"summarize-report","documents":[{"path":")" + inbox_ +
+              R"(/report.txt"}],"params":{}})");
+  Produce(brokers, "after", Job("after"));
+  DaemonConfig c = Config(brokers, model);
+  ASSERT_EQ(c.max_attempts, 3);
+  int crashes = 0;
+  for (int start = 0; start < 6 && Succeeded() < 1; ++start) {  // -1: no store yet
+    Daemon* d = Start(c, {{"ELLM_TEST_CRASH_IN_JOB", "boom"}});
+    bool done = WaitFor([&] { return !d->Running() || Succeeded() == 1; }, seconds(90));
+    ASSERT_TRUE(done) << d->Log();
+    if (!d->Running()) {
+      EXPECT_EQ(d->Wait(seconds(5)), 128 + SIGKILL) << d->Log();
+      ++crashes;
+      continue;
+    }
+    d->Signal(SIGTERM);
+    EXPECT_EQ(d->Wait(seconds(30)), 0) << d->Log();
+  }
+  EXPECT_EQ(crashes, 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='boom' AND status='failed' AND "
+                  "error_code='attempts_exhausted' AND attempts=3"),
+            1);
+  EXPECT_EQ(StatusOf("after"), "2");
+  auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(3));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].key, "boom");
+}
+
 TEST_F(JobQueue, SigtermLetsTheRunningJobFinishAndCommits) {
   ELLM_REQUIRE_KAFKA(brokers);
   ELLM_REQUIRE_MODEL(model);

@@ -91,6 +91,12 @@ struct RunJobOptions {
   // Test-only fault injection: SIGKILL this process right after a success is
   // committed to the store, before anything else (ELLM_TEST_CRASH_AFTER_STORE=1).
   bool crash_after_store_commit = false;
+  // Test-only fault injection: SIGKILL this process 200 ms into the run of
+  // the job with this id (mid-inference), every time it runs: a document
+  // that crashes the engine (ELLM_TEST_CRASH_IN_JOB=<job id>). Its attempts
+  // are counted by Begin, so after jobs.max_attempts it is failed as
+  // attempts_exhausted without running again.
+  std::string crash_in_job;
   // How long one attempt may run before it is stopped and failed as
   // deadline_exceeded; 0 = no limit. `timeout_source` names where the limit
   // came from in that error ("jobs.timeout_s"). See JobTimeout.
