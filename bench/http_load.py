@@ -394,7 +394,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models/gemma-3-270m-q4_k_m.gguf"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-queue", type=int, default=64)
-    ap.add_argument("--sessions", type=int, help="ellm serve --sessions (default: its own, 4)")
+    ap.add_argument("--sessions", type=int, help="ellm serve --sessions (default: its own, 8)")
     ap.add_argument("--with-kafka-job", action="store_true",
                     help="ellmd with Kafka + http, the load beside a ~16K-token summarize job")
     ap.add_argument("--doc", help="the job's document (default: the sample report padded to "

@@ -43,7 +43,7 @@ struct ApiServerOptions {
   int write_timeout_s = 600;
   // Replies evaluated side by side, each in its own KV cache, their tokens
   // decoded together (one pass over the weights per token for all).
-  int sessions = 4;
+  int sessions = 8;
   int max_queue = 16;    // requests waiting for a session before 429
   int64_t n_ctx = 8192;  // each session's context (capped at the model's)
   // Origins allowed by CORS (Access-Control-Allow-Origin); empty: no CORS
