@@ -241,9 +241,12 @@ Status Database::BackupTo(const std::string& path) {
   ::chmod(tmp.c_str(), 0600);
   sqlite3_backup* b = sqlite3_backup_init(out, "main", db_, "main");
   if (b == nullptr) return fail(sqlite3_errmsg(out));
-  // In steps, so writers are not held off for the whole copy.
+  // In one step: one read transaction, so the copy is one snapshot. The
+  // store is in WAL mode, where a reader holds off no writer; copied in
+  // steps instead, every write by the daemon (its health probe writes every
+  // 10 s) would restart a copy that takes longer than that.
   do {
-    rc = sqlite3_backup_step(b, 256);
+    rc = sqlite3_backup_step(b, -1);
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(20);
   } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
   sqlite3_backup_finish(b);
