@@ -59,8 +59,8 @@ void JobConsumer::DropHeld(const TopicPartition& tp) {
 
 void JobConsumer::OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) {
   spdlog::info("kafka: {} {} partition(s)", lost ? "lost" : "revoked", partitions.size());
-  Consuming(lost ? "partitions lost (the broker or the group coordinator was away longer than "
-                   "session.timeout.ms)"
+  Consuming(lost ? "partitions lost (the broker or the group coordinator is away, or the "
+                   "session timed out)"
                  : "rebalancing");
   // Held messages of these partitions are not ours to run any more; the next
   // owner fetches them from the committed offset.
