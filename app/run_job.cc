@@ -262,7 +262,12 @@ JobRun RunJob(store::JobStore& store, pipelines::Processor& processor, const sto
   }
   auto started = std::chrono::steady_clock::now();
   bool timed_out = false;
+  if (options.progress) {
+    processor.set_progress(
+        [&](const pipelines::Progress& p) { options.progress(job.id, job.pipeline, p); });
+  }
   run.result = RunWithin(processor, request, cancel, options.timeout, &timed_out);
+  if (options.progress) processor.set_progress(nullptr);
   run.ran = true;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options.status) options.status("idle");

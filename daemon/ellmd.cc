@@ -6,6 +6,10 @@
 // the watchdog is fed while the consumer thread keeps polling.
 // With kafka.enabled, Ready means consuming the jobs topic (JobConsumer +
 // JobRunner); SIGTERM drains the running job within kafka.shutdown_grace_s.
+// The signal thread also keeps /healthz and /readyz current (health.h:
+// the consumer's polls against their bound, a write probe of the store
+// every 10 s, whether the consumer is consuming), and the running job's
+// progress reaches ellm_job_progress_* and STATUS= (at most once a second).
 #include <getopt.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -30,7 +35,9 @@
 #include "ellm/ingest/extract.h"
 #include "ellm/ingest/job_consumer.h"
 #include "ellm/server/api_server.h"
+#include "ellm/store/database.h"
 #include "ellm/store/job_store.h"
+#include "health.h"
 #include "job_runner.h"
 #include "logging.h"
 #include "metrics.h"
@@ -69,6 +76,19 @@ struct Context {
   std::atomic<bool> reload{false};
   std::atomic<int64_t> heartbeat_ns{0};  // the consumer thread's last poll
   ellm::daemon::Metrics* metrics = nullptr;
+  // Why the consumer is not consuming ("" while it is; JobConsumerOptions::
+  // on_consuming), read by the signal thread for /readyz.
+  std::mutex consuming_mu;
+  std::string not_consuming = "starting";
+  std::atomic<int64_t> last_progress_status_ns{0};  // STATUS= at most once a second
+  void NotConsuming(const std::string& why) {
+    std::lock_guard<std::mutex> lock(consuming_mu);
+    not_consuming = why;
+  }
+  std::string NotConsuming() {
+    std::lock_guard<std::mutex> lock(consuming_mu);
+    return not_consuming;
+  }
 };
 
 std::string Hostname() {
@@ -110,7 +130,25 @@ int RunKafka(Context& ctx) {
   }
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
                           std::to_string(getpid());
-  runner_options.status = [](const std::string& what) { sd_notify(0, ("STATUS=" + what).c_str()); };
+  runner_options.status = [&ctx](const std::string& what) {
+    ctx.metrics->SetJobProgress(0, 0);  // a job starts, or none runs
+    ctx.last_progress_status_ns = NowNs();
+    sd_notify(0, ("STATUS=" + what).c_str());
+  };
+  runner_options.progress = [&ctx](const std::string& id, const std::string& pipeline,
+                                   const ellm::pipelines::Progress& step) {
+    if (step.stage == "prefill") ctx.metrics->SetJobProgress(step.done, step.total);
+    const int64_t now = NowNs();
+    if (now - ctx.last_progress_status_ns.load() < int64_t{1000} * 1000 * 1000) return;
+    ctx.last_progress_status_ns = now;
+    const std::string line =
+        ellm::daemon::JobStatusLine(id, pipeline, step.stage, step.done, step.total);
+    sd_notify(0, ("STATUS=" + line).c_str());
+  };
+  runner_options.on_dead_letter = [&ctx] { ctx.metrics->DeadLettered(); };
+  runner_options.on_producer_replaced = [&ctx] {
+    ctx.metrics->ClientReplaced(ellm::daemon::Metrics::Client::kProducer);
+  };
   runner_options.reload = [&ctx] { return ctx.runtime->LoadPipelines(); };
   runner_options.reload_requested = &ctx.reload;
   runner_options.job_mutex = &ctx.runtime->job_mutex;
@@ -157,6 +195,11 @@ int RunKafka(Context& ctx) {
   consumer_options.shutdown_grace = std::chrono::seconds(k.shutdown_grace_s);
   consumer_options.tick = [&ctx] { ctx.heartbeat_ns = NowNs(); };
   consumer_options.on_lag = [&ctx](int64_t lag) { ctx.metrics->SetConsumerLag(lag); };
+  consumer_options.on_retry = [&ctx] { ctx.metrics->JobRetried(); };
+  consumer_options.on_replaced = [&ctx] {
+    ctx.metrics->ClientReplaced(ellm::daemon::Metrics::Client::kConsumer);
+  };
+  consumer_options.on_consuming = [&ctx](const std::string& why) { ctx.NotConsuming(why); };
   auto consumer = ellm::ingest::JobConsumer::Create(consumer_options, &runner);
   if (!consumer.ok()) {
     spdlog::critical("{}", consumer.status().ToString());
@@ -165,9 +208,8 @@ int RunKafka(Context& ctx) {
   spdlog::info("stage=Ready brokers={} group={} instance={} topic={}", k.brokers, k.group_id,
                instance, k.jobs_topic);
   sd_notify(0, "READY=1\nSTATUS=idle");
-  ctx.metrics->SetReady(true);
   ellm::Status st = (*consumer)->Run(ctx.stop);
-  ctx.metrics->SetReady(false);
+  ctx.NotConsuming("stopped");
   if (!st.ok()) {
     spdlog::critical("kafka: {}", st.ToString());
     return 1;
@@ -333,12 +375,29 @@ int Run(const std::string& config_path, bool check_only) {
   // a long job runs); a stuck consumer is restarted by systemd.
   uint64_t watchdog_usec = 0;
   bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  const ellm::daemon::PollBound poll_bound = ellm::daemon::ConsumerPollBound(
+      watchdog ? watchdog_usec : 0, config->kafka.max_poll_interval_ms);
+  // /healthz's store probe, on a connection of its own. It waits at most
+  // 1 s for the write lock (a writer holding it longer is the problem the
+  // probe reports), so a signal waits at most that long too.
+  ellm::store::DatabaseOptions probe_options;
+  probe_options.busy_timeout_ms = 1000;
+  auto probe_store = ellm::store::Database::Open(rt.store_path, probe_options);
+  if (!probe_store.ok()) {
+    spdlog::critical("store: {}", probe_store.status().ToString());
+    return 1;
+  }
   sigset_t signals = BlockedSignals();
   std::atomic<bool> finished{false};
   bool kafka = config->kafka.enabled;
   std::thread signal_thread([&] {
     timespec tick{0, 200 * 1000 * 1000};
     int64_t last_ping = 0;
+    int64_t last_probe = 0;
+    std::string store_error;
+    bool consumer_stuck = false;
+    constexpr int64_t kProbeNs =
+        int64_t{ellm::daemon::kStoreProbeInterval.count()} * 1000 * 1000 * 1000;
     int64_t last_prune = NowNs();
     constexpr int64_t kDayNs = int64_t{24} * 3600 * 1000 * 1000 * 1000;
     while (!finished.load()) {
@@ -359,9 +418,35 @@ int Run(const std::string& config_path, bool check_only) {
         auto own = ellm::store::JobStore::Open(rt.store_path, options);
         if (own.ok()) prune(**own);
       }
+      if (now - last_probe >= kProbeNs) {
+        last_probe = now;
+        ellm::Status probed = (*probe_store)->ProbeWrite();
+        std::string error = probed.ok() ? "" : probed.message();
+        if (error != store_error) {
+          if (error.empty()) {
+            spdlog::info("store: writable again");
+          } else {
+            spdlog::error("store: cannot be written: {}", error);
+          }
+          store_error = error;
+        }
+      }
+      const std::string consumer_problem =
+          kafka ? ellm::daemon::ConsumerPollProblem(now - ctx.heartbeat_ns.load(), poll_bound) : "";
+      if (consumer_problem.empty() == consumer_stuck) {
+        consumer_stuck = !consumer_problem.empty();
+        if (consumer_stuck) {
+          spdlog::error("kafka: {}", consumer_problem);
+        } else {
+          spdlog::info("kafka: the consumer polls again");
+        }
+      }
+      ctx.metrics->SetHealth(ellm::daemon::HealthProblem(consumer_problem, store_error));
+      ctx.metrics->SetReadiness(ellm::daemon::ReadinessProblem(
+          ctx.stop.load(), kafka, ctx.NotConsuming(), consumer_problem));
+      // The watchdog is fed within the same bound as /healthz.
       int64_t half = static_cast<int64_t>(watchdog_usec) * 500;
-      bool alive = !kafka || now - ctx.heartbeat_ns.load() < half;
-      if (watchdog && alive && now - last_ping >= half / 2) {
+      if (watchdog && !consumer_stuck && now - last_ping >= half / 2) {
         sd_notify(0, "WATCHDOG=1");
         last_ping = now;
       }
@@ -374,7 +459,7 @@ int Run(const std::string& config_path, bool check_only) {
   } else {
     spdlog::info("stage=Ready (kafka disabled; nothing to consume)");
     sd_notify(0, "READY=1\nSTATUS=ready");
-    ctx.metrics->SetReady(true);
+    ctx.NotConsuming("");
     while (!ctx.stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   finished = true;

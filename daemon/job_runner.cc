@@ -97,6 +97,7 @@ StatusOr<std::string> KafkaResultPublisher::DeadLetter(const std::string& job_id
   }
   ELLM_RETURN_IF_ERROR(producer_->Produce(dead_letter_topic_, message_->key, payload, headers)
                            .WithContext("dead-letter topic '" + dead_letter_topic_ + "'"));
+  if (on_dead_letter_) on_dead_letter_();
   return where;
 }
 
@@ -118,6 +119,7 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
   o.on_finished = options_.on_finished;
   o.on_result = options_.on_result;
   o.on_failure = options_.on_failure;
+  o.progress = options_.progress;
   o.log = [](app::LogLevel level, const std::string& line) {
     switch (level) {
       case app::LogLevel::kDebug:
@@ -156,7 +158,8 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
   }
   if (*failed && options_.on_failure) options_.on_failure(job.pipeline, false);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic, options_.max_message_bytes);
+                                 options_.dead_letter_topic, options_.max_message_bytes,
+                                 options_.on_dead_letter);
   if (!*failed) {
     // The id names a job that already finished: leave it as it is, but keep
     // a copy of the bad message.
@@ -172,8 +175,21 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
   return published.ok() ? HandleOutcome::kCommit : HandleOutcome::kRetryLater;
 }
 
+void JobRunner::ReportProducerRestarts() {
+  for (; producer_restarts_seen_ < producer_->restarts(); ++producer_restarts_seen_) {
+    if (options_.on_producer_replaced) options_.on_producer_replaced();
+  }
+}
+
 HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
                                 const std::atomic<bool>& cancel) {
+  HandleOutcome outcome = HandleOne(message, cancel);
+  ReportProducerRestarts();
+  return outcome;
+}
+
+HandleOutcome JobRunner::HandleOne(const ingest::KafkaMessage& message,
+                                   const std::atomic<bool>& cancel) {
   MaybeReload();
   ingest::ParsedJob parsed = ingest::ParseJobMessage(message.payload, message.key, options_.limits);
   if (!parsed.ok()) return HandleInvalid(message, parsed);
@@ -185,7 +201,8 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
   // those of registry_.
   pipelines::Processor* processor = registry_->Find(m.pipeline);
   KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic, options_.max_message_bytes);
+                                 options_.dead_letter_topic, options_.max_message_bytes,
+                                 options_.on_dead_letter);
   std::unique_lock<std::mutex> one_job;
   if (options_.job_mutex != nullptr) one_job = std::unique_lock<std::mutex>(*options_.job_mutex);
   app::RunJobOptions run_options = RunOptions(&publisher);

@@ -57,6 +57,13 @@ struct JobRunnerOptions {
   // Told about every failure: a run's (pipeline, transient) and an invalid
   // message's (its pipeline as given, false). May be empty.
   std::function<void(const std::string&, bool)> on_failure;
+  // Each may be empty. `on_dead_letter`: a copy acknowledged on the
+  // dead-letter topic. `on_producer_replaced`: the producer started afresh
+  // after a fatal error (KafkaProducer::restarts), told after the message
+  // whose sends did it. `progress`: app::RunJobOptions::progress.
+  std::function<void()> on_dead_letter;
+  std::function<void()> on_producer_replaced;
+  std::function<void(const std::string&, const std::string&, const pipelines::Progress&)> progress;
   // Held while a job runs (app::Runtime::job_mutex: jobs from other doors,
   // such as HTTP, wait their turn). May be null.
   std::mutex* job_mutex = nullptr;
@@ -74,17 +81,22 @@ class JobRunner : public ingest::JobHandler {
                                const std::atomic<bool>& cancel) override;
 
  private:
+  ingest::HandleOutcome HandleOne(const ingest::KafkaMessage& message,
+                                  const std::atomic<bool>& cancel);
   ingest::HandleOutcome HandleInvalid(const ingest::KafkaMessage& message,
                                       const ingest::ParsedJob& parsed);
   void MaybeReload();
   // The options of app::RunJob for one message (publishing through `publisher`).
   app::RunJobOptions RunOptions(app::ResultPublisher* publisher) const;
+  // Tells options_.on_producer_replaced about restarts since the last call.
+  void ReportProducerRestarts();
 
   store::JobStore* store_;
   ingest::KafkaProducer* producer_;
   pipelines::ProcessorRegistry* registry_;
   std::unique_ptr<pipelines::ProcessorRegistry> reloaded_;  // after a SIGHUP
   JobRunnerOptions options_;
+  int producer_restarts_seen_ = 0;
 };
 
 // The result event (JSON, version 1) for a finished job; see README.
@@ -103,12 +115,14 @@ class KafkaResultPublisher : public app::ResultPublisher {
   // by a reference to the original (its topic, partition and offset).
   KafkaResultPublisher(ingest::KafkaProducer* producer, const ingest::KafkaMessage* message,
                        std::string results_topic, std::string dead_letter_topic,
-                       size_t max_message_bytes = 1000000)
+                       size_t max_message_bytes = 1000000,
+                       std::function<void()> on_dead_letter = nullptr)
       : producer_(producer),
         message_(message),
         results_topic_(std::move(results_topic)),
         dead_letter_topic_(std::move(dead_letter_topic)),
-        max_message_bytes_(max_message_bytes) {}
+        max_message_bytes_(max_message_bytes),
+        on_dead_letter_(std::move(on_dead_letter)) {}
 
   StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
                                    const std::string& error_message) override;
@@ -120,6 +134,7 @@ class KafkaResultPublisher : public app::ResultPublisher {
   std::string results_topic_;
   std::string dead_letter_topic_;
   size_t max_message_bytes_;
+  std::function<void()> on_dead_letter_;  // after each acknowledged copy; may be empty
 };
 
 }  // namespace ellm::daemon

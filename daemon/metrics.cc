@@ -18,6 +18,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -124,7 +125,37 @@ struct Metrics::State {
                          .Name("ellm_consumer_lag_messages")
                          .Help("Messages on the jobs topic not yet consumed by this group.")
                          .Register(registry)
-                         .Add({})) {
+                         .Add({})),
+        retries(prometheus::BuildCounter()
+                    .Name("ellm_job_retries_total")
+                    .Help("Deliveries handed back to be delivered again after a back-off "
+                          "(transient failures, cancelled jobs, events not yet sent).")
+                    .Register(registry)
+                    .Add({})),
+        dead_letters(prometheus::BuildCounter()
+                         .Name("ellm_dead_letters_total")
+                         .Help("Copies of failed jobs' messages sent to the dead-letter topic.")
+                         .Register(registry)
+                         .Add({})),
+        replacements(prometheus::BuildCounter()
+                         .Name("ellm_client_replacements_total")
+                         .Help("Kafka clients (consumer or producer) replaced after a fatal "
+                               "client error.")
+                         .Register(registry)),
+        consumer_replacements(replacements.Add({{"client", "consumer"}})),
+        producer_replacements(replacements.Add({{"client", "producer"}})),
+        progress_positions(prometheus::BuildGauge()
+                               .Name("ellm_job_progress_positions")
+                               .Help("Prompt positions prefilled so far in the running job's "
+                                     "current generation; 0 when idle.")
+                               .Register(registry)
+                               .Add({})),
+        progress_target(prometheus::BuildGauge()
+                            .Name("ellm_job_progress_target_positions")
+                            .Help("Prompt positions the running job's current prefill feeds; "
+                                  "0 when idle.")
+                            .Register(registry)
+                            .Add({})) {
     prometheus::BuildGauge()
         .Name("ellm_up")
         .Help("1 while ellmd is running.")
@@ -170,8 +201,17 @@ struct Metrics::State {
   prometheus::Gauge& kv_resident;
   prometheus::Gauge& kv_spilled;
   prometheus::Gauge& consumer_lag;
-  std::atomic<bool> ready{false};
-  std::atomic<bool> healthy{true};
+  prometheus::Counter& retries;
+  prometheus::Counter& dead_letters;
+  prometheus::Family<prometheus::Counter>& replacements;
+  prometheus::Counter& consumer_replacements;
+  prometheus::Counter& producer_replacements;
+  prometheus::Gauge& progress_positions;
+  prometheus::Gauge& progress_target;
+  // Why /readyz and /healthz fail; empty: they pass.
+  mutable std::mutex probes_mu;
+  std::string not_ready = "starting";
+  std::string unhealthy;
   mutable std::mutex extra_mu;
   std::function<std::string()> extra;  // appended to /metrics (SetExtraExposition)
   std::unique_ptr<httplib::Server> server;
@@ -220,12 +260,22 @@ Status StartServer(const std::string& listen, Metrics::State& state) {
     text(res, 200, st->Exposition(), kMetricsContentType);
   });
   server->Get("/healthz", [st, text](const httplib::Request&, httplib::Response& res) {
-    const bool ok = st->healthy.load();
-    text(res, ok ? 200 : 503, ok ? "ok\n" : "unhealthy\n");
+    std::string problem;
+    {
+      std::lock_guard<std::mutex> lock(st->probes_mu);
+      problem = st->unhealthy;
+    }
+    if (problem.empty()) return text(res, 200, "ok\n");
+    text(res, 503, "unhealthy: " + problem + "\n");
   });
   server->Get("/readyz", [st, text](const httplib::Request&, httplib::Response& res) {
-    const bool ok = st->ready.load();
-    text(res, ok ? 200 : 503, ok ? "ready\n" : "not ready\n");
+    std::string problem;
+    {
+      std::lock_guard<std::mutex> lock(st->probes_mu);
+      problem = st->not_ready;
+    }
+    if (problem.empty()) return text(res, 200, "ready\n");
+    text(res, 503, "not ready: " + problem + "\n");
   });
   server->set_error_handler([text](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404) text(res, 404, "not found\n");
@@ -329,9 +379,41 @@ void Metrics::SetConsumerLag(int64_t messages) {
   state_->consumer_lag.Set(static_cast<double>(messages));
 }
 
-void Metrics::SetReady(bool ready) { state_->ready.store(ready); }
+void Metrics::JobRetried() { state_->retries.Increment(); }
 
-void Metrics::SetHealthy(bool healthy) { state_->healthy.store(healthy); }
+void Metrics::DeadLettered() { state_->dead_letters.Increment(); }
+
+void Metrics::ClientReplaced(Client client) {
+  (client == Client::kConsumer ? state_->consumer_replacements : state_->producer_replacements)
+      .Increment();
+}
+
+void Metrics::SetJobProgress(int64_t positions, int64_t target) {
+  state_->progress_positions.Set(static_cast<double>(std::max<int64_t>(positions, 0)));
+  state_->progress_target.Set(static_cast<double>(std::max<int64_t>(target, 0)));
+}
+
+namespace {
+
+// One line: a reason with a newline would break the probe's one-line body.
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+void Metrics::SetReadiness(const std::string& problem) {
+  std::lock_guard<std::mutex> lock(state_->probes_mu);
+  state_->not_ready = OneLine(problem);
+}
+
+void Metrics::SetHealth(const std::string& problem) {
+  std::lock_guard<std::mutex> lock(state_->probes_mu);
+  state_->unhealthy = OneLine(problem);
+}
 
 void Metrics::SetExtraExposition(std::function<std::string()> extra) {
   std::lock_guard<std::mutex> lock(state_->extra_mu);

@@ -11,8 +11,22 @@
 //   ellm_generated_tokens_total                   counter
 //   ellm_kv_bytes{state="resident"|"spilled"}     gauge
 //   ellm_consumer_lag_messages                    gauge
-// GET /healthz  200 "ok" while healthy (the default), else 503 "unhealthy".
-// GET /readyz   200 "ready" once SetReady(true), else 503 "not ready".
+//   ellm_job_retries_total                        counter, deliveries handed back to be
+//                                                 retried after a back-off (kRetryLater)
+//   ellm_dead_letters_total                       counter, copies sent to the dead-letter topic
+//   ellm_client_replacements_total{client}        counter, client = consumer | producer:
+//                                                 Kafka clients replaced after a fatal error
+//   ellm_job_progress_positions                   gauge, prompt positions prefilled so far in
+//                                                 the running job's current generation
+//   ellm_job_progress_target_positions            gauge, the positions that prefill feeds
+//                                                 (both 0 when idle)
+// Progress is two gauges rather than one ratio: the ratio is a division in
+// a query, but the sizes (is it a 500- or a 30,000-token prefill?) and the
+// live rate (deriv of the positions) cannot be recovered from it. Not
+// ..._total: that suffix is the counters' (promtool flags a gauge with it).
+// GET /healthz  200 "ok" while healthy (the default), else 503 "unhealthy: <why>".
+// GET /readyz   200 "ready" while SetReadiness("") holds, else 503 "not ready: <why>"
+//               (at first "not ready: starting").
 // Any other path is 404; methods other than GET and HEAD are 405.
 //
 // With the HTTP API on (http:), /metrics also carries its ellm_http_*
@@ -73,10 +87,23 @@ class Metrics {
                   int64_t decode_ms);
   void SetKvBytes(int64_t resident, int64_t spilled);
   void SetConsumerLag(int64_t messages);
-  // /readyz: 200 "ready" when true, 503 otherwise. Starts false.
-  void SetReady(bool ready);
-  // /healthz: 200 "ok" when true, 503 otherwise. Starts true.
-  void SetHealthy(bool healthy);
+  // One delivery handed back to the consumer, to be delivered again after
+  // its back-off (a transient failure, a cancelled job, an event not sent).
+  void JobRetried();
+  // One copy of a failed job's message sent to the dead-letter topic.
+  void DeadLettered();
+  enum class Client { kConsumer, kProducer };
+  // One Kafka client replaced after a fatal error.
+  void ClientReplaced(Client client);
+  // The running job's prefill: `positions` of `target` fed so far; (0, 0)
+  // when idle. A negative value is taken as 0.
+  void SetJobProgress(int64_t positions, int64_t target);
+  // /readyz: 200 "ready" when `problem` is empty, else 503 "not ready:
+  // <problem>" (one line, such as "draining"). Starts "starting".
+  void SetReadiness(const std::string& problem);
+  // /healthz: 200 "ok" when `problem` is empty, else 503 "unhealthy:
+  // <problem>" (one line). Starts healthy.
+  void SetHealth(const std::string& problem);
 
   // Text appended to /metrics (more families, in the exposition format),
   // asked for at each scrape; empty function: none. Must be safe to call

@@ -190,6 +190,16 @@ Status Database::Migrate() {
   return Exec("COMMIT");
 }
 
+Status Database::ProbeWrite() {
+  ELLM_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  // Setting a header field marks page 1 dirty even when the value is the
+  // same, so the commit appends a frame to the WAL and syncs it.
+  Status st = Exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+  if (st.ok()) st = Exec("COMMIT");
+  if (!st.ok()) (void)Exec("ROLLBACK");
+  return st;
+}
+
 Status Database::Exec(const std::string& sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);

@@ -38,6 +38,7 @@ bool JobConsumer::OnAssigned(const std::vector<TopicPartition>& partitions) {
   std::string names;
   for (const auto& p : partitions) names += (names.empty() ? "" : " ") + p.ToString();
   spdlog::info("kafka: assigned {}", names.empty() ? "(nothing)" : names);
+  Consuming(partitions.empty() ? "no partitions assigned" : "");
   if (job_active_ && revoke_pending_) {
     revoke_pending_ = false;
     if (!Contains(partitions, job_partition_)) {
@@ -58,6 +59,9 @@ void JobConsumer::DropHeld(const TopicPartition& tp) {
 
 void JobConsumer::OnRevoked(const std::vector<TopicPartition>& partitions, bool lost) {
   spdlog::info("kafka: {} {} partition(s)", lost ? "lost" : "revoked", partitions.size());
+  Consuming(lost ? "partitions lost (the broker or the group coordinator is away, or the "
+                   "session timed out)"
+                 : "rebalancing");
   // Held messages of these partitions are not ours to run any more; the next
   // owner fetches them from the committed offset.
   for (const auto& tp : partitions) DropHeld(tp);
@@ -84,6 +88,10 @@ Status JobConsumer::PauseAll() {
 Status JobConsumer::ResumeAll() {
   ELLM_ASSIGN_OR_RETURN(auto parts, consumer_->Assignment());
   return parts.empty() ? OkStatus() : consumer_->Resume(parts);
+}
+
+void JobConsumer::Consuming(const std::string& why_not) {
+  if (options_.on_consuming) options_.on_consuming(why_not);
 }
 
 void JobConsumer::Tick() {
@@ -220,6 +228,7 @@ Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>&
                   std::chrono::duration_cast<milliseconds>(Clock::now() - handled).count());
   } else {
     ++stats_.retried;
+    if (options_.on_retry) options_.on_retry();
     // Everything after this message in its partition comes again after it.
     DropHeld(tp);
     if (Owns(tp)) ELLM_RETURN_IF_ERROR(consumer_->Rewind(message));
@@ -273,6 +282,7 @@ Status JobConsumer::ReplaceAfterFatalError(const Status& failure) {
                       "using the same group.instance.id?)");
   }
   spdlog::warn("kafka: the consumer hit a fatal error ({}); starting a new one", *fatal);
+  Consuming("replacing the consumer after a fatal error: " + *fatal);
   // After a fatal error closing commits nothing and does not leave the
   // group; the new member (same group.instance.id, if set) takes over the
   // partitions and fetches from the committed offsets, so what was held is
@@ -282,6 +292,8 @@ Status JobConsumer::ReplaceAfterFatalError(const Status& failure) {
   paused_ = false;
   replaced_at_.push_back(now);
   ++stats_.replaced;
+  if (options_.on_replaced) options_.on_replaced();
+  Consuming("joining the consumer group");
   ELLM_ASSIGN_OR_RETURN(consumer_, KafkaConsumer::Create(options_.kafka, options_.group_id,
                                                          {options_.jobs_topic}, this));
   return OkStatus();
@@ -289,6 +301,7 @@ Status JobConsumer::ReplaceAfterFatalError(const Status& failure) {
 
 Status JobConsumer::Run(const std::atomic<bool>& stop) {
   spdlog::info("kafka: consuming {} as group {}", options_.jobs_topic, options_.group_id);
+  Consuming("joining the consumer group");
   Status result;
   while (!stop.load()) {
     Status step = Step(stop);
@@ -296,6 +309,7 @@ Status JobConsumer::Run(const std::atomic<bool>& stop) {
     result = ReplaceAfterFatalError(step);
     if (!result.ok()) break;
   }
+  Consuming("closing");
   Status closed = consumer_->Close();
   if (!closed.ok()) spdlog::warn("kafka: {}", closed.message());
   spdlog::info("kafka: consumer closed ({} committed, {} retried, {} abandoned, {} replaced)",

@@ -97,12 +97,22 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
   return options_.prefix_cache_dir + "/" + name;
 }
 
-StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix) {
+StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix,
+                                             const ProgressFn& progress) {
   if (n_prefix <= 0 || n_prefix >= static_cast<int64_t>(ids.size())) return 0;
   const auto prefix = ids.first(static_cast<size_t>(n_prefix));
+  const int64_t total = static_cast<int64_t>(ids.size());
+  // Positions of the whole prompt, as the rest's prefill reports them.
+  ProgressCallback report = nullptr;
+  if (progress) {
+    report = [&](int64_t done, int64_t) {
+      progress({"prefill", done, total});
+      return true;
+    };
+  }
   auto prefill = [&]() -> Status {
     session_->Reset();
-    return session_->Eval(prefix, LogitsFor::kNone, nullptr);
+    return session_->Eval(prefix, LogitsFor::kNone, nullptr, report);
   };
   if (options_.prefix_cache_dir.empty()) {
     // The same split as with a cache, so answers do not depend on cache hits.
@@ -244,9 +254,11 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
   // stepping aside between slices and tokens for interactive requests.
   EngineGate::Turn turn = engine_->gate().Batch();
   // Feeds `tokens` in slices (progress, cancellation); false when cancelled.
+  // Progress counts positions of the whole prompt, prefix included.
   auto feed = [&](const std::vector<TokenId>& tokens, bool report) -> StatusOr<bool> {
     for (TokenId id : tokens) sampler.Accept(id);
     const int64_t total = static_cast<int64_t>(tokens.size());
+    const int64_t base = session_->position();
     for (int64_t at = 0; at < total; at += kPrefillSlice) {
       if (cancel.load()) return false;
       turn.Yield();  // an interactive request waiting goes first
@@ -254,14 +266,14 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
       bool last = at + n == total;
       ELLM_RETURN_IF_ERROR(session_->Eval(std::span<const TokenId>(tokens.data() + at, n),
                                           last ? LogitsFor::kLast : LogitsFor::kNone, pick));
-      if (progress && report) progress({"prefill", at + n, total});
+      if (progress && report) progress({"prefill", base + at + n, base + total});
     }
     return true;
   };
 
   session_->Reset();
   auto t0 = Clock::now();
-  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens, PrefixFromCache(ids, n_prefix));
+  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens, PrefixFromCache(ids, n_prefix, progress));
   for (int64_t i = 0; i < out.reused_prefix_tokens; ++i) sampler.Accept(ids[i]);
   ELLM_ASSIGN_OR_RETURN(
       bool fed, feed(std::vector<TokenId>(ids.begin() + session_->position(), ids.end()), true));

@@ -39,10 +39,17 @@ class FakeProcessor : public pipelines::Processor {
     return body_(job, cancel);
   }
 
+  void set_progress(pipelines::ProgressFn progress) override { progress_ = std::move(progress); }
+  // What the processor reports, if anyone listens.
+  void Report(const pipelines::Progress& p) {
+    if (progress_) progress_(p);
+  }
+
   int runs = 0;
 
  private:
   Body body_;
+  pipelines::ProgressFn progress_;
   std::string name_ = "fake";
   std::string version_ = "1";
 };
@@ -194,6 +201,32 @@ TEST_F(RunJobTest, SucceededIsStoredThenPublishedOnce) {
   EXPECT_NE(log_.find("job=j1 succeeded (single-pass, 12 prompt + 3 generated tokens, 11 chars)"),
             std::string::npos)
       << log_;
+}
+
+// Issue 37 item 6: the daemon shows the running job's progress (STATUS=,
+// ellm_job_progress_*): the processor's steps reach RunJobOptions::progress
+// with the job's id and pipeline, during that run only.
+TEST_F(RunJobTest, TheProcessorsProgressReachesTheCallerWithTheJobsIdDuringTheRun) {
+  FakeProcessor* self = nullptr;
+  FakeProcessor p([&](auto&, auto&) {
+    self->Report({"prefill", 1024, 3000});
+    self->Report({"prefill", 3000, 3000});
+    return Succeeds("done");
+  });
+  self = &p;
+  std::vector<std::string> seen;
+  RunJobOptions o = Options();
+  o.progress = [&](const std::string& id, const std::string& pipeline,
+                   const pipelines::Progress& step) {
+    seen.push_back(id + " (" + pipeline + "): " + step.stage + " " + std::to_string(step.done) +
+                   "/" + std::to_string(step.total));
+  };
+  std::atomic<bool> cancel{false};
+  EXPECT_EQ(Run(p, "j1", cancel, o).outcome, JobOutcome::kDone);
+  EXPECT_EQ(seen, (std::vector<std::string>{"j1 (fake): prefill 1024/3000",
+                                            "j1 (fake): prefill 3000/3000"}));
+  p.Report({"prefill", 1, 2});
+  EXPECT_EQ(seen.size(), 2u) << "the processor keeps no callback after the run";
 }
 
 // Regression (issue 37 item 7): "succeeded: <output>" printed the summary's

@@ -105,7 +105,7 @@ TEST(Metrics, GenerationWithoutTimeKeepsTheLastRate) {
   EXPECT_TRUE(Contains(text, "ellm_prompt_tokens_total 150\n")) << text;
 }
 
-TEST(Metrics, HealthAndReadinessFollowTheirSetters) {
+TEST(Metrics, HealthAndReadinessSayWhyTheyFail) {
   auto metrics = Metrics::Start(LoopbackAnyPort());
   ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
   int port = (*metrics)->port();
@@ -113,21 +113,60 @@ TEST(Metrics, HealthAndReadinessFollowTheirSetters) {
   HttpResponse healthy = Get(port, "/healthz");
   EXPECT_EQ(healthy.status, 200);
   EXPECT_EQ(healthy.body, "ok\n");
-  HttpResponse not_ready = Get(port, "/readyz");
-  EXPECT_EQ(not_ready.status, 503);
-  EXPECT_EQ(not_ready.body, "not ready\n");
+  HttpResponse starting = Get(port, "/readyz");
+  EXPECT_EQ(starting.status, 503);
+  EXPECT_EQ(starting.body, "not ready: starting\n");
 
-  (*metrics)->SetReady(true);
+  (*metrics)->SetReadiness("");
   HttpResponse ready = Get(port, "/readyz");
   EXPECT_EQ(ready.status, 200);
   EXPECT_EQ(ready.body, "ready\n");
-  (*metrics)->SetReady(false);
-  EXPECT_EQ(Get(port, "/readyz").status, 503);
+  (*metrics)->SetReadiness("draining");
+  HttpResponse draining = Get(port, "/readyz");
+  EXPECT_EQ(draining.status, 503);
+  EXPECT_EQ(draining.body, "not ready: draining\n");
 
-  (*metrics)->SetHealthy(false);
-  EXPECT_EQ(Get(port, "/healthz").status, 503);
-  (*metrics)->SetHealthy(true);
+  (*metrics)->SetHealth("the store cannot be written: database is locked\n(busy)");
+  HttpResponse sick = Get(port, "/healthz");
+  EXPECT_EQ(sick.status, 503);
+  EXPECT_EQ(sick.body, "unhealthy: the store cannot be written: database is locked (busy)\n")
+      << "one line";
+  (*metrics)->SetHealth("");
   EXPECT_EQ(Get(port, "/healthz").status, 200);
+}
+
+TEST(Metrics, CountsRetriesDeadLettersReplacementsAndShowsProgress) {
+  auto metrics = Metrics::Start(MetricsConfig{});
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  std::string idle = (*metrics)->TextExposition();
+  EXPECT_TRUE(Contains(idle, "ellm_job_retries_total 0\n")) << idle;
+  EXPECT_TRUE(Contains(idle, "ellm_dead_letters_total 0\n")) << idle;
+  EXPECT_TRUE(Contains(idle, "ellm_client_replacements_total{client=\"consumer\"} 0\n")) << idle;
+  EXPECT_TRUE(Contains(idle, "ellm_client_replacements_total{client=\"producer\"} 0\n")) << idle;
+  EXPECT_TRUE(Contains(idle, "# TYPE ellm_job_progress_positions gauge")) << idle;
+  EXPECT_TRUE(Contains(idle, "ellm_job_progress_positions 0\n")) << idle;
+  EXPECT_TRUE(Contains(idle, "ellm_job_progress_target_positions 0\n")) << idle;
+
+  (*metrics)->JobRetried();
+  (*metrics)->JobRetried();
+  (*metrics)->DeadLettered();
+  (*metrics)->ClientReplaced(Metrics::Client::kConsumer);
+  (*metrics)->ClientReplaced(Metrics::Client::kProducer);
+  (*metrics)->ClientReplaced(Metrics::Client::kProducer);
+  (*metrics)->SetJobProgress(12288, 16000);
+  std::string busy = (*metrics)->TextExposition();
+  EXPECT_TRUE(Contains(busy, "# TYPE ellm_job_retries_total counter")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_job_retries_total 2\n")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_dead_letters_total 1\n")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_client_replacements_total{client=\"consumer\"} 1\n")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_client_replacements_total{client=\"producer\"} 2\n")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_job_progress_positions 12288\n")) << busy;
+  EXPECT_TRUE(Contains(busy, "ellm_job_progress_target_positions 16000\n")) << busy;
+
+  (*metrics)->SetJobProgress(-1, 0);
+  std::string after = (*metrics)->TextExposition();
+  EXPECT_TRUE(Contains(after, "ellm_job_progress_positions 0\n")) << after;
+  EXPECT_TRUE(Contains(after, "ellm_job_progress_target_positions 0\n")) << after;
 }
 
 TEST(Metrics, UnknownPathsAre404AndOtherMethods405) {
@@ -175,7 +214,7 @@ TEST(Metrics, DisabledStartsNoServerButRecords) {
   ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
   EXPECT_EQ((*metrics)->port(), 0);
   (*metrics)->JobFinished("compare-contracts", false, 3);
-  (*metrics)->SetReady(true);
+  (*metrics)->SetReadiness("");
   EXPECT_TRUE(Contains((*metrics)->TextExposition(),
                        "ellm_jobs_total{pipeline=\"compare-contracts\",status=\"failed\"} 1\n"));
 }

@@ -30,6 +30,31 @@ TEST_F(DatabaseTest, CreatesSchemaWithDurableSettings) {
             4);
 }
 
+// The daemon's /healthz probes the store with ProbeWrite: it writes, it
+// changes nothing, and it fails (Unavailable, saying why) while another
+// connection holds the write lock.
+TEST_F(DatabaseTest, ProbeWriteWritesNothingAndFailsWhileAnotherWriterHoldsTheLock) {
+  DatabaseOptions quick;
+  quick.busy_timeout_ms = 50;
+  auto db = Database::Open(dir_ + "/ellm.db", quick);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto other = Database::Open(dir_ + "/ellm.db");
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  // data_version changes when another connection commits.
+  const int64_t seen_before = *(*other)->QueryInt("PRAGMA data_version");
+  Status probed = (*db)->ProbeWrite();
+  EXPECT_TRUE(probed.ok()) << probed.ToString();
+  EXPECT_NE(*(*other)->QueryInt("PRAGMA data_version"), seen_before) << "a real commit";
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA application_id"), kApplicationId);
+
+  ASSERT_TRUE((*other)->Exec("BEGIN IMMEDIATE").ok());
+  Status locked = (*db)->ProbeWrite();
+  EXPECT_EQ(locked.code(), StatusCode::kUnavailable) << locked.ToString();
+  EXPECT_NE(locked.message().find("locked"), std::string::npos) << locked.ToString();
+  ASSERT_TRUE((*other)->Exec("ROLLBACK").ok());
+  EXPECT_TRUE((*db)->ProbeWrite().ok());
+}
+
 TEST_F(DatabaseTest, ReopeningKeepsDataAndDoesNotRemigrate) {
   {
     auto db = Database::Open(dir_ + "/ellm.db");

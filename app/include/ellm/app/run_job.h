@@ -117,6 +117,14 @@ struct RunJobOptions {
   std::function<void(const std::string&, bool)> on_failure;
   std::function<void(const pipelines::PipelineOutput&)> on_result;
   std::function<void(LogLevel, const std::string&)> log;
+  // May be empty: the running job's steps (Processor::set_progress: "map
+  // 2/5", "prefill" positions fed of the prompt's, "generate"), with the
+  // job's id and pipeline; on the thread that runs the job, between its
+  // "running job" and "idle" statuses. The processor is given it for this
+  // run only.
+  std::function<void(const std::string& job_id, const std::string& pipeline,
+                     const pipelines::Progress&)>
+      progress;
 };
 
 struct JobRun {

@@ -77,6 +77,16 @@ struct JobConsumerOptions {
   // Called about every 5 s with the consumer lag (messages not yet
   // consumed on the assigned partitions). May be empty.
   std::function<void(int64_t)> on_lag;
+  // Each may be empty; called on the consumer thread. `on_retry`: a
+  // kRetryLater outcome (the message comes again after the back-off).
+  // `on_replaced`: a Kafka consumer replaced after a fatal error.
+  // `on_consuming`: whether the consumer is consuming, at every change: ""
+  // once partitions are assigned, else why not ("joining the consumer
+  // group", "no partitions assigned", "rebalancing", "partitions lost (...)",
+  // "replacing the consumer after a fatal error: ...", "closing").
+  std::function<void()> on_retry;
+  std::function<void()> on_replaced;
+  std::function<void(const std::string&)> on_consuming;
 };
 
 struct JobConsumerStats {
@@ -156,6 +166,7 @@ class JobConsumer : private RebalanceListener {
   static constexpr std::chrono::minutes kReplaceWindow{10};
   std::vector<std::chrono::steady_clock::time_point> replaced_at_;  // within the window
   void Tick();
+  void Consuming(const std::string& why_not);
 };
 
 }  // namespace ellm::ingest

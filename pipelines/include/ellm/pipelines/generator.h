@@ -122,7 +122,10 @@ class Generator : public TextGenerator {
  private:
   // Restores or prefills ids[0, n_prefix) through the prefix cache; returns
   // the tokens restored (0 when prefilled here or when the cache is off).
-  StatusOr<int64_t> PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix);
+  // `progress` (may be empty) is told the positions of `ids` prefilled
+  // when the prefix is computed rather than restored.
+  StatusOr<int64_t> PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix,
+                                    const ProgressFn& progress);
   std::string PrefixPath(std::span<const TokenId> prefix) const;
   void TrimPrefixCache() const;
 

@@ -8,7 +8,8 @@
 namespace ellm::pipelines {
 
 // `stage` is "extract", "map N/M", "outline N/M", "prefill" or "generate";
-// `done`/`total` count its steps or tokens (total = max_tokens for generate).
+// `done`/`total` count its steps or tokens (total = max_tokens for generate;
+// prefill: positions of the whole prompt, a cached or shared prefix included).
 struct Progress {
   std::string stage;
   int64_t done = 0;

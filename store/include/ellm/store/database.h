@@ -56,6 +56,15 @@ class Database {
   // over `path`, mode 0600). Errors name the file.
   Status BackupTo(const std::string& path);
 
+  // Whether the file can be written now, for a health probe: takes the
+  // write lock (waiting up to busy_timeout_ms) and commits a rewrite of the
+  // header's application id with its own value, so a real write and fsync
+  // go through the WAL while nothing the store holds changes. Unavailable
+  // while another connection holds the lock; ResourceExhausted (disk full),
+  // FailedPrecondition (read-only, permissions) or DataLoss (I/O error) as
+  // SqliteStatus maps them.
+  Status ProbeWrite();
+
   sqlite3* handle() { return db_; }
   const std::string& path() const { return path_; }
 
