@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -214,6 +215,7 @@ Status Config::Validate() const {
   ELLM_RETURN_IF_ERROR(store.Validate());
   ELLM_RETURN_IF_ERROR(kafka.Validate());
   ELLM_RETURN_IF_ERROR(jobs.Validate());
+  ELLM_RETURN_IF_ERROR(extract.Validate());
   ELLM_RETURN_IF_ERROR(log.Validate());
   ELLM_RETURN_IF_ERROR(metrics.Validate());
   ELLM_RETURN_IF_ERROR(http.Validate());
@@ -226,9 +228,9 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
   try {
     root = YAML::Load(yaml_text);
     if (root.IsNull()) return c;  // an empty file means all defaults
-    ELLM_RETURN_IF_ERROR(CheckKeys(
-        src, root, "",
-        {"model", "kv", "pipelines", "store", "kafka", "jobs", "log", "metrics", "http"}));
+    ELLM_RETURN_IF_ERROR(CheckKeys(src, root, "",
+                                   {"model", "kv", "pipelines", "store", "kafka", "jobs", "extract",
+                                    "log", "metrics", "http"}));
     if (YAML::Node n = root["model"]) {
       ELLM_RETURN_IF_ERROR(
           CheckKeys(src, n, "model",
@@ -347,6 +349,28 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(
           Get(src, n, "jobs", "max_publish_attempts", c.jobs.max_publish_attempts));
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "timeout_s", c.jobs.timeout_s));
+    }
+    if (YAML::Node n = root["extract"]) {
+      ELLM_RETURN_IF_ERROR(
+          CheckKeys(src, n, "extract", {"max_pages", "max_bytes", "timeout_s", "memory_mib"}));
+      ingest::ExtractOptions& e = c.extract;
+      ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "max_pages", e.max_pages));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "max_bytes", e.max_bytes));
+      int64_t timeout_s = e.wall_timeout.count() / 1000;
+      int64_t memory_mib = e.address_space_bytes >> 20;
+      ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "timeout_s", timeout_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "memory_mib", memory_mib));
+      // Bounds that keep the conversions below from overflowing: a day,
+      // and 1 TiB of address space.
+      if (timeout_s < 2 || timeout_s > 86400) {
+        return At(src, n["timeout_s"], "extract.timeout_s must be in [2, 86400]");
+      }
+      if (memory_mib < 64 || memory_mib > (int64_t{1} << 20)) {
+        return At(src, n["memory_mib"], "extract.memory_mib must be in [64, 1048576]");
+      }
+      e.wall_timeout = std::chrono::seconds(timeout_s);
+      e.cpu_seconds = static_cast<int>(timeout_s * 2 / 3);
+      e.address_space_bytes = memory_mib << 20;
     }
     if (YAML::Node n = root["log"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level", "format"}));

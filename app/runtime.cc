@@ -58,6 +58,7 @@ StatusOr<std::unique_ptr<Runtime>> OpenRuntime(const Config& config,
   }
 
   stage = RuntimeStage::kExtractor;
+  rt->extract = config.extract;
   ELLM_ASSIGN_OR_RETURN(rt->extract.extractor_path, ingest::FindExtractor(rt->extract));
 
   std::vector<pipelines::PipelineSpec> specs;

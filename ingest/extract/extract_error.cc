@@ -56,8 +56,8 @@ Status MakeExtractError(ExtractError error, std::string message) {
 }
 
 Status ExtractOptions::Validate() const {
-  if (max_pages <= 0) return InvalidArgumentError("extract: max_pages must be positive");
-  if (max_bytes <= 0) return InvalidArgumentError("extract: max_bytes must be positive");
+  if (max_pages <= 0) return InvalidArgumentError("extract.max_pages must be positive");
+  if (max_bytes <= 0) return InvalidArgumentError("extract.max_bytes must be positive");
   if (cpu_seconds <= 0) return InvalidArgumentError("extract: cpu_seconds must be positive");
   if (address_space_bytes <= 0) {
     return InvalidArgumentError("extract: address_space_bytes must be positive");

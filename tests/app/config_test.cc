@@ -170,6 +170,43 @@ TEST(Config, ReadsAndValidatesMetricsKeys) {
   EXPECT_FALSE(ParseConfig("metrics: {enabled: maybe}\n", "c").ok());
 }
 
+// Issue 37 item 8: the extractor's limits come from the config file.
+TEST(Config, ReadsAndValidatesTheExtractSection) {
+  auto defaults = ParseConfig("", "c.yaml");
+  ASSERT_TRUE(defaults.ok());
+  const ingest::ExtractOptions built_in;
+  EXPECT_EQ(defaults->extract.max_pages, built_in.max_pages);
+  EXPECT_EQ(defaults->extract.max_bytes, built_in.max_bytes);
+  EXPECT_EQ(defaults->extract.wall_timeout, built_in.wall_timeout);
+  EXPECT_EQ(defaults->extract.cpu_seconds, built_in.cpu_seconds);
+  EXPECT_EQ(defaults->extract.address_space_bytes, built_in.address_space_bytes);
+
+  auto c = ParseConfig(
+      "extract:\n  max_pages: 50\n  max_bytes: 1000000\n  timeout_s: 30\n  memory_mib: 512\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->extract.max_pages, 50);
+  EXPECT_EQ(c->extract.max_bytes, 1000000);
+  EXPECT_EQ(c->extract.wall_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(c->extract.cpu_seconds, 20);
+  EXPECT_EQ(c->extract.address_space_bytes, int64_t{512} << 20);
+
+  auto pages = ParseConfig("extract:\n  max_pages: 0\n", "c.yaml");
+  ASSERT_FALSE(pages.ok());
+  EXPECT_EQ(pages.status().message(), "config c.yaml:2: extract.max_pages must be positive");
+  auto timeout = ParseConfig("extract: {timeout_s: 1}\n", "c.yaml");
+  ASSERT_FALSE(timeout.ok());
+  EXPECT_EQ(timeout.status().message(), "config c.yaml:1: extract.timeout_s must be in [2, 86400]");
+  auto memory = ParseConfig("extract:\n  memory_mib: -5\n", "c.yaml");
+  ASSERT_FALSE(memory.ok());
+  EXPECT_NE(memory.status().message().find("extract.memory_mib"), std::string::npos);
+  auto unknown = ParseConfig("extract:\n  cpu_seconds: 5\n", "c.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown key 'extract.cpu_seconds'"),
+            std::string::npos);
+  EXPECT_FALSE(ParseConfig("extract: {max_bytes: lots}\n", "c").ok());
+}
+
 }  // namespace
 }  // namespace ellm::app
 

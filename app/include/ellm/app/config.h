@@ -1,7 +1,7 @@
 // The configuration file (/etc/ellm/ellm.yaml) every front door reads: one
 // struct per module with defaults, parsed once from YAML at start-up and
 // validated before anything is touched. ellmd reads all of it; the ellm CLI
-// reads it for --config (model, kv, pipelines, store, kafka, jobs).
+// reads it for --config (model, kv, pipelines, store, kafka, jobs, extract).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "ellm/base/status.h"
 #include "ellm/engine/engine.h"
+#include "ellm/ingest/extract.h"
 #include "ellm/server/api_server.h"
 
 namespace ellm::app {
@@ -135,6 +136,11 @@ struct Config {
   StoreConfig store;
   KafkaConfig kafka;
   JobsConfig jobs;
+  // The PDF extractor's limits: keys extract.max_pages, max_bytes,
+  // timeout_s (the wall-clock limit; the CPU-time limit is two thirds of
+  // it, 120 of the default 180 s) and memory_mib (the address-space limit),
+  // straight into the extractor's own options and checked by its Validate().
+  ingest::ExtractOptions extract;
   LogConfig log;
   MetricsConfig metrics;
   HttpConfig http;
