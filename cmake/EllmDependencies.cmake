@@ -15,6 +15,8 @@ find_package(SQLite3 REQUIRED)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++)
 pkg_check_modules(RDKAFKA_C REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
+# The PDF extractor's seccomp sandbox (ingest/pdf/sandbox.h).
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 # The HTTP API (server/): cpp-httplib, built by Debian with OpenSSL.

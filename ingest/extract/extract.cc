@@ -159,6 +159,14 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
     case End::kSignaled: {
       const bool cpu =
           r.signal == SIGXCPU || (r.signal == SIGKILL && r.cpu_seconds >= options.cpu_seconds);
+      if (r.signal == SIGSYS) {
+        // SECCOMP_RET_KILL_PROCESS: the parent learns only the signal, not
+        // which call it was (that is in the kernel's audit log, if any).
+        return MakeExtractError(ExtractError::kSandboxViolation,
+                                path + ": the PDF extractor made a forbidden system call (a " +
+                                    "socket, a new program or a file opened for writing?) and " +
+                                    "its sandbox killed it; the file may be hostile");
+      }
       if (cpu) {
         return MakeExtractError(ExtractError::kTimeout,
                                 path + ": extraction used up its CPU-time limit of " +

@@ -13,7 +13,7 @@ struct ErrorInfo {
 };
 
 // Indexed by ExtractError. Names are serialized: append-only.
-constexpr std::array<ErrorInfo, 12> kErrors = {{
+constexpr std::array<ErrorInfo, 13> kErrors = {{
     {ExtractError::kNotFound, "not_found", StatusCode::kNotFound},
     {ExtractError::kUnreadable, "unreadable", StatusCode::kFailedPrecondition},
     {ExtractError::kNotPdf, "not_pdf", StatusCode::kInvalidArgument},
@@ -26,6 +26,7 @@ constexpr std::array<ErrorInfo, 12> kErrors = {{
     {ExtractError::kTimeout, "timeout", StatusCode::kDeadlineExceeded},
     {ExtractError::kResourceLimit, "resource_limit", StatusCode::kResourceExhausted},
     {ExtractError::kCrashed, "crashed", StatusCode::kInternal},
+    {ExtractError::kSandboxViolation, "sandbox_violation", StatusCode::kInternal},
 }};
 
 constexpr std::string_view kReasonPrefix = "extract.";

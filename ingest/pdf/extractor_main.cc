@@ -4,7 +4,9 @@
 //   ellm-extract [--max-pages N] FILE                         (by hand)
 //
 // Writes one JSON value to stdout and exits as extract/protocol.h says. It
-// never writes a file; the parent runs it under rlimits and a timeout.
+// never writes a file; the parent runs it under rlimits and a timeout, and
+// it enters its seccomp sandbox (pdf/sandbox.h) once the input is in memory,
+// before poppler parses it.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "ellm/ingest/extract.h"
 #include "extract/protocol.h"
 #include "pdf/pdf_to_document.h"
+#include "pdf/sandbox.h"
 
 namespace {
 
@@ -90,6 +93,9 @@ int Run(int argc, char** argv) {
   if (name.empty()) name = path.empty() ? "input" : path;
   StatusOr<std::string> bytes = ReadAll(fd, name);
   if (!bytes.ok()) return Report(bytes.status());
+  close(fd);
+  if (Status s = ellm::ingest::pdf::EnterExtractorSandbox(); !s.ok()) return Report(s);
+  ellm::ingest::pdf::MisbehaveForTesting(std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE"));
   StatusOr<ellm::ingest::Document> doc =
       ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages);
   if (!doc.ok()) return Report(doc.status());

@@ -63,6 +63,8 @@ TEST(ExtractError, NamesAndReasonsAreStable) {
   EXPECT_EQ(ExtractErrorOf(NotFoundError("x")), std::nullopt);
   EXPECT_EQ(ExtractErrorName(ExtractError::kNoTextLayer), "no_text_layer");
   EXPECT_EQ(ExtractErrorName(ExtractError::kCrashed), "crashed");
+  EXPECT_EQ(ExtractErrorName(ExtractError::kSandboxViolation), "sandbox_violation");
+  EXPECT_EQ(MakeExtractError(ExtractError::kSandboxViolation, "x").code(), StatusCode::kInternal);
 }
 
 }  // namespace

@@ -572,5 +572,50 @@ TEST_F(JobQueue, TransientFailuresAreRetriedAndDeadlinesFailJobsForGood) {
   EXPECT_EQ(d->Wait(seconds(30)), 0);
 }
 
+// Issue 37 item 8: a PDF whose extractor opens a socket or a file for
+// writing (the test hook ELLM_TEST_EXTRACTOR_MISBEHAVE, acted on inside the
+// extractor's seccomp sandbox) is killed; its job fails for good with
+// document.sandbox_violation on the first attempt and is dead-lettered,
+// and a text job (no extractor) beside it completes.
+TEST_F(JobQueue, AnExtractorBreakingItsSandboxFailsTheJobForGood) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  ELLM_REQUIRE_MODEL(model);
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
+  std::filesystem::copy_file(SourceDir() + "/tests/data/pdf/ligatures.pdf", inbox_ + "/r.pdf");
+  std::filesystem::remove("/tmp/ellm-extract-sandbox-escape");
+  for (const char* misbehaviour : {"socket", "write"}) {
+    SCOPED_TRACE(misbehaviour);
+    const std::string id = std::string("escape-") + misbehaviour;
+    Produce(brokers, id, Job(id, "{}", inbox_ + "/r.pdf"));
+    Produce(brokers, id + "-text", Job(id + "-text"));
+    Daemon* d = Start(Config(brokers, model), {{"ELLM_TEST_EXTRACTOR_MISBEHAVE", misbehaviour}});
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return Count(
+                     "SELECT count(*) FROM jobs WHERE status IN ('succeeded','failed') AND id "
+                     "LIKE '" +
+                     id + "%'") == 2;
+        },
+        seconds(45)))
+        << d->Log();
+    EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id='" + id +
+                    "' AND status='failed' AND error_code='document.sandbox_violation' AND "
+                    "error_message LIKE '%forbidden system call%' AND attempts=1"),
+              1)
+        << d->Log();
+    EXPECT_EQ(StatusOf(id + "-text"), "2");
+    d->Signal(SIGTERM);
+    EXPECT_EQ(d->Wait(seconds(30)), 0);
+    daemons_.clear();
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/ellm-extract-sandbox-escape"));
+  auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(3));
+  ASSERT_EQ(dead.size(), 2u);
+  for (const auto& m : dead) {
+    std::map<std::string, std::string> h(m.headers.begin(), m.headers.end());
+    EXPECT_EQ(h["ellm.error.code"], "document.sandbox_violation");
+  }
+}
+
 }  // namespace
 }  // namespace ellm::testing

@@ -3,8 +3,9 @@
 // The file's content decides how it is read: a file starting with "%PDF-"
 // is a PDF, parsed by poppler in a child process (the `ellm-extract` binary)
 // under limits on CPU time, address space, output size and wall-clock time,
-// so a crash, hang or memory blow-up on a hostile file becomes an error for
-// that file alone. A valid UTF-8 file named *.txt/*.text (plain text) or
+// and inside a seccomp filter (no sockets, no new programs, no file opened
+// for writing), so a crash, hang, memory blow-up or exploit on a hostile
+// file becomes an error for that file alone. A valid UTF-8 file named *.txt/*.text (plain text) or
 // *.md/*.markdown (Markdown) passes through. Anything else is rejected.
 //
 // The input is only ever opened read-only; nothing is written next to it.
@@ -30,18 +31,19 @@ namespace ellm::ingest {
 // retry after fixing the installation may succeed.
 // Serialized by name: append-only, never renamed.
 enum class ExtractError {
-  kNotFound,         // no such file                      (StatusCode::kNotFound)
-  kUnreadable,       // exists but cannot be read: permissions, a directory, I/O error
-  kNotPdf,           // named .pdf (or sniffed as binary) but not a PDF
-  kUnsupportedType,  // neither a PDF nor UTF-8 .txt/.md
-  kEncrypted,        // password-protected: needs a user password to open
-  kDamaged,          // a PDF poppler cannot repair
-  kNoTextLayer,      // no page has text: a scan without OCR
-  kTooManyPages,     // above ExtractOptions::max_pages
-  kTooLarge,         // above ExtractOptions::max_bytes
-  kTimeout,          // wall-clock or CPU-time limit hit
-  kResourceLimit,    // address-space or output-size limit hit
-  kCrashed,          // the extractor died (signal, bad exit, garbled output)
+  kNotFound,          // no such file                      (StatusCode::kNotFound)
+  kUnreadable,        // exists but cannot be read: permissions, a directory, I/O error
+  kNotPdf,            // named .pdf (or sniffed as binary) but not a PDF
+  kUnsupportedType,   // neither a PDF nor UTF-8 .txt/.md
+  kEncrypted,         // password-protected: needs a user password to open
+  kDamaged,           // a PDF poppler cannot repair
+  kNoTextLayer,       // no page has text: a scan without OCR
+  kTooManyPages,      // above ExtractOptions::max_pages
+  kTooLarge,          // above ExtractOptions::max_bytes
+  kTimeout,           // wall-clock or CPU-time limit hit
+  kResourceLimit,     // address-space or output-size limit hit
+  kCrashed,           // the extractor died (signal, bad exit, garbled output)
+  kSandboxViolation,  // the extractor made a system call its seccomp filter forbids
 };
 
 // "not_found", "unreadable", "not_pdf", ... (stable).

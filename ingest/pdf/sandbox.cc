@@ -1,0 +1,118 @@
+// The extractor's seccomp allow-list (see sandbox.h). The list comes from
+// `strace -f -c` of ellm-extract on tests/data/pdf: every call poppler and
+// glibc make after the input is read, plus what an abort() or a
+// std::bad_alloc report needs. Add to it only with a reason.
+#include "pdf/sandbox.h"
+
+#include <fcntl.h>
+#include <iconv.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace ellm::ingest::pdf {
+namespace {
+
+// open()/openat() flags that would let the call create, truncate or write.
+// O_TMPFILE is (this bit | O_DIRECTORY) in glibc, and poppler opens its
+// data directories with O_DIRECTORY, so only this bit is masked.
+constexpr scmp_datum_t kTmpFileBit = 020000000;
+constexpr scmp_datum_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | kTmpFileBit;
+
+using Filter = std::unique_ptr<void, decltype(&seccomp_release)>;
+
+Status Rule(scmp_filter_ctx ctx, const char* name, unsigned count = 0,
+            const scmp_arg_cmp* args = nullptr) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return InternalError(std::string("seccomp: unknown syscall ") + name);
+  const int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, count, args);
+  if (rc != 0) {
+    return InternalError(std::string("seccomp: cannot allow ") + name + ": " + std::strerror(-rc));
+  }
+  return OkStatus();
+}
+
+// poppler-cpp converts text with iconv between UTF-16LE and UTF-8; glibc
+// loads the converter (gconv/UTF-16.so) on first use with an executable
+// mapping the sandbox forbids. Loading it now and never closing these
+// descriptors keeps it loaded, so poppler's own iconv_open finds it.
+void PreloadConverters() {
+  static iconv_t to_utf8 = iconv_open("UTF-8", "UTF-16LE");
+  static iconv_t from_utf8 = iconv_open("UTF-16LE", "UTF-8");
+  (void)to_utf8;
+  (void)from_utf8;
+}
+
+}  // namespace
+
+Status EnterExtractorSandbox() {
+  PreloadConverters();
+  // KILL_PROCESS needs the seccomp() system call (Linux 4.14); where a
+  // parent's filter hides it (a systemd SystemCallFilter= without
+  // `seccomp`), libseccomp refuses it and KILL_THREAD does the same here:
+  // this process has one thread.
+  Filter filter(seccomp_init(SCMP_ACT_KILL_PROCESS), seccomp_release);
+  if (!filter) filter.reset(seccomp_init(SCMP_ACT_KILL_THREAD));
+  if (!filter) return InternalError("seccomp: cannot create a filter");
+  scmp_filter_ctx ctx = filter.get();
+  // Calls on fds already open (the input was read; poppler's data files)
+  // and on memory; none can reach the network, a new program or a file for
+  // writing.
+  for (const char* name :
+       {"read", "pread64", "readv", "lseek", "close", "fstat", "newfstatat", "statx", "getdents64",
+        "fcntl", "brk", "munmap", "mremap", "madvise", "futex", "getrandom", "clock_gettime",
+        "clock_getres", "gettimeofday", "nanosleep", "clock_nanosleep", "sched_yield",
+        "rt_sigreturn", "rt_sigprocmask", "rt_sigaction", "getpid", "gettid", "exit", "exit_group",
+        // glibc's qsort asks for the physical memory size before sorting a
+        // large array (the valgrind manual in the robustness test).
+        "sysinfo"}) {
+    if (Status s = Rule(ctx, name); !s.ok()) return s;
+  }
+  // Output only on stdout (the JSON) and stderr (messages).
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    const scmp_arg_cmp to_fd[] = {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd))};
+    if (Status s = Rule(ctx, "write", 1, to_fd); !s.ok()) return s;
+    if (Status s = Rule(ctx, "writev", 1, to_fd); !s.ok()) return s;
+  }
+  // Read-only opens: /etc/localtime, glibc's gconv cache, poppler's
+  // /usr/share/poppler data (CMaps for CJK text).
+  const scmp_arg_cmp openat_ro[] = {SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
+  if (Status s = Rule(ctx, "openat", 1, openat_ro); !s.ok()) return s;
+  const scmp_arg_cmp open_ro[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
+  if (Status s = Rule(ctx, "open", 1, open_ro); !s.ok()) return s;
+  // Memory, but no new executable pages: injected code cannot be mapped.
+  const scmp_arg_cmp no_exec[] = {SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)};
+  if (Status s = Rule(ctx, "mmap", 1, no_exec); !s.ok()) return s;
+  if (Status s = Rule(ctx, "mprotect", 1, no_exec); !s.ok()) return s;
+  // abort() (a failed assertion in poppler) signals this process only, so
+  // the parent sees SIGABRT, a crash, not a sandbox violation.
+  const scmp_arg_cmp self[] = {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(getpid()))};
+  if (Status s = Rule(ctx, "tgkill", 1, self); !s.ok()) return s;
+  const int rc = seccomp_load(ctx);
+  if (rc != 0)
+    return InternalError(std::string("seccomp: cannot load the filter: ") + std::strerror(-rc));
+  return OkStatus();
+}
+
+void MisbehaveForTesting(const char* what) {
+  if (what == nullptr) return;
+  const std::string w = what;
+  if (w == "socket") {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0) close(fd);
+  } else if (w == "write") {
+    const int fd = open("/tmp/ellm-extract-sandbox-escape", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) close(fd);
+  } else if (w == "exec") {
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    execv("/bin/true", argv);
+  }
+}
+
+}  // namespace ellm::ingest::pdf
