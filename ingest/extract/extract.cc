@@ -3,9 +3,11 @@
 #include "ellm/ingest/extract.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +23,12 @@
 
 namespace ellm::ingest {
 namespace {
+
+// The shared second half of ExtractDocument and ExtractDocumentBeneath,
+// defined at the end of this file. Takes ownership of `fd`, `path` opened
+// read-only.
+StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
+                                       const ExtractOptions& options);
 
 constexpr size_t kSniffBytes = 1024;  // PDF readers accept "%PDF-" within the first 1 KiB
 
@@ -248,17 +256,69 @@ StatusOr<std::string> FindExtractor(const ExtractOptions& options) {
                        "); set ELLM_EXTRACTOR or install it in libexec/ellm");
 }
 
+namespace {
+
+// O_NONBLOCK: opening a FIFO must not block; regular files ignore it.
+constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+
+Status OpenError(const std::string& path, int err) {
+  const bool missing = err == ENOENT || err == ENOTDIR;
+  return MakeExtractError(missing ? ExtractError::kNotFound : ExtractError::kUnreadable,
+                          path + (missing ? ": no such file" : ": cannot open: ") +
+                              (missing ? "" : std::strerror(err)));
+}
+
+StatusOr<int> OpenBeneath(const std::string& root, const std::string& path) {
+  const std::string prefix = root == "/" ? root : root + "/";
+  if (path.size() <= prefix.size() || path.compare(0, prefix.size(), prefix) != 0) {
+    return MakeExtractError(ExtractError::kUnreadable, path + ": not beneath " + root);
+  }
+  const int dir = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return OpenError(root, errno);
+  open_how how{};
+  how.flags = static_cast<uint64_t>(kOpenFlags);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const std::string relative = path.substr(prefix.size());
+  long fd;
+  do {
+    fd = syscall(SYS_openat2, dir, relative.c_str(), &how, sizeof(how));
+  } while (fd < 0 && errno == EINTR);
+  const int err = errno;
+  close(dir);
+  if (fd >= 0) return static_cast<int>(fd);
+  if (err == ENOSYS) {
+    return FailedPreconditionError(path +
+                                   ": this kernel lacks openat2 (Linux 5.6 or later is needed "
+                                   "to open job documents safely beneath jobs.allowed_roots)");
+  }
+  if (err == ELOOP || err == EXDEV) {
+    return MakeExtractError(ExtractError::kUnreadable,
+                            path + ": not read: a symbolic link or a path leaving " + root +
+                                " appeared in it after the job was checked");
+  }
+  return OpenError(path, err);
+}
+
+}  // namespace
+
 StatusOr<Document> ExtractDocument(const std::string& path, const ExtractOptions& options) {
   ELLM_RETURN_IF_ERROR(options.Validate());
-  // O_NONBLOCK: opening a FIFO must not block; regular files ignore it.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    const int err = errno;
-    const bool missing = err == ENOENT || err == ENOTDIR;
-    return MakeExtractError(missing ? ExtractError::kNotFound : ExtractError::kUnreadable,
-                            path + (missing ? ": no such file" : ": cannot open: ") +
-                                (missing ? "" : std::strerror(err)));
-  }
+  const int fd = open(path.c_str(), kOpenFlags);
+  if (fd < 0) return OpenError(path, errno);
+  return ExtractOpenDocument(path, fd, options);
+}
+
+StatusOr<Document> ExtractDocumentBeneath(const std::string& root, const std::string& path,
+                                          const ExtractOptions& options) {
+  ELLM_RETURN_IF_ERROR(options.Validate());
+  ELLM_ASSIGN_OR_RETURN(int fd, OpenBeneath(root, path));
+  return ExtractOpenDocument(path, fd, options);
+}
+
+namespace {
+
+StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
+                                       const ExtractOptions& options) {
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
@@ -304,4 +364,5 @@ StatusOr<Document> ExtractDocument(const std::string& path, const ExtractOptions
   return doc;
 }
 
+}  // namespace
 }  // namespace ellm::ingest

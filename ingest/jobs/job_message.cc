@@ -108,12 +108,14 @@ std::optional<Fail> ParseDocument(const json& d, size_t i, const JobMessageLimit
     return Fail{"document_unreadable",
                 where + ": cannot resolve '" + out.path + "': " + std::strerror(err)};
   }
-  bool allowed = false;
   for (const std::string& root : limits.allowed_roots) {
     auto r = RealPath(root);
-    if (r && Under(*resolved, *r)) allowed = true;
+    if (r && Under(*resolved, *r)) {
+      out.allowed_root = *r;
+      break;
+    }
   }
-  if (!allowed) {
+  if (out.allowed_root.empty()) {
     std::string roots;
     for (const auto& r : limits.allowed_roots) roots += (roots.empty() ? "" : ", ") + r;
     return Fail{"path_not_allowed", where + ": '" + out.path + "' resolves to '" + *resolved +

@@ -56,7 +56,11 @@ std::vector<std::string> ProcessorRegistry::Names() const {
 StatusOr<ingest::Document> LoadJobDocument(const ingest::JobDocument& doc,
                                            const ingest::ExtractOptions& options) {
   if (!doc.is_inline) {
-    auto d = ingest::ExtractDocument(doc.resolved_path, options);
+    // Beneath the root the message was checked against, so a symlink
+    // swapped in since cannot lead outside it.
+    auto d = doc.allowed_root.empty()
+                 ? ingest::ExtractDocument(doc.resolved_path, options)
+                 : ingest::ExtractDocumentBeneath(doc.allowed_root, doc.resolved_path, options);
     if (!d.ok()) return d.status();
     d->metadata.source = doc.path;
     return d;

@@ -1,14 +1,19 @@
 // Which failures are transient (the job runs again) and which permanent
 // (failed and dead-lettered at once): IsTransient and
 // PipelineResult::FailedWith, and a failed fork of the PDF extractor as the
-// `document-stats` processor reports it.
+// `document-stats` processor reports it; a path document is opened beneath
+// its allowed root.
 #include "ellm/pipelines/processor.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 
 #include "ellm/ingest/extract.h"
+#include "ellm/ingest/job_message.h"
+#include "test_env.h"
 
 namespace ellm::pipelines {
 namespace {
@@ -67,6 +72,53 @@ TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
 
   PipelineResult second = processor->Run(request, cancel);  // the next fork works
   EXPECT_TRUE(second.output.has_value()) << second.error_code << ": " << second.error;
+}
+
+// Issue 37 item 8: a document checked when its message was parsed, then
+// swapped (itself, or a directory on its path) for a symlink leading out of
+// the allowed root, is not read: it is opened beneath the root with
+// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS).
+TEST(LoadJobDocument, RefusesASymlinkSwappedInAfterTheMessageWasChecked) {
+  namespace fs = std::filesystem;
+  const std::string dir = ellm::testing::MakeTempDir("ellm-beneath");
+  const std::string inbox = dir + "/inbox", outside = dir + "/outside";
+  fs::create_directories(inbox + "/sub");
+  fs::create_directories(outside + "/sub");
+  std::ofstream(inbox + "/report.txt") << "public";
+  std::ofstream(inbox + "/sub/report.txt") << "public";
+  std::ofstream(outside + "/secret.txt") << "secret";
+  std::ofstream(outside + "/sub/report.txt") << "secret";
+  ingest::JobMessageLimits limits;
+  limits.pipelines = {"document-stats"};
+  limits.allowed_roots = {inbox};
+  ingest::ExtractOptions options;
+  options.extractor_path = ELLM_EXTRACTOR_PATH;
+  for (const std::string& name : {std::string("report.txt"), std::string("sub/report.txt")}) {
+    SCOPED_TRACE(name);
+    ingest::ParsedJob parsed =
+        ingest::ParseJobMessage(R"({"id":"j","pipeline":"document-stats","documents":[{"path":")" +
+                                    inbox + "/" + name + R"("}]})",
+                                "", limits);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    const ingest::JobDocument& doc = parsed.message.documents[0];
+    auto before = LoadJobDocument(doc, options);
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    EXPECT_EQ(before->pages[0].text, "public");
+
+    if (name == "report.txt") {
+      fs::remove(inbox + "/report.txt");
+      fs::create_symlink(outside + "/secret.txt", inbox + "/report.txt");
+    } else {
+      fs::remove_all(inbox + "/sub");
+      fs::create_directory_symlink(outside + "/sub", inbox + "/sub");
+    }
+    auto after = LoadJobDocument(doc, options);
+    ASSERT_FALSE(after.ok()) << "read through the swapped-in link: " << after->pages[0].text;
+    EXPECT_EQ(ingest::ExtractErrorOf(after.status()), ingest::ExtractError::kUnreadable);
+    EXPECT_NE(after.status().message().find("symbolic link"), std::string::npos)
+        << after.status().ToString();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

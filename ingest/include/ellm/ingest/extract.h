@@ -74,6 +74,17 @@ struct ExtractOptions {
 // Errors name the file; see ExtractError for which carry a reason.
 StatusOr<Document> ExtractDocument(const std::string& path, const ExtractOptions& options);
 
+// As ExtractDocument, for a path checked earlier to lie beneath `root`
+// (both absolute and canonical: no symlinks, no "." or ".."; the job
+// message's check resolves them). The file is opened with openat2
+// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) relative to `root`, so a symlink
+// or rename swapped in after the check cannot redirect the read outside
+// `root`: such a path fails as kUnreadable. `path` not under `root` is
+// kUnreadable too. A kernel without openat2 (before Linux 5.6) gives a
+// FailedPrecondition error with no reason (the installation's fault).
+StatusOr<Document> ExtractDocumentBeneath(const std::string& root, const std::string& path,
+                                          const ExtractOptions& options);
+
 // Where ExtractDocument looks for the extractor given `options` (see
 // ExtractOptions::extractor_path); NotFound listing the places tried.
 StatusOr<std::string> FindExtractor(const ExtractOptions& options);

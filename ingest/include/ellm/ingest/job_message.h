@@ -34,6 +34,9 @@ struct JobDocument {
   // resolved), which is what gets opened. For inline ones: `name` and bytes.
   std::string path;
   std::string resolved_path;
+  // The canonical allowed root resolved_path was found under; the document
+  // is opened beneath it (ingest::ExtractDocumentBeneath).
+  std::string allowed_root;
   std::string name;
   std::string inline_bytes;
   bool is_inline = false;
