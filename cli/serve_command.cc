@@ -105,11 +105,9 @@ Status Run(const Flags& f) {
   }
   const std::string model_id = std::filesystem::path((*rt)->model_path).stem().string();
   Engine& engine = (*rt)->generator->engine();
-  if (Status s = server.SetModel(&engine, model_id, "ellm-" + engine.info().fingerprint); !s.ok()) {
-    stop_all();
-    return s;
-  }
-  // Document jobs (/v1/jobs) run on the same runtime, one at a time.
+  // Document jobs (/v1/jobs) run on the same runtime, one at a time. They
+  // are attached before the model is marked ready, so that a client that
+  // saw /health ok never meets a /v1/jobs that is not there yet.
   auto jobs = app::HttpJobQueue::Start(rt->get(), "ellm-serve/" + std::to_string(getpid()),
                                        [](app::LogLevel level, const std::string& line) {
                                          if (level != app::LogLevel::kDebug)
@@ -120,6 +118,12 @@ Status Run(const Flags& f) {
     return jobs.status();
   }
   server.SetJobs(jobs->get());
+  if (Status s = server.SetModel(&engine, model_id, "ellm-" + engine.info().fingerprint); !s.ok()) {
+    server.SetJobs(nullptr);
+    jobs->reset();
+    stop_all();
+    return s;
+  }
   std::fprintf(stderr, "ellm serve: model %s ready (%s, context %lld per session, %d session(s))\n",
                model_id.c_str(), (*rt)->model_path.c_str(), static_cast<long long>(ctx),
                o.sessions);

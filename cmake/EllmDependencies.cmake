@@ -21,6 +21,8 @@ pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 # The HTTP API (server/): cpp-httplib, built by Debian with OpenSSL.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# SSL_get_fd: the socket of a TLS request, watched for the client leaving.
+pkg_check_modules(LIBSSL REQUIRED IMPORTED_TARGET libssl)
 find_package(nlohmann_json 3.10 REQUIRED)
 
 # daemon, cli

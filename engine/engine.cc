@@ -62,6 +62,24 @@ void Session::Reset() {
   state_->ForgetSummaries();
 }
 
+bool Session::CanTruncate(int64_t n) const {
+  return n >= 0 && n <= pos_ && state_->cache->CanTruncate(n);
+}
+
+Status Session::Truncate(int64_t n) {
+  if (n < 0 || n > pos_) {
+    return InvalidArgumentError("cannot keep " + std::to_string(n) + " of " + std::to_string(pos_) +
+                                " positions");
+  }
+  if (n == pos_) return OkStatus();
+  ELLM_RETURN_IF_ERROR(state_->cache->Truncate(n));
+  pos_ = n;
+  tokens_.resize(static_cast<size_t>(n));
+  // Sparse attention's block bounds past n are recomputed (UpdateSummaries
+  // keeps only the complete blocks before the next position).
+  return OkStatus();
+}
+
 Status Session::SaveState(const std::string& path) {
   return kv::SaveKvState(*state_->cache, tokens_, engine_->info_.fingerprint, path);
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "client_connection.h"
 #include "ellm/engine/constraint.h"
 #include "ellm/engine/reply.h"
 #include "ellm/server/openai.h"
@@ -188,13 +189,15 @@ struct ApiServer::State {
   mutable std::mutex metrics_mu;
   std::map<std::pair<std::string, int>, uint64_t> requests;  // (endpoint, status)
   uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
+  uint64_t client_gone = 0;  // replies ended because their client went away
   std::atomic<int> active_streams{0};
   Histogram ttft{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
   Histogram itl{{0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}};
   Histogram queue_wait{{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300}};
 
-  // The idle session whose tokens `prompt` continues furthest (a follow-up
-  // finds its conversation), else the one idle longest.
+  // The idle session that can keep most of `prompt` (ReusablePrefix: a
+  // follow-up finds its conversation, a new conversation one that began with
+  // the same system prompt), else the one idle longest.
   size_t AcquireSlot(const std::vector<TokenId>& prompt) {
     std::unique_lock<std::mutex> lock(slots_mu);
     slots_cv.wait(lock, [&] {
@@ -207,12 +210,7 @@ struct ApiServer::State {
     size_t best_match = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].busy) continue;
-      std::span<const TokenId> have = slots[i].session->tokens();
-      size_t match = 0;
-      if (!have.empty() && have.size() < prompt.size() &&
-          std::equal(have.begin(), have.end(), prompt.begin())) {
-        match = have.size();
-      }
+      const auto match = static_cast<size_t>(ReusablePrefix(*slots[i].session, prompt));
       if (best == slots.size() || match > best_match ||
           (match == best_match && slots[i].last_used < slots[best].last_used)) {
         best = i;
@@ -285,6 +283,10 @@ std::string ApiServer::MetricsText() const {
   out +=
       "ellm_http_tokens_total{kind=\"completion\"} " + std::to_string(st.completion_tokens) + "\n";
   out += "ellm_http_tokens_total{kind=\"reused\"} " + std::to_string(st.reused_tokens) + "\n";
+  out +=
+      "# HELP ellm_http_client_disconnects_total Replies ended early because their client "
+      "went away (streamed or not)\n# TYPE ellm_http_client_disconnects_total counter\n";
+  out += "ellm_http_client_disconnects_total " + std::to_string(st.client_gone) + "\n";
   out += "# HELP ellm_http_active_streams Streaming responses in progress\n";
   out += "# TYPE ellm_http_active_streams gauge\n";
   out += "ellm_http_active_streams " + std::to_string(st.active_streams.load()) + "\n";
@@ -457,8 +459,9 @@ Status ApiServer::Bind() {
     res.set_content(Dump(a.body), "application/json");
     st.Count(req.matches.empty() ? req.path : "/v1/jobs", a.status);
   };
-  auto no_jobs = [&st](httplib::Response& res) {
+  auto no_jobs = [&st, unready](httplib::Response& res) {
     if (st.jobs.load() != nullptr) return false;
+    if (unready(res)) return true;  // 503 while loading: jobs may come with the model
     SendError(res, Error(404, "not_found_error", "document jobs are not served here"));
     return true;
   };
@@ -609,12 +612,34 @@ Status ApiServer::Bind() {
     ro.max_tokens = r.max_tokens.value_or(room);
     ro.stop = r.stop;
     ro.constraint = constraint.get();
+    // The tokens' log probabilities, when asked for: filled by the reply as
+    // it goes, read by the stream as its text is released.
+    auto lps = std::make_shared<std::vector<TokenLogprob>>();
+    if (r.logprobs) {
+      ro.logprobs = lps.get();
+      ro.top_logprobs = r.top_logprobs;
+    }
+    const Tokenizer* tokp = &tok;  // the engine's: outlives the stream
+    // Entries [from, end) whose pieces begin before `upto` bytes of text.
+    auto entries = [lps, tokp](size_t* from, size_t upto) {
+      std::vector<LogprobEntry> out;
+      for (; *from < lps->size() && (*lps)[*from].text_offset < upto; ++*from) {
+        const TokenLogprob& t = (*lps)[*from];
+        LogprobEntry e{
+            tokp->TokenToPiece(t.token), t.logprob, {}, static_cast<int64_t>(t.text_offset)};
+        for (const auto& [tid, lp] : t.top) e.top.emplace_back(tokp->TokenToPiece(tid), lp);
+        out.push_back(std::move(e));
+      }
+      return out;
+    };
     const std::string id = RandomId(chat ? "chatcmpl-" : "cmpl-");
     const int64_t created = UnixNow();
 
     // Runs the reply in a session with an interactive turn; `on_text` gets
-    // the pieces. Records the metrics.
-    auto run = [&st, prompt, ro, constraint, arrived](const ReplyTextFn& on_text) {
+    // the pieces. A client that goes away (`conn`) ends it at the next
+    // prefill slice or token. Records the metrics.
+    const ClientConnection conn(req);
+    auto run = [&st, prompt, ro, constraint, arrived, conn, lps](const ReplyTextFn& on_text) {
       const size_t slot = st.AcquireSlot(*prompt);
       StatusOr<Reply> reply = InternalError("not run");
       {
@@ -625,21 +650,25 @@ Status ApiServer::Bind() {
         const auto started = Clock::now();
         auto last = started;
         bool first = true;
-        reply = GenerateReply(*st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
-                              [&](std::string_view piece) {
-                                const auto now = Clock::now();
-                                std::lock_guard<std::mutex> lock(st.metrics_mu);
-                                if (first) {
-                                  st.ttft.Observe(Seconds(arrived, now));
-                                  first = false;
-                                } else {
-                                  st.itl.Observe(Seconds(last, now));
-                                }
-                                last = now;
-                                return on_text ? on_text(piece) : true;
-                              });
+        reply = GenerateReply(
+            *st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
+            [&](std::string_view piece) {
+              const auto now = Clock::now();
+              std::lock_guard<std::mutex> lock(st.metrics_mu);
+              if (first) {
+                st.ttft.Observe(Seconds(arrived, now));
+                first = false;
+              } else {
+                st.itl.Observe(Seconds(last, now));
+              }
+              last = now;
+              if (conn.Gone()) return false;
+              return on_text ? on_text(piece) : true;
+            },
+            [&](int64_t, int64_t) { return !conn.Gone(); });
         std::lock_guard<std::mutex> lock(st.metrics_mu);
         st.queue_wait.Observe(Seconds(arrived, started));
+        if (reply.ok() && reply->finish == FinishReason::kCancelled) ++st.client_gone;
         if (reply.ok()) {
           st.prompt_tokens += static_cast<uint64_t>(reply->prompt_tokens);
           st.completion_tokens += static_cast<uint64_t>(reply->completion_tokens);
@@ -656,23 +685,30 @@ Status ApiServer::Bind() {
         return fail(Error(500, "server_error", "generation failed: " + reply.status().ToString()));
       }
       const std::string finish(FinishReasonName(reply->finish));
-      res.set_content(
-          Dump(CompletionResponse(r, id, created, st.model_id, st.fingerprint, reply->text, finish,
-                                  {reply->prompt_tokens, reply->completion_tokens})),
-          "application/json");
+      json logprobs;
+      if (r.logprobs) {
+        size_t from = 0;
+        logprobs = LogprobsJson(r, entries(&from, reply->text.size()));
+      }
+      res.set_content(Dump(CompletionResponse(
+                          r, id, created, st.model_id, st.fingerprint, reply->text, finish,
+                          {reply->prompt_tokens, reply->completion_tokens, reply->reused_tokens},
+                          r.logprobs ? &logprobs : nullptr)),
+                      "application/json");
       st.Count(endpoint, 200);
       return;
     }
     st.Count(endpoint, 200);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&st, request, run, id, created,
-                                                           admitted](size_t,
-                                                                     httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&st, request, run, id, created, admitted,
+                                                           entries](size_t,
+                                                                    httplib::DataSink& sink) {
       const CompletionRequest& sr = *request;
       st.active_streams.fetch_add(1);
       bool first = true;
       bool open = true;
+      size_t released = 0, logprobs_sent = 0;
       auto send = [&](const json& chunk) {
         const std::string event = SseEvent(chunk);
         open = open && sink.write(event.data(), event.size());
@@ -680,8 +716,11 @@ Status ApiServer::Bind() {
       };
       StatusOr<Reply> reply = run([&](std::string_view piece) {
         const std::string delta(piece);
-        const bool ok =
-            send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta, first, nullptr));
+        released += piece.size();
+        json logprobs;
+        if (sr.logprobs) logprobs = LogprobsJson(sr, entries(&logprobs_sent, released));
+        const bool ok = send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta,
+                                         first, nullptr, sr.logprobs ? &logprobs : nullptr));
         first = false;
         return ok;
       });
@@ -698,7 +737,7 @@ Status ApiServer::Bind() {
         send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, nullptr, false, &finish));
         if (sr.include_usage) {
           send(UsageChunk(sr, id, created, st.model_id, st.fingerprint,
-                          {reply->prompt_tokens, reply->completion_tokens}));
+                          {reply->prompt_tokens, reply->completion_tokens, reply->reused_tokens}));
         }
       }
       if (open) {

@@ -43,6 +43,29 @@ std::optional<ApiError> Integer(const json& body, const char* key, int64_t lo, i
   return std::nullopt;
 }
 
+// Chat: "logprobs" true/false and "top_logprobs" 0..20 (only with
+// logprobs); completions: "logprobs" an integer 0..5 (OpenAI's limits).
+std::optional<ApiError> Logprobs(const json& body, bool chat, CompletionRequest* r) {
+  std::optional<int64_t> top;
+  if (chat) {
+    if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+      if (!body["logprobs"].is_boolean()) {
+        return InvalidRequest("logprobs must be a boolean", "logprobs");
+      }
+      r->logprobs = body["logprobs"].get<bool>();
+    }
+    if (auto e = Integer(body, "top_logprobs", 0, 20, &top)) return e;
+    if (top && !r->logprobs) {
+      return InvalidRequest("top_logprobs needs logprobs: true", "top_logprobs");
+    }
+  } else {
+    if (auto e = Integer(body, "logprobs", 0, 5, &top)) return e;
+    r->logprobs = top.has_value();
+  }
+  r->top_logprobs = static_cast<int>(top.value_or(0));
+  return std::nullopt;
+}
+
 // A message's content: a string, null (assistant turns), or an array of
 // parts of which only {"type": "text"} ones are supported.
 std::optional<ApiError> Content(const json& m, const std::string& where, std::string* out) {
@@ -217,8 +240,8 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
       return fail(InvalidRequest("prompt must be a string (one prompt per request)", "prompt"));
     }
   }
-  for (const char* unsupported : {"tools", "functions", "logprobs", "top_logprobs", "audio",
-                                  "logit_bias", "suffix", "best_of", "echo"}) {
+  for (const char* unsupported :
+       {"tools", "functions", "audio", "logit_bias", "suffix", "best_of", "echo"}) {
     if (!body.contains(unsupported) || body[unsupported].is_null()) continue;
     const json& v = body[unsupported];
     const bool off = (v.is_boolean() && !v.get<bool>()) || (v.is_array() && v.empty()) ||
@@ -229,6 +252,7 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
                                  unsupported, "unsupported_parameter"));
     }
   }
+  if (auto e = Logprobs(body, chat, &r)) return fail(*e);
   std::optional<int64_t> n;
   if (auto e = Integer(body, "n", 1, 128, &n)) return fail(*e);
   if (n && *n != 1) return fail(InvalidRequest("n must be 1: one choice per request", "n"));
@@ -295,15 +319,56 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
 nlohmann::json UsageJson(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+nlohmann::json LogprobsJson(const CompletionRequest& r, const std::vector<LogprobEntry>& entries) {
+  auto bytes = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(static_cast<int>(c));
+    return b;
+  };
+  if (r.chat) {
+    json content = json::array();
+    for (const LogprobEntry& e : entries) {
+      json top = json::array();
+      for (const auto& [t, lp] : e.top) {
+        top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes(t)}});
+      }
+      content.push_back({{"token", e.token},
+                         {"logprob", e.logprob},
+                         {"bytes", bytes(e.token)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const LogprobEntry& e : entries) {
+    tokens.push_back(e.token);
+    lps.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& [t, lp] : e.top) {
+      if (!top.contains(t)) top[t] = lp;
+    }
+    tops.push_back(top);
+    offsets.push_back(e.text_offset);
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", lps},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
 }
 
 nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string& id,
                                   int64_t created, const std::string& model,
                                   const std::string& fingerprint, const std::string& text,
-                                  const std::string& finish_reason, const Usage& usage) {
+                                  const std::string& finish_reason, const Usage& usage,
+                                  const nlohmann::json* logprobs) {
   json out = Base(r, id, created, model, fingerprint, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  json choice = {{"index", 0},
+                 {"logprobs", logprobs ? *logprobs : json(nullptr)},
+                 {"finish_reason", finish_reason}};
   if (r.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
   } else {
@@ -317,10 +382,10 @@ nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string&
 nlohmann::json StreamChunk(const CompletionRequest& r, const std::string& id, int64_t created,
                            const std::string& model, const std::string& fingerprint,
                            const std::string* delta_text, bool first,
-                           const std::string* finish_reason) {
+                           const std::string* finish_reason, const nlohmann::json* logprobs) {
   json out = Base(r, id, created, model, fingerprint, true);
   json choice = {{"index", 0},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs ? *logprobs : json(nullptr)},
                  {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
   if (r.chat) {
     json delta = json::object();

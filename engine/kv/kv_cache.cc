@@ -391,6 +391,49 @@ Status KvCache::Clear() {
   return OkStatus();
 }
 
+bool KvCache::CanTruncate(int64_t n) const {
+  const int64_t end = (n + kBlockPositions - 1) / kBlockPositions;
+  for (const Layer& l : layers_) {
+    if (l.window == 0) continue;
+    // The query at position n reads keys from n - window + 1 on.
+    for (int64_t b = std::max<int64_t>(0, n - l.window) / kBlockPositions; b < end; ++b) {
+      const Block& held = l.blocks[static_cast<size_t>(b % static_cast<int64_t>(l.blocks.size()))];
+      if (held.slices.empty() || held.index != b) return false;
+    }
+  }
+  return true;
+}
+
+Status KvCache::Truncate(int64_t n) {
+  if (!CanTruncate(n)) {
+    return FailedPreconditionError(
+        "the sliding-window layers no longer hold the positions before " + std::to_string(n));
+  }
+  // The prefetch may be reading blocks about to be dropped.
+  if (prefetcher_ != nullptr && prefetcher_->busy()) {
+    prefetch_stats_.wasted += prefetcher_->items().size();
+    prefetcher_->Cancel();
+  }
+  const int64_t end = (n + kBlockPositions - 1) / kBlockPositions;
+  for (Layer& l : layers_) {
+    if (l.window > 0) {
+      for (Block& slot : l.blocks) {
+        if (slot.index < end) continue;
+        FreeSlices(&slot);
+        slot = Block{};
+      }
+      continue;
+    }
+    for (int64_t b = end; b < l.written_blocks; ++b) {
+      Block& block = l.blocks[static_cast<size_t>(b)];
+      FreeSlices(&block);
+      block = Block{};
+    }
+    l.written_blocks = std::min(l.written_blocks, end);
+  }
+  return OkStatus();
+}
+
 StatusOr<std::vector<const uint8_t*>> KvCache::SlicesForSave(int il, int64_t b) {
   std::vector<BlockView> views;
   ELLM_RETURN_IF_ERROR(Acquire(il, b, b + 1, &views));

@@ -138,6 +138,16 @@ class KvCache {
   // the spill counters of stats() start again.
   Status Clear();
 
+  // Keeps positions [0, n) and forgets the rest (the next Store is at n), so
+  // that a sequence can continue from a shared prefix. Possible while every
+  // sliding-window layer still holds the positions its window needs at n
+  // (CanTruncate); otherwise FAILED_PRECONDITION and nothing changes.
+  // Blocks past the prefix are freed; a spilled one's bytes stay in the
+  // spill file until Clear. A spilled block that n falls inside is brought
+  // back when it is next written (BlockForWrite). REQUIRES: n >= 0.
+  bool CanTruncate(int64_t n) const;
+  Status Truncate(int64_t n);
+
   KvStats stats() const { return stats_; }
 
   // Where read-back blocks were decoded (since Create); for tests and tuning.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include "ellm/engine/engine_gate.h"
@@ -66,6 +68,55 @@ size_t CompleteUtf8Prefix(std::string_view text) {
   return back + 1 >= need ? text.size() : i - 1;
 }
 
+int64_t ReusablePrefix(const Session& session, std::span<const TokenId> prompt) {
+  std::span<const TokenId> have = session.tokens();
+  const size_t limit = std::min(have.size(), prompt.size() - std::min<size_t>(prompt.size(), 1));
+  const auto common = static_cast<int64_t>(
+      std::mismatch(have.begin(), have.begin() + static_cast<std::ptrdiff_t>(limit), prompt.begin())
+          .first -
+      have.begin());
+  if (common == session.position() || session.CanTruncate(common)) return common;
+  return 0;
+}
+
+namespace {
+
+// log-softmax of the chosen token and the k most likely tokens of `logits`.
+TokenLogprob LogprobOf(std::span<const float> logits, TokenId chosen, int k) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (float x : logits) max = std::max(max, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
+  const double log_z = max + std::log(sum);
+  TokenLogprob out;
+  out.token = chosen;
+  out.logprob = static_cast<float>(logits[static_cast<size_t>(chosen)] - log_z);
+  if (k > 0) {
+    // The k largest in one pass: a min-heap of (logit, id).
+    std::vector<std::pair<float, TokenId>> heap;
+    heap.reserve(static_cast<size_t>(k) + 1);
+    auto greater = [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (static_cast<int>(heap.size()) == k && !(logits[i] > heap.front().first)) continue;
+      heap.emplace_back(logits[i], static_cast<TokenId>(i));
+      std::push_heap(heap.begin(), heap.end(), greater);
+      if (static_cast<int>(heap.size()) > k) {
+        std::pop_heap(heap.begin(), heap.end(), greater);
+        heap.pop_back();
+      }
+    }
+    std::sort(heap.begin(), heap.end(), greater);
+    for (const auto& [logit, id] : heap) {
+      out.top.emplace_back(id, static_cast<float>(logit - log_z));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
                               std::span<const TokenId> prompt, const ReplyOptions& options,
                               const ReplyTextFn& on_text, const ReplyProgressFn& on_prefill) {
@@ -78,15 +129,11 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
                            " tokens; the context holds " + std::to_string(n_ctx) +
                            " and leaves no room to reply");
   }
-  // Keep what the session already holds when the prompt continues it.
-  size_t keep = 0;
-  std::span<const TokenId> have = session.tokens();
-  if (options.reuse_prefix && !have.empty() && have.size() < prompt.size() &&
-      std::equal(have.begin(), have.end(), prompt.begin())) {
-    keep = have.size();
-  }
+  // Keep what the session already holds of the prompt's start.
+  int64_t keep = options.reuse_prefix ? ReusablePrefix(session, prompt) : 0;
+  if (keep > 0 && keep < session.position() && !session.Truncate(keep).ok()) keep = 0;
   if (keep == 0 && session.position() > 0) session.Reset();
-  r.reused_tokens = static_cast<int64_t>(keep);
+  r.reused_tokens = keep;
 
   Sampler sampler(options.sampling);
   for (TokenId id : prompt) sampler.Accept(id);
@@ -95,7 +142,9 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
   TokenId next = -1;
   Status constraint_status;
   std::vector<float> masked;
-  auto pick = [&](int64_t, std::span<const float> logits) {
+  std::vector<TokenLogprob>* logprobs = options.logprobs;
+  TokenLogprob next_logprob;
+  auto sample = [&](std::span<const float> logits) {
     if (constraint == nullptr) {
       next = sampler.Sample(logits);
       return;
@@ -112,6 +161,10 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
     const auto c2 = std::chrono::steady_clock::now();
     if (Status s = constraint->Accept(next); !s.ok()) constraint_status = s;
     r.constraint_seconds += Since(c2);
+  };
+  auto pick = [&](int64_t, std::span<const float> logits) {
+    sample(logits);
+    if (logprobs != nullptr) next_logprob = LogprobOf(logits, next, options.top_logprobs);
   };
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -157,6 +210,10 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
     }
     const size_t before = text.size();
     text += tok.TokenToPiece(next);
+    if (logprobs != nullptr) {
+      next_logprob.text_offset = before;
+      logprobs->push_back(std::move(next_logprob));
+    }
     sampler.Accept(next);
     ++r.completion_tokens;
     // A stop string ends the reply before it. One that completes now began
@@ -197,6 +254,12 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
   member.reset();  // the others' steps no longer wait for this reply's
   // The rest, but never half a character.
   text.resize(std::max(released, CompleteUtf8Prefix(text)));
+  if (logprobs != nullptr) {
+    // Tokens whose piece a stop string (or a broken last character) cut off.
+    while (!logprobs->empty() && logprobs->back().text_offset >= text.size()) {
+      logprobs->pop_back();
+    }
+  }
   if (!release(text.size())) r.finish = FinishReason::kCancelled;
   r.decode_seconds = Since(t1);
   return r;

@@ -117,9 +117,103 @@ TEST_F(ReplyTest, AFollowUpKeepsTheSessionAndAnswersAsAFreshSession) {
   EXPECT_EQ(fresh.reply.reused_tokens, 0);
   EXPECT_EQ(kept.reply.text, fresh.reply.text);
 
-  // A different prompt starts over.
-  Streamed other = Run(Chat("Name a river."), o);
-  EXPECT_EQ(other.reply.reused_tokens, 0);
+  // A different conversation keeps only the start the two share.
+  const auto river = Chat("Name a river.");
+  const auto shared = static_cast<int64_t>(
+      std::mismatch(river.begin(), river.end(), session_->tokens().begin()).first - river.begin());
+  Streamed other = Run(river, o);
+  EXPECT_EQ(other.reply.reused_tokens, shared);
+}
+
+// A new conversation with the same system prompt keeps the session's tokens
+// up to where the two differ (the session truncated there) and answers
+// exactly as a fresh session; a session that has run far past the sliding
+// window no longer holds what that start needs, and starts over.
+TEST_F(ReplyTest, ASharedSystemPromptIsKeptAndAnswersAsAFreshSession) {
+  const std::string system =
+      "You are a terse assistant for a shipping company. Answer in one short sentence, "
+      "name units, and never invent tracking numbers.";
+  auto chat = [&](const std::string& user) {
+    auto text = engine_->chat_template()->Apply({{"system", system}, {"user", user}}, true);
+    EXPECT_TRUE(text.ok());
+    return engine_->tokenizer().Encode(*text, true, true);
+  };
+  const auto first = chat("How heavy can a parcel be?");
+  const auto second = chat("What does express delivery cost?");
+  const auto shared = static_cast<int64_t>(
+      std::mismatch(first.begin(), first.end(), second.begin()).first - first.begin());
+  ASSERT_GT(shared, 20);
+  ReplyOptions o;
+  o.max_tokens = 12;
+  Run(first, o);
+  ASSERT_GT(session_->position(), shared);
+  Streamed kept = Run(second, o);
+  EXPECT_EQ(kept.reply.reused_tokens, shared);
+  auto fresh_session = engine_->NewSession({.n_ctx = 1024});
+  ASSERT_TRUE(fresh_session.ok());
+  Streamed fresh = Run(second, o, fresh_session->get());
+  EXPECT_EQ(fresh.reply.reused_tokens, 0);
+  EXPECT_EQ(kept.reply.text, fresh.reply.text);
+
+  // Past the window: 1000 more positions move the sliding layers' rings
+  // beyond the system prompt.
+  auto long_session = engine_->NewSession({.n_ctx = 2048});
+  ASSERT_TRUE(long_session.ok());
+  std::vector<TokenId> filler(first);
+  const auto more = engine_->tokenizer().Encode(" and so on", false, false);
+  while (filler.size() < 1400) filler.insert(filler.end(), more.begin(), more.end());
+  ASSERT_TRUE((*long_session)->Eval(filler, LogitsFor::kNone, nullptr).ok());
+  EXPECT_FALSE((*long_session)->CanTruncate(shared));
+  EXPECT_EQ(ReusablePrefix(**long_session, second), 0);
+  Streamed over = Run(second, o, long_session->get());
+  EXPECT_EQ(over.reply.reused_tokens, 0);
+  EXPECT_EQ(over.reply.text, fresh.reply.text);
+}
+
+// Log probabilities: one per generated token, its piece where the text
+// has it; at temperature 0 the chosen token is the most likely one; they are
+// log-probabilities (<= 0, the alternatives' mass at most 1); tokens a stop
+// string cut off are gone.
+TEST_F(ReplyTest, LogprobsDescribeEachToken) {
+  const auto prompt = Chat("List three colours of the rainbow, one per line.");
+  ReplyOptions o;
+  o.max_tokens = 20;
+  o.sampling.temperature = 0;
+  std::vector<TokenLogprob> lps;
+  o.logprobs = &lps;
+  o.top_logprobs = 5;
+  Streamed r = Run(prompt, o);
+  ASSERT_EQ(static_cast<int64_t>(lps.size()), r.reply.completion_tokens);
+  std::string joined;
+  for (const TokenLogprob& t : lps) {
+    EXPECT_EQ(t.text_offset, joined.size());
+    joined += engine_->tokenizer().TokenToPiece(t.token);
+    ASSERT_EQ(t.top.size(), 5u);
+    EXPECT_EQ(t.top[0].first, t.token);
+    EXPECT_EQ(t.top[0].second, t.logprob);
+    double mass = 0;
+    for (size_t i = 0; i < t.top.size(); ++i) {
+      EXPECT_LE(t.top[i].second, 0.0f);
+      if (i > 0) {
+        EXPECT_LE(t.top[i].second, t.top[i - 1].second);
+      }
+      mass += std::exp(static_cast<double>(t.top[i].second));
+    }
+    EXPECT_LE(mass, 1.0 + 1e-5);
+    EXPECT_GT(mass, 0.0);
+  }
+  EXPECT_EQ(joined, r.reply.text);
+
+  // With a stop string from the middle: the entries end where the
+  // text does.
+  const std::string& t = r.reply.text;
+  ASSERT_GT(t.size(), 8u);
+  o.stop = {t.substr(t.size() / 2, 3)};
+  lps.clear();
+  Streamed stopped = Run(prompt, o);
+  ASSERT_FALSE(lps.empty());
+  EXPECT_LT(lps.back().text_offset, stopped.reply.text.size());
+  EXPECT_LT(static_cast<int64_t>(lps.size()), stopped.reply.completion_tokens + 1);
 }
 
 TEST_F(ReplyTest, AJsonConstraintGivesAValidDocument) {

@@ -8,10 +8,11 @@ $ELLM_TEST_KAFKA also consuming Kafka) on a free port with an API key file,
 then checks: /health while
 loading and after, /v1/models, chat and text completions (plain and
 streamed, usage, finish reasons, stop strings, max_tokens), JSON output
-under response_format (json_schema and json_object), OpenAI-shaped errors
+under response_format (json_schema and json_object), logprobs (chat,
+streamed, completions), OpenAI-shaped errors
 (401, 400, 404, 413, context_length_exceeded), 429 past the queue, a
 disconnected stream ending its generation, a follow-up reusing the
-session's tokens, TLS, and a clean exit on SIGTERM; with `ellm serve`, also
+session's tokens and a new conversation its system prompt, TLS, and a clean exit on SIGTERM; with `ellm serve`, also
 concurrent streams decoded together (batched decode) giving each the text
 it gets alone.
 """
@@ -241,6 +242,32 @@ def run(base, ellm, model, tmp):
                                        seed=7, top_p=0.9, presence_penalty=0.5)
     check(a.choices[0].message.content == b.choices[0].message.content, "same seed, same text")
 
+    # Log probabilities: one per token, the pieces spelling the text; at
+    # temperature 0 the chosen token is the most likely; streamed, the same.
+    lp = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0,
+                                        logprobs=True, top_logprobs=3)
+    content = lp.choices[0].logprobs.content if lp.choices[0].logprobs else []
+    check(len(content) == lp.usage.completion_tokens and
+          bytes(b for c in content for b in c.bytes).decode() == lp.choices[0].message.content and
+          all(len(c.top_logprobs) == 3 and c.top_logprobs[0].token == c.token and
+              c.logprob <= 0 for c in content),
+          f"chat logprobs: {len(content)} tokens with 3 alternatives spell the reply")
+    streamed_lp = []
+    for chunk in client.chat.completions.create(model=mid, messages=msgs, max_tokens=12,
+                                                temperature=0, logprobs=True, top_logprobs=3,
+                                                stream=True):
+        if chunk.choices and chunk.choices[0].logprobs and chunk.choices[0].logprobs.content:
+            streamed_lp += [(c.token, round(c.logprob, 4)) for c in chunk.choices[0].logprobs.content]
+    check(streamed_lp == [(c.token, round(c.logprob, 4)) for c in content],
+          f"streamed logprobs equal the non-streamed ones ({len(streamed_lp)} tokens)")
+    tl = client.completions.create(model=mid, prompt="The capital of France is", max_tokens=5,
+                                   temperature=0, logprobs=2)
+    legacy = tl.choices[0].logprobs
+    check(legacy is not None and "".join(legacy.tokens) == tl.choices[0].text and
+          len(legacy.token_logprobs) == len(legacy.tokens) == tl.usage.completion_tokens and
+          all(len(t) >= 1 for t in legacy.top_logprobs),
+          f"completions logprobs (legacy): {legacy.tokens if legacy else None}")
+
     # JSON under a schema always parses and validates.
     schema = {"type": "object",
               "properties": {"colour": {"type": "string", "maxLength": 12},
@@ -361,6 +388,26 @@ def run(base, ellm, model, tmp):
     check(r2.usage.completion_tokens == 3 and after - before - 3 < 100,
           f"a disconnected stream stopped early ({after - before - 3:.0f} of 400 tokens made)")
 
+    # A client that gives up on a non-streamed reply (its timeout) ends that
+    # generation too: nothing was written to it, the server watches the socket.
+    before = metric(base, 'ellm_http_tokens_total{kind="completion"}')
+    gone0 = metric(base, "ellm_http_client_disconnects_total")
+    impatient = openai.OpenAI(base_url=base + "/v1", api_key=KEY, timeout=1.5, max_retries=0)
+    try:
+        impatient.chat.completions.create(model=mid, messages=long_msgs, max_tokens=400,
+                                          temperature=0)
+        timed_out = False
+    except openai.APITimeoutError:
+        timed_out = True
+    check(timed_out, "the impatient client timed out")
+    time.sleep(1.0)
+    r3 = client.chat.completions.create(model=mid, messages=msgs, max_tokens=3, temperature=0)
+    after = metric(base, 'ellm_http_tokens_total{kind="completion"}')
+    gone = metric(base, "ellm_http_client_disconnects_total") - gone0
+    check(r3.usage.completion_tokens == 3 and after - before - 3 < 300 and gone == 1,
+          f"a non-streamed reply whose client left stopped early ({after - before - 3:.0f} of "
+          f"400 tokens made, {gone:.0f} disconnect counted)")
+
     # A follow-up continues the session: the first turn's tokens are reused.
     reused0 = metric(base, 'ellm_http_tokens_total{kind="reused"}')
     first = client.chat.completions.create(model=mid, messages=msgs, max_tokens=20, temperature=0)
@@ -370,6 +417,16 @@ def run(base, ellm, model, tmp):
     reused = metric(base, 'ellm_http_tokens_total{kind="reused"}') - reused0
     check(reused >= first.usage.prompt_tokens,
           f"a follow-up reuses the first turn ({reused:.0f} tokens, prompt {first.usage.prompt_tokens})")
+    # A new conversation with the same system prompt keeps the shared start
+    # of a session that held another (usage says how much, as OpenAI's
+    # cached_tokens).
+    other = client.chat.completions.create(
+        model=mid, messages=[msgs[0], {"role": "user", "content": "Name two oceans."}],
+        max_tokens=5, temperature=0)
+    cached = (other.usage.prompt_tokens_details.cached_tokens
+              if other.usage.prompt_tokens_details else None)
+    check(cached is not None and 5 < cached < other.usage.prompt_tokens,
+          f"the same system prompt is reused ({cached} of {other.usage.prompt_tokens} tokens cached)")
     check(metric(base, "ellm_http_time_to_first_token_seconds_count") > 0, "TTFT histogram counts")
 
 
@@ -389,6 +446,9 @@ def wait_job(base, job_id, timeout=600):
         status, _, body = http("GET", base + "/v1/jobs/" + job_id,
                                headers={"Authorization": "Bearer " + KEY})
         job = json.loads(body)
+        if status == 503:  # still loading, or the job service not attached yet
+            time.sleep(0.2)
+            continue
         if status != 200 or job.get("status") in ("succeeded", "failed"):
             return status, job
         time.sleep(0.2)
@@ -467,7 +527,7 @@ def http_job_survives_kill(ellm, model, tmp):
         status, job = wait_job(base, key)
         check(job.get("status") == "succeeded" and job.get("attempts") == 2,
               f"after SIGKILL and a restart the job finished ({job.get('status')}, "
-              f"attempts {job.get('attempts')})")
+              f"attempts {job.get('attempts')}, HTTP {status}: {job.get('error')})")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

@@ -87,7 +87,10 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
       {{{"messages", kMessages}, {"temperature", "hot"}}, "temperature"},
       {{{"messages", kMessages}, {"stop", {1, 2}}}, "stop"},
       {{{"messages", kMessages}, {"tools", {{{"type", "function"}}}}}, "tools"},
-      {{{"messages", kMessages}, {"logprobs", true}}, "logprobs"},
+      {{{"messages", kMessages}, {"logprobs", 2}}, "logprobs"},
+      {{{"messages", kMessages}, {"top_logprobs", 2}}, "top_logprobs"},
+      {{{"messages", kMessages}, {"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+      {{{"messages", kMessages}, {"echo", true}}, "echo"},
       {{{"messages", kMessages}, {"stream_options", {{"include_usage", true}}}}, "stream_options"},
       {{{"messages", kMessages}, {"response_format", {{"type", "xml"}}}}, "response_format.type"},
       {{{"messages", kMessages},
@@ -121,6 +124,53 @@ TEST(OpenAiRequest, CompletionsTakeOnePrompt) {
   EXPECT_FALSE(p.request.chat);
   EXPECT_TRUE(ParseCompletionRequest(R"({"prompt": ["a", "b"]})", false).error);
   EXPECT_TRUE(ParseCompletionRequest(R"({"max_tokens": 3})", false).error);
+}
+
+TEST(OpenAiRequest, LogprobsAsEachEndpointTakesThem) {
+  ParsedRequest c = Chat({{"messages", kMessages}, {"logprobs", true}, {"top_logprobs", 3}});
+  ASSERT_FALSE(c.error) << c.error->message;
+  EXPECT_TRUE(c.request.logprobs);
+  EXPECT_EQ(c.request.top_logprobs, 3);
+  ParsedRequest plain = Chat({{"messages", kMessages}, {"logprobs", true}});
+  ASSERT_FALSE(plain.error);
+  EXPECT_TRUE(plain.request.logprobs);
+  EXPECT_EQ(plain.request.top_logprobs, 0);
+  // Completions: the legacy integer, 0..5.
+  ParsedRequest t = ParseCompletionRequest(R"({"prompt": "a", "logprobs": 2})", false);
+  ASSERT_FALSE(t.error);
+  EXPECT_TRUE(t.request.logprobs);
+  EXPECT_EQ(t.request.top_logprobs, 2);
+  EXPECT_FALSE(ParseCompletionRequest(R"({"prompt": "a"})", false).request.logprobs);
+  ParsedRequest six = ParseCompletionRequest(R"({"prompt": "a", "logprobs": 6})", false);
+  ASSERT_TRUE(six.error);
+  EXPECT_EQ(six.error->param, "logprobs");
+}
+
+TEST(OpenAiResponse, LogprobsShapes) {
+  const std::vector<LogprobEntry> entries = {{"He", -0.25, {{"He", -0.25}, {"Hi", -1.5}}, 0},
+                                             {"llo", -0.5, {{"llo", -0.5}, {"y", -2}}, 2}};
+  CompletionRequest chat;
+  json c = LogprobsJson(chat, entries);
+  ASSERT_EQ(c["content"].size(), 2u);
+  EXPECT_EQ(c["content"][1]["token"], "llo");
+  EXPECT_EQ(c["content"][1]["logprob"], -0.5);
+  EXPECT_EQ(c["content"][0]["bytes"], json::array({72, 101}));
+  EXPECT_EQ(c["content"][0]["top_logprobs"][1]["token"], "Hi");
+  EXPECT_EQ(c["content"][0]["top_logprobs"][1]["logprob"], -1.5);
+  EXPECT_TRUE(c["refusal"].is_null());
+  json resp = CompletionResponse(chat, "chatcmpl-1", 5, "m", "fp", "Hello", "stop", {1, 2}, &c);
+  EXPECT_EQ(resp["choices"][0]["logprobs"], c);
+
+  CompletionRequest text;
+  text.chat = false;
+  json t = LogprobsJson(text, entries);
+  EXPECT_EQ(t["tokens"], json::array({"He", "llo"}));
+  EXPECT_EQ(t["token_logprobs"], json::array({-0.25, -0.5}));
+  EXPECT_EQ(t["top_logprobs"][1]["y"], -2);
+  EXPECT_EQ(t["text_offset"], json::array({0, 2}));
+  const std::string first = "He";
+  json chunk = StreamChunk(text, "cmpl-1", 5, "m", "fp", &first, true, nullptr, &t);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["tokens"][0], "He");
 }
 
 TEST(OpenAiRequest, JsonFormats) {
@@ -158,9 +208,11 @@ TEST(OpenAiResponse, ShapesAreOpenAis) {
   json last = StreamChunk(r, "chatcmpl-1", 5, "m", "fp", nullptr, false, &finish);
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
-  json usage = UsageChunk(r, "chatcmpl-1", 5, "m", "fp", {3, 2});
+  json usage = UsageChunk(r, "chatcmpl-1", 5, "m", "fp", {3, 2, 1});
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(usage["usage"]["total_tokens"], 5);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
 
   CompletionRequest t;
   t.chat = false;

@@ -76,6 +76,84 @@ StatusOr<std::vector<float>> RunAll(KvCache& cache, int64_t n) {
   return all;
 }
 
+// Positions [from, to) in micro-batches of 64 from `from`: the K/V of each
+// (layer, position) and the queries of each (layer, micro-batch) come from
+// seeds of their own and `salt`, so a run can be repeated piecewise.
+StatusOr<std::vector<float>> RunRange(KvCache& cache, int64_t from, int64_t to, int salt) {
+  std::normal_distribution<float> nd(0, 1);
+  ThreadPool pool({.threads = 2});
+  model::AttentionScratch scratch;
+  std::vector<float> all;
+  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+  for (int64_t pos0 = from; pos0 < to; pos0 += 64) {
+    const int64_t m = std::min<int64_t>(64, to - pos0);
+    for (int il = 0; il < cache.n_layer(); ++il) {
+      for (int64_t t = pos0; t < pos0 + m; ++t) {
+        std::mt19937 rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + t));
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        ELLM_RETURN_IF_ERROR(cache.Store(il, t, k.data(), v.data()));
+      }
+      std::mt19937 rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + pos0 + 50000000));
+      std::vector<float> q(m * kHeads * kDim), out(m * kHeads * kDim);
+      for (float& x : q) x = nd(rng) * 0.3f;
+      const int window = cache.options().windows[il];
+      ELLM_RETURN_IF_ERROR(model::Attention({kHeads, kKvHeads, kDim, kDim, window}, cache, il,
+                                            q.data(), m, pos0, out.data(), pool, scratch));
+      all.insert(all.end(), out.begin(), out.end());
+    }
+  }
+  return all;
+}
+
+// A sequence truncated back to a prefix and continued attends exactly as
+// one that never left it, with and without spilling (the prefix ends inside
+// a block, and a spilled one); once the sliding layer's ring has moved past
+// the window the prefix needs, truncation is refused and changes nothing.
+TEST(KvCache, TruncatedAndContinuedEqualsAStraightRun) {
+  const int64_t n = 2000, prefix = 700;
+  for (bool spill : {false, true}) {
+    SCOPED_TRACE(spill ? "spilled" : "in memory");
+    TempDir dir;
+    KvCacheOptions o = Options(n, KvType::kBF16);
+    if (spill) {
+      auto probe = KvCache::Create(o);
+      ASSERT_TRUE(probe.ok());
+      o.spill_dir = dir.path;
+      o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
+    }
+    auto straight = KvCache::Create(o);
+    auto cut = KvCache::Create(o);
+    ASSERT_TRUE(straight.ok() && cut.ok());
+    ASSERT_TRUE(RunRange(**straight, 0, prefix, 0).ok());
+    auto want = RunRange(**straight, prefix, n, 0);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+    ASSERT_TRUE(RunRange(**cut, 0, prefix, 0).ok());
+    // Another continuation, far enough to fill a new block (and, with the
+    // budget, spill the one the prefix ends in) but not past the window.
+    ASSERT_TRUE(RunRange(**cut, prefix, 1000, 1).ok());
+    ASSERT_TRUE((*cut)->CanTruncate(prefix));
+    ASSERT_TRUE((*cut)->Truncate(prefix).ok());
+    auto got = RunRange(**cut, prefix, n, 0);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), want->size());
+    EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(float)), 0);
+    if (spill) {
+      EXPECT_GT((*cut)->stats().spilled_bytes, 0u);
+    }
+
+    // The ring now holds positions 1536 on: the window before 700 is gone.
+    const std::vector<int64_t> held = (*cut)->HeldBlocks(1);
+    EXPECT_FALSE((*cut)->CanTruncate(prefix));
+    const Status refused = (*cut)->Truncate(prefix);
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+    EXPECT_EQ((*cut)->HeldBlocks(1), held);
+    EXPECT_EQ((*cut)->HeldBlocks(0).size(), 8u);
+    EXPECT_TRUE((*cut)->CanTruncate(1900));
+  }
+}
+
 class KvSpill : public ::testing::TestWithParam<KvType> {};
 
 TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {

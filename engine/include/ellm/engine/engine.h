@@ -209,6 +209,15 @@ class Session {
   uint64_t kv_bytes() const;
   // Forgets every position (the cache is reused, spilled blocks dropped).
   void Reset();
+  // Keeps the first n positions and forgets the rest, so that a prompt
+  // sharing only a prefix with this session's tokens (a new conversation
+  // with the same system prompt) continues from there. Possible while the
+  // sliding-window layers still hold the window before n (CanTruncate: a
+  // session that has not run far past n); otherwise FAILED_PRECONDITION and
+  // nothing changes. Logits after Truncate(n) and Eval of the rest equal
+  // those of evaluating all of it. REQUIRES: 0 <= n <= position().
+  bool CanTruncate(int64_t n) const;
+  Status Truncate(int64_t n);
 
   // Prefix reuse. SaveState writes the KV cache of every position so far
   // (and the tokens that made it) to `path`. RestoreState replaces this

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ellm/base/status.h"
@@ -22,20 +23,38 @@
 
 namespace ellm {
 
+// The log probability of one generated token under the model (the
+// log-softmax of its raw logits: before temperature, penalties and any
+// constraint), with the most likely alternatives at that step.
+struct TokenLogprob {
+  TokenId token = -1;
+  float logprob = 0;
+  size_t text_offset = 0;                      // where the token's piece begins in Reply::text
+  std::vector<std::pair<TokenId, float>> top;  // most likely first
+};
+
 struct ReplyOptions {
   SamplingOptions sampling;
   int64_t max_tokens = 256;              // tokens generated at most
   std::vector<std::string> stop;         // the reply ends before the first of these
   JsonConstraint* constraint = nullptr;  // owned by the caller, Reset by Reply
-  // Tokens already in the session that begin `prompt` are kept, not
-  // evaluated again (a follow-up question after an answer); otherwise the
-  // session is Reset first.
+  // The longest run of the session's tokens that begins `prompt` is kept,
+  // not evaluated again (ReusablePrefix): all of them for a follow-up
+  // question after an answer; the shared start, the session truncated to
+  // it, for a new conversation with the same system prompt. Otherwise (or
+  // false) the session is Reset first.
   bool reuse_prefix = true;
   // Null: the caller holds the engine's turn (EngineGate) for the whole
   // call. Set: the reply takes interactive turns itself, one for the
   // prefill and then one per token, its tokens evaluated together with
   // the other replies decoding through the same batcher.
   DecodeBatcher* batcher = nullptr;
+  // Set: each generated token's TokenLogprob is appended here as soon as
+  // its piece is added to the text (so before `on_text` sees that text),
+  // with the top_logprobs most likely tokens; tokens whose text a stop
+  // string cut off are removed at the end. REQUIRES: 0 <= top_logprobs <= 20.
+  std::vector<TokenLogprob>* logprobs = nullptr;
+  int top_logprobs = 0;
 };
 
 enum class FinishReason {
@@ -49,12 +68,18 @@ struct Reply {
   std::string text;  // without the stop string
   FinishReason finish = FinishReason::kStop;
   int64_t prompt_tokens = 0;
-  int64_t reused_tokens = 0;  // of prompt_tokens, kept from the session's previous turn
+  int64_t reused_tokens = 0;  // of prompt_tokens, kept from what the session held
   int64_t completion_tokens = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;
   double constraint_seconds = 0;  // of decode_seconds
 };
+
+// How many of `prompt`'s first tokens `session` can keep: the length of
+// their common start when the session holds no more than that or can be
+// truncated to it (Session::CanTruncate), at most prompt.size() - 1 (the
+// last prompt token is evaluated for its logits); else 0.
+int64_t ReusablePrefix(const Session& session, std::span<const TokenId> prompt);
 
 // Text released so far. Returning false stops the reply (kCancelled).
 using ReplyTextFn = std::function<bool(std::string_view text)>;

@@ -43,13 +43,17 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage
   ResponseFormat format = ResponseFormat::kText;
   std::string json_schema;  // kJsonSchema: the schema, as JSON text
+  // Chat: logprobs (bool) and top_logprobs (0..20); completions: logprobs
+  // (an int 0..5, the alternatives per token).
+  bool logprobs = false;
+  int top_logprobs = 0;
 };
 
 // Parses a request body. Defaults where the request is silent: OpenAI's
 // (temperature 1, top_p 1, n 1), llama.cpp's for what OpenAI lacks (top_k
 // 40, min_p 0.05, repeat_penalty 1). Unknown fields are ignored, as OpenAI
 // clients send more than a server may use; fields that would change the
-// answer in a way we cannot honour (n > 1, tools, logprobs, images, audio)
+// answer in a way we cannot honour (n > 1, tools, images, audio, echo)
 // are errors naming the field.
 struct ParsedRequest {
   CompletionRequest request;
@@ -60,14 +64,32 @@ ParsedRequest ParseCompletionRequest(const std::string& body, bool chat, int max
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of prompt_tokens, kept from what a session held and not evaluated again
+  // (OpenAI's prompt_tokens_details.cached_tokens).
+  int64_t cached_tokens = 0;
 };
 nlohmann::json UsageJson(const Usage& usage);
 
-// The whole response of a request that did not stream.
+// One generated token's log probability, for the response.
+struct LogprobEntry {
+  std::string token;  // its piece: raw bytes, possibly part of a UTF-8 character
+  double logprob = 0;
+  std::vector<std::pair<std::string, double>> top;  // most likely first
+  int64_t text_offset = 0;  // where the piece begins in the completion's text
+};
+// A choice's "logprobs": for chat {"content": [{token, logprob, bytes,
+// top_logprobs}], "refusal": null}; for completions the legacy {tokens,
+// token_logprobs, top_logprobs (token -> logprob), text_offset}.
+nlohmann::json LogprobsJson(const CompletionRequest& request,
+                            const std::vector<LogprobEntry>& entries);
+
+// The whole response of a request that did not stream (`logprobs`: the
+// choice's, else null).
 nlohmann::json CompletionResponse(const CompletionRequest& request, const std::string& id,
                                   int64_t created, const std::string& model,
                                   const std::string& fingerprint, const std::string& text,
-                                  const std::string& finish_reason, const Usage& usage);
+                                  const std::string& finish_reason, const Usage& usage,
+                                  const nlohmann::json* logprobs = nullptr);
 
 // One stream chunk: `delta_text` (with `first`, the assistant role too),
 // or the last one with `finish_reason`. With include_usage every chunk
@@ -75,7 +97,8 @@ nlohmann::json CompletionResponse(const CompletionRequest& request, const std::s
 nlohmann::json StreamChunk(const CompletionRequest& request, const std::string& id, int64_t created,
                            const std::string& model, const std::string& fingerprint,
                            const std::string* delta_text, bool first,
-                           const std::string* finish_reason);
+                           const std::string* finish_reason,
+                           const nlohmann::json* logprobs = nullptr);
 nlohmann::json UsageChunk(const CompletionRequest& request, const std::string& id, int64_t created,
                           const std::string& model, const std::string& fingerprint,
                           const Usage& usage);
