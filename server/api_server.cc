@@ -7,9 +7,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "client_connection.h"
 #include "ellm/engine/constraint.h"
@@ -581,18 +585,39 @@ Status ApiServer::Bind() {
                       (chat ? "messages" : "prompt") + " or completion.";
       return fail(InvalidRequest(m, chat ? "messages" : "prompt", "context_length_exceeded"));
     }
-    // The constraint for a JSON response (built per request: it keeps the
-    // document's state).
-    std::shared_ptr<JsonConstraint> constraint;
-    if (r.format == ResponseFormat::kJsonObject) {
-      constraint = JsonConstraint::AnyObject(tok);
-    } else if (r.format == ResponseFormat::kJsonSchema) {
-      auto c = JsonConstraint::FromSchema(r.json_schema, tok);
-      if (!c.ok()) {
-        return fail(InvalidRequest("response_format.json_schema.schema: " + c.status().message(),
-                                   "response_format.json_schema.schema"));
+    // One reply per choice (`n`), each with its own options (a seeded
+    // request's choice i samples with seed + i), its JSON constraint (it
+    // keeps the document's state) and its tokens' log probabilities (filled
+    // by the reply as it goes, read by the stream as its text is released).
+    struct Choice {
+      ReplyOptions ro;
+      std::unique_ptr<JsonConstraint> constraint;
+      std::vector<TokenLogprob> logprobs;
+    };
+    auto choices = std::make_shared<std::vector<Choice>>(static_cast<size_t>(r.n));
+    for (int i = 0; i < r.n; ++i) {
+      Choice& c = (*choices)[static_cast<size_t>(i)];
+      if (r.format == ResponseFormat::kJsonObject) {
+        c.constraint = JsonConstraint::AnyObject(tok);
+      } else if (r.format == ResponseFormat::kJsonSchema) {
+        auto made = JsonConstraint::FromSchema(r.json_schema, tok);
+        if (!made.ok()) {
+          return fail(
+              InvalidRequest("response_format.json_schema.schema: " + made.status().message(),
+                             "response_format.json_schema.schema"));
+        }
+        c.constraint = std::move(*made);
       }
-      constraint = std::move(*c);
+      c.ro.sampling = r.sampling;
+      c.ro.sampling.seed = r.seeded ? r.sampling.seed + static_cast<uint64_t>(i)
+                                    : static_cast<uint64_t>(std::random_device{}());
+      c.ro.max_tokens = r.max_tokens.value_or(room);
+      c.ro.stop = r.stop;
+      c.ro.constraint = c.constraint.get();
+      if (r.logprobs) {
+        c.ro.logprobs = &c.logprobs;
+        c.ro.top_logprobs = r.top_logprobs;
+      }
     }
     // Admission: past the queue's bound, 429 at once.
     const int limit = std::max(1, o.sessions) + o.max_queue;
@@ -606,25 +631,14 @@ Status ApiServer::Bind() {
     }
     auto admitted = std::shared_ptr<void>(nullptr, [&st](void*) { st.admitted.fetch_sub(1); });
 
-    ReplyOptions ro;
-    ro.sampling = r.sampling;
-    if (!r.seeded) ro.sampling.seed = std::random_device{}();
-    ro.max_tokens = r.max_tokens.value_or(room);
-    ro.stop = r.stop;
-    ro.constraint = constraint.get();
-    // The tokens' log probabilities, when asked for: filled by the reply as
-    // it goes, read by the stream as its text is released.
-    auto lps = std::make_shared<std::vector<TokenLogprob>>();
-    if (r.logprobs) {
-      ro.logprobs = lps.get();
-      ro.top_logprobs = r.top_logprobs;
-    }
     const Tokenizer* tokp = &tok;  // the engine's: outlives the stream
-    // Entries [from, end) whose pieces begin before `upto` bytes of text.
-    auto entries = [lps, tokp](size_t* from, size_t upto) {
+    // Choice i's entries [*from, end) whose pieces begin before `upto` bytes
+    // of its text.
+    auto entries = [choices, tokp](int i, size_t* from, size_t upto) {
+      const std::vector<TokenLogprob>& lps = (*choices)[static_cast<size_t>(i)].logprobs;
       std::vector<LogprobEntry> out;
-      for (; *from < lps->size() && (*lps)[*from].text_offset < upto; ++*from) {
-        const TokenLogprob& t = (*lps)[*from];
+      for (; *from < lps.size() && lps[*from].text_offset < upto; ++*from) {
+        const TokenLogprob& t = lps[*from];
         LogprobEntry e{
             tokp->TokenToPiece(t.token), t.logprob, {}, static_cast<int64_t>(t.text_offset)};
         for (const auto& [tid, lp] : t.top) e.top.emplace_back(tokp->TokenToPiece(tid), lp);
@@ -635,17 +649,17 @@ Status ApiServer::Bind() {
     const std::string id = RandomId(chat ? "chatcmpl-" : "cmpl-");
     const int64_t created = UnixNow();
 
-    // Runs the reply in a session with an interactive turn; `on_text` gets
-    // the pieces. A client that goes away (`conn`) ends it at the next
+    // Runs choice i's reply in a session with interactive turns; `on_text`
+    // gets the pieces. A client that goes away (`conn`) ends it at the next
     // prefill slice or token. Records the metrics.
     const ClientConnection conn(req);
-    auto run = [&st, prompt, ro, constraint, arrived, conn, lps](const ReplyTextFn& on_text) {
+    auto run = [&st, prompt, choices, arrived, conn](int i, const ReplyTextFn& on_text) {
       const size_t slot = st.AcquireSlot(*prompt);
       StatusOr<Reply> reply = InternalError("not run");
       {
         // The reply takes the engine's turns itself: one for its prefill,
         // then one per token shared with the other sessions' (batched decode).
-        ReplyOptions batched = ro;
+        ReplyOptions batched = (*choices)[static_cast<size_t>(i)].ro;
         batched.batcher = st.batcher.get();
         const auto started = Clock::now();
         auto last = started;
@@ -654,12 +668,14 @@ Status ApiServer::Bind() {
             *st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
             [&](std::string_view piece) {
               const auto now = Clock::now();
-              std::lock_guard<std::mutex> lock(st.metrics_mu);
-              if (first) {
-                st.ttft.Observe(Seconds(arrived, now));
-                first = false;
-              } else {
-                st.itl.Observe(Seconds(last, now));
+              {
+                std::lock_guard<std::mutex> lock(st.metrics_mu);
+                if (first) {
+                  st.ttft.Observe(Seconds(arrived, now));
+                  first = false;
+                } else {
+                  st.itl.Observe(Seconds(last, now));
+                }
               }
               last = now;
               if (conn.Gone()) return false;
@@ -678,22 +694,43 @@ Status ApiServer::Bind() {
       st.ReleaseSlot(slot);
       return reply;
     };
+    // Runs every choice, the first on this thread, the others on their own
+    // (their tokens decode together through the batcher).
+    auto run_all = [n = r.n](const std::function<StatusOr<Reply>(int)>& one) {
+      std::vector<StatusOr<Reply>> replies(static_cast<size_t>(n), InternalError("not run"));
+      std::vector<std::thread> others;
+      for (int i = 1; i < n; ++i) {
+        others.emplace_back([&replies, &one, i] { replies[static_cast<size_t>(i)] = one(i); });
+      }
+      replies[0] = one(0);
+      for (std::thread& t : others) t.join();
+      return replies;
+    };
+    // What the response reports: the prompt once, every choice's tokens.
+    auto usage = [](const std::vector<StatusOr<Reply>>& replies) {
+      Usage u{replies[0]->prompt_tokens, 0, replies[0]->reused_tokens};
+      for (const StatusOr<Reply>& reply : replies) u.completion_tokens += reply->completion_tokens;
+      return u;
+    };
 
     if (!r.stream) {
-      StatusOr<Reply> reply = run(nullptr);
-      if (!reply.ok()) {
-        return fail(Error(500, "server_error", "generation failed: " + reply.status().ToString()));
+      std::vector<StatusOr<Reply>> replies = run_all([&run](int i) { return run(i, nullptr); });
+      std::vector<ChoiceResult> results;
+      for (int i = 0; i < r.n; ++i) {
+        const StatusOr<Reply>& reply = replies[static_cast<size_t>(i)];
+        if (!reply.ok()) {
+          return fail(
+              Error(500, "server_error", "generation failed: " + reply.status().ToString()));
+        }
+        ChoiceResult c{reply->text, std::string(FinishReasonName(reply->finish)), nullptr};
+        if (r.logprobs) {
+          size_t from = 0;
+          c.logprobs = LogprobsJson(r, entries(i, &from, reply->text.size()));
+        }
+        results.push_back(std::move(c));
       }
-      const std::string finish(FinishReasonName(reply->finish));
-      json logprobs;
-      if (r.logprobs) {
-        size_t from = 0;
-        logprobs = LogprobsJson(r, entries(&from, reply->text.size()));
-      }
-      res.set_content(Dump(CompletionResponse(
-                          r, id, created, st.model_id, st.fingerprint, reply->text, finish,
-                          {reply->prompt_tokens, reply->completion_tokens, reply->reused_tokens},
-                          r.logprobs ? &logprobs : nullptr)),
+      res.set_content(Dump(CompletionResponse(r, id, created, st.model_id, st.fingerprint, results,
+                                              usage(replies))),
                       "application/json");
       st.Count(endpoint, 200);
       return;
@@ -701,44 +738,57 @@ Status ApiServer::Bind() {
     st.Count(endpoint, 200);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&st, request, run, id, created, admitted,
-                                                           entries](size_t,
-                                                                    httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&st, request, run, run_all, usage, id,
+                                                           created, admitted, entries](
+                                                              size_t, httplib::DataSink& sink) {
       const CompletionRequest& sr = *request;
       st.active_streams.fetch_add(1);
-      bool first = true;
+      // The choices' threads share the sink.
+      std::mutex sink_mu;
       bool open = true;
-      size_t released = 0, logprobs_sent = 0;
       auto send = [&](const json& chunk) {
         const std::string event = SseEvent(chunk);
+        std::lock_guard<std::mutex> lock(sink_mu);
         open = open && sink.write(event.data(), event.size());
         return open;
       };
-      StatusOr<Reply> reply = run([&](std::string_view piece) {
-        const std::string delta(piece);
-        released += piece.size();
-        json logprobs;
-        if (sr.logprobs) logprobs = LogprobsJson(sr, entries(&logprobs_sent, released));
-        const bool ok = send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta,
-                                         first, nullptr, sr.logprobs ? &logprobs : nullptr));
-        first = false;
-        return ok;
-      });
-      if (open && !reply.ok()) {
-        // The status is sent; the stream carries the error as OpenAI's does.
-        send(
-            Error(500, "server_error", "generation failed: " + reply.status().ToString()).ToJson());
-      } else if (open && reply->finish != FinishReason::kCancelled) {
-        const std::string finish(FinishReasonName(reply->finish));
-        if (first) {
-          const std::string empty;
-          send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &empty, true, nullptr));
+      auto stream_one = [&](int i) {
+        bool first = true;
+        size_t released = 0, logprobs_sent = 0;
+        StatusOr<Reply> reply = run(i, [&](std::string_view piece) {
+          const std::string delta(piece);
+          released += piece.size();
+          json logprobs;
+          if (sr.logprobs) logprobs = LogprobsJson(sr, entries(i, &logprobs_sent, released));
+          const bool ok = send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta,
+                                           first, nullptr, sr.logprobs ? &logprobs : nullptr, i));
+          first = false;
+          return ok;
+        });
+        if (reply.ok() && reply->finish != FinishReason::kCancelled) {
+          const std::string finish(FinishReasonName(reply->finish));
+          if (first) {
+            const std::string empty;
+            send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &empty, true, nullptr,
+                             nullptr, i));
+          }
+          send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, nullptr, false, &finish,
+                           nullptr, i));
         }
-        send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, nullptr, false, &finish));
-        if (sr.include_usage) {
-          send(UsageChunk(sr, id, created, st.model_id, st.fingerprint,
-                          {reply->prompt_tokens, reply->completion_tokens, reply->reused_tokens}));
+        return reply;
+      };
+      std::vector<StatusOr<Reply>> replies = run_all(stream_one);
+      bool all_ok = true;
+      for (const StatusOr<Reply>& reply : replies) {
+        if (!reply.ok() && all_ok) {
+          all_ok = false;
+          // The status is sent; the stream carries the error as OpenAI's does.
+          send(Error(500, "server_error", "generation failed: " + reply.status().ToString())
+                   .ToJson());
         }
+      }
+      if (all_ok && sr.include_usage) {
+        send(UsageChunk(sr, id, created, st.model_id, st.fingerprint, usage(replies)));
       }
       if (open) {
         static const std::string kDone = "data: [DONE]\n\n";

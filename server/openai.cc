@@ -254,8 +254,8 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
   }
   if (auto e = Logprobs(body, chat, &r)) return fail(*e);
   std::optional<int64_t> n;
-  if (auto e = Integer(body, "n", 1, 128, &n)) return fail(*e);
-  if (n && *n != 1) return fail(InvalidRequest("n must be 1: one choice per request", "n"));
+  if (auto e = Integer(body, "n", 1, kMaxChoices, &n)) return fail(*e);
+  r.n = static_cast<int>(n.value_or(1));
   const int64_t kMaxTokens = int64_t{1} << 30;
   if (auto e = Integer(body, "max_tokens", 1, kMaxTokens, &r.max_tokens)) return fail(*e);
   std::optional<int64_t> mct;
@@ -365,16 +365,26 @@ nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string&
                                   const std::string& fingerprint, const std::string& text,
                                   const std::string& finish_reason, const Usage& usage,
                                   const nlohmann::json* logprobs) {
+  return CompletionResponse(r, id, created, model, fingerprint,
+                            {{text, finish_reason, logprobs ? *logprobs : json(nullptr)}}, usage);
+}
+
+nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string& id,
+                                  int64_t created, const std::string& model,
+                                  const std::string& fingerprint,
+                                  const std::vector<ChoiceResult>& choices, const Usage& usage) {
   json out = Base(r, id, created, model, fingerprint, false);
-  json choice = {{"index", 0},
-                 {"logprobs", logprobs ? *logprobs : json(nullptr)},
-                 {"finish_reason", finish_reason}};
-  if (r.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
-  } else {
-    choice["text"] = text;
+  out["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    json choice = {{"index", i}, {"logprobs", c.logprobs}, {"finish_reason", c.finish_reason}};
+    if (r.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+    } else {
+      choice["text"] = c.text;
+    }
+    out["choices"].push_back(std::move(choice));
   }
-  out["choices"] = json::array({choice});
   out["usage"] = UsageJson(usage);
   return out;
 }
@@ -382,9 +392,10 @@ nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string&
 nlohmann::json StreamChunk(const CompletionRequest& r, const std::string& id, int64_t created,
                            const std::string& model, const std::string& fingerprint,
                            const std::string* delta_text, bool first,
-                           const std::string* finish_reason, const nlohmann::json* logprobs) {
+                           const std::string* finish_reason, const nlohmann::json* logprobs,
+                           int index) {
   json out = Base(r, id, created, model, fingerprint, true);
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"logprobs", logprobs ? *logprobs : json(nullptr)},
                  {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
   if (r.chat) {

@@ -242,6 +242,29 @@ def run(base, ellm, model, tmp):
                                        seed=7, top_p=0.9, presence_penalty=0.5)
     check(a.choices[0].message.content == b.choices[0].message.content, "same seed, same text")
 
+    # n choices: each its own reply (seed + index), decoded together; the
+    # same seed gives the same choices, streamed or not.
+    many = dict(model=mid, messages=msgs, max_tokens=10, temperature=0.9, seed=11, n=3)
+    c1 = client.chat.completions.create(**many)
+    c2 = client.chat.completions.create(**many)
+    texts = [c.message.content for c in sorted(c1.choices, key=lambda c: c.index)]
+    check([c.index for c in c1.choices] == [0, 1, 2] and
+          texts == [c.message.content for c in sorted(c2.choices, key=lambda c: c.index)] and
+          len(set(texts)) > 1,
+          f"n=3: three indexed choices, repeatable with the seed, not all alike: {texts}")
+    single = client.chat.completions.create(**dict(many, n=1))
+    check(single.choices[0].message.content == texts[0] and
+          c1.usage.completion_tokens > single.usage.completion_tokens and
+          c1.usage.prompt_tokens == single.usage.prompt_tokens,
+          f"choice 0 is the n=1 reply with the seed; usage counts every choice's tokens "
+          f"({c1.usage.completion_tokens} vs {single.usage.completion_tokens}), the prompt once")
+    parts = {}
+    for chunk in client.chat.completions.create(stream=True, **many):
+        for ch in chunk.choices:
+            parts[ch.index] = parts.get(ch.index, "") + (ch.delta.content or "")
+    check([parts.get(i) for i in range(3)] == texts,
+          f"n=3 streamed: each index's pieces add up to its choice ({parts})")
+
     # Log probabilities: one per token, the pieces spelling the text; at
     # temperature 0 the chosen token is the most likely; streamed, the same.
     lp = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0,
@@ -311,10 +334,10 @@ def run(base, ellm, model, tmp):
     except openai.BadRequestError as e:
         check(e.status_code == 400 and e.body["param"] == "messages", "empty messages: 400, param")
     try:
-        client.chat.completions.create(model=mid, messages=msgs, n=2)
-        check(False, "n=2 is refused")
+        client.chat.completions.create(model=mid, messages=msgs, n=17)
+        check(False, "n=17 is refused")
     except openai.BadRequestError as e:
-        check(e.body["param"] == "n", "n=2: 400 naming n")
+        check(e.body["param"] == "n", "n=17 (past 16): 400 naming n")
     try:
         client.chat.completions.create(model="gpt-4o", messages=msgs, max_tokens=3)
         check(False, "an unknown model is refused")

@@ -81,7 +81,8 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
       {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
        "messages[0].content[0].type"},
-      {{{"messages", kMessages}, {"n", 2}}, "n"},
+      {{{"messages", kMessages}, {"n", 17}}, "n"},
+      {{{"messages", kMessages}, {"n", 0}}, "n"},
       {{{"messages", kMessages}, {"max_tokens", 0}}, "max_tokens"},
       {{{"messages", kMessages}, {"temperature", 3}}, "temperature"},
       {{{"messages", kMessages}, {"temperature", "hot"}}, "temperature"},
@@ -144,6 +145,24 @@ TEST(OpenAiRequest, LogprobsAsEachEndpointTakesThem) {
   ParsedRequest six = ParseCompletionRequest(R"({"prompt": "a", "logprobs": 6})", false);
   ASSERT_TRUE(six.error);
   EXPECT_EQ(six.error->param, "logprobs");
+}
+
+TEST(OpenAiResponse, SeveralChoicesAreIndexed) {
+  ParsedRequest p = Chat({{"messages", kMessages}, {"n", 3}});
+  ASSERT_FALSE(p.error);
+  EXPECT_EQ(p.request.n, 3);
+  EXPECT_EQ(Chat({{"messages", kMessages}}).request.n, 1);
+  json resp = CompletionResponse(p.request, "chatcmpl-1", 5, "m", "fp",
+                                 {{"a", "stop", nullptr}, {"b", "length", nullptr}}, {4, 3, 0});
+  ASSERT_EQ(resp["choices"].size(), 2u);
+  EXPECT_EQ(resp["choices"][1]["index"], 1);
+  EXPECT_EQ(resp["choices"][1]["message"]["content"], "b");
+  EXPECT_EQ(resp["choices"][1]["finish_reason"], "length");
+  EXPECT_TRUE(resp["choices"][0]["logprobs"].is_null());
+  const std::string d = "x";
+  EXPECT_EQ(StreamChunk(p.request, "c", 5, "m", "fp", &d, true, nullptr, nullptr,
+                        2)["choices"][0]["index"],
+            2);
 }
 
 TEST(OpenAiResponse, LogprobsShapes) {

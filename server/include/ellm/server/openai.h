@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ellm/engine/chat.h"
@@ -47,14 +48,16 @@ struct CompletionRequest {
   // (an int 0..5, the alternatives per token).
   bool logprobs = false;
   int top_logprobs = 0;
+  int n = 1;  // choices, each its own reply (1..kMaxChoices)
 };
+inline constexpr int kMaxChoices = 16;
 
 // Parses a request body. Defaults where the request is silent: OpenAI's
 // (temperature 1, top_p 1, n 1), llama.cpp's for what OpenAI lacks (top_k
 // 40, min_p 0.05, repeat_penalty 1). Unknown fields are ignored, as OpenAI
 // clients send more than a server may use; fields that would change the
-// answer in a way we cannot honour (n > 1, tools, images, audio, echo)
-// are errors naming the field.
+// answer in a way we cannot honour (n > kMaxChoices, tools, images, audio,
+// echo) are errors naming the field.
 struct ParsedRequest {
   CompletionRequest request;
   std::optional<ApiError> error;
@@ -90,6 +93,17 @@ nlohmann::json CompletionResponse(const CompletionRequest& request, const std::s
                                   const std::string& fingerprint, const std::string& text,
                                   const std::string& finish_reason, const Usage& usage,
                                   const nlohmann::json* logprobs = nullptr);
+// One choice of a response; logprobs null when not asked for.
+struct ChoiceResult {
+  std::string text;
+  std::string finish_reason;
+  nlohmann::json logprobs;
+};
+// The same with several choices (n), choice i at index i.
+nlohmann::json CompletionResponse(const CompletionRequest& request, const std::string& id,
+                                  int64_t created, const std::string& model,
+                                  const std::string& fingerprint,
+                                  const std::vector<ChoiceResult>& choices, const Usage& usage);
 
 // One stream chunk: `delta_text` (with `first`, the assistant role too),
 // or the last one with `finish_reason`. With include_usage every chunk
@@ -98,7 +112,7 @@ nlohmann::json StreamChunk(const CompletionRequest& request, const std::string& 
                            const std::string& model, const std::string& fingerprint,
                            const std::string* delta_text, bool first,
                            const std::string* finish_reason,
-                           const nlohmann::json* logprobs = nullptr);
+                           const nlohmann::json* logprobs = nullptr, int index = 0);
 nlohmann::json UsageChunk(const CompletionRequest& request, const std::string& id, int64_t created,
                           const std::string& model, const std::string& fingerprint,
                           const Usage& usage);
