@@ -48,34 +48,6 @@ KvCacheOptions Options(int64_t n_ctx, KvType type) {
 
 uint64_t BlockBytes(const KvCache& c) { return c.slice_bytes() * kKvHeads; }
 
-// Stores pseudo-random K/V for every position and runs attention on every
-// layer, micro-batch by micro-batch; returns all outputs.
-StatusOr<std::vector<float>> RunAll(KvCache& cache, int64_t n) {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0, 1);
-  ThreadPool pool({.threads = 2});
-  model::AttentionScratch scratch;
-  std::vector<float> all;
-  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
-  for (int64_t pos0 = 0; pos0 < n; pos0 += 64) {
-    const int64_t m = std::min<int64_t>(64, n - pos0);
-    for (int il = 0; il < cache.n_layer(); ++il) {
-      for (int64_t t = pos0; t < pos0 + m; ++t) {
-        for (float& x : k) x = nd(rng);
-        for (float& x : v) x = nd(rng);
-        ELLM_RETURN_IF_ERROR(cache.Store(il, t, k.data(), v.data()));
-      }
-      std::vector<float> q(m * kHeads * kDim), out(m * kHeads * kDim);
-      for (float& x : q) x = nd(rng) * 0.3f;
-      const int window = cache.options().windows[il];
-      ELLM_RETURN_IF_ERROR(model::Attention({kHeads, kKvHeads, kDim, kDim, window}, cache, il,
-                                            q.data(), m, pos0, out.data(), pool, scratch));
-      all.insert(all.end(), out.begin(), out.end());
-    }
-  }
-  return all;
-}
-
 // Positions [from, to) in micro-batches of 64 from `from`: the K/V of each
 // (layer, position) and the queries of each (layer, micro-batch) come from
 // seeds of their own and `salt`, so a run can be repeated piecewise.
@@ -105,6 +77,9 @@ StatusOr<std::vector<float>> RunRange(KvCache& cache, int64_t from, int64_t to, 
   }
   return all;
 }
+
+// Every position from 0, and attention on every layer: all outputs.
+StatusOr<std::vector<float>> RunAll(KvCache& cache, int64_t n) { return RunRange(cache, 0, n, 0); }
 
 // A sequence truncated back to a prefix and continued attends exactly as
 // one that never left it, with and without spilling (the prefix ends inside
