@@ -5,8 +5,8 @@
 namespace ellm::cli {
 
 std::vector<std::string> KvFlagNames() {
-  return {"kv-type",   "attn-weights", "attn-scores", "kv-budget",
-          "spill-dir", "sparse-attn",  "sparse-sink", "sparse-local"};
+  return {"kv-type",     "attn-weights", "attn-scores", "kv-budget",   "spill-dir",
+          "spill-level", "sparse-attn",  "sparse-sink", "sparse-local"};
 }
 
 Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
@@ -47,6 +47,11 @@ Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
     const char* tmp = std::getenv("TMPDIR");
     o->spill_dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
+  ELLM_ASSIGN_OR_RETURN(int64_t level, f.GetInt("spill-level", o->spill_zstd_level));
+  if (level < 0 || level > 19) {
+    return InvalidArgumentError("--spill-level must be 0 (raw) or a zstd level 1..19");
+  }
+  o->spill_zstd_level = static_cast<int>(level);
   // The engine's own check, before any model is loaded.
   return o->Validate();
 }

@@ -253,8 +253,8 @@ Status SessionOptions::Validate() const {
   if (kv_memory_budget > 0 && spill_dir.empty()) {
     return InvalidArgumentError("a KV memory budget needs a spill directory (spill_dir)");
   }
-  if (spill_zstd_level < 1 || spill_zstd_level > 19) {
-    return InvalidArgumentError("spill zstd level must be 1..19, not " +
+  if (spill_zstd_level < 0 || spill_zstd_level > 19) {
+    return InvalidArgumentError("spill zstd level must be 0 (raw) or 1..19, not " +
                                 std::to_string(spill_zstd_level));
   }
   const SparseAttentionOptions& sp = sparse_attention;

@@ -2,6 +2,9 @@
 
 #include <zstd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <cstring>
 #include <string>
 
@@ -9,7 +12,8 @@ namespace ellm::kv {
 namespace {
 
 constexpr char kMagic[4] = {'E', 'K', 'V', 'B'};
-constexpr uint32_t kCodecVersion = 1;
+constexpr uint32_t kCodecZstd = 1;
+constexpr uint32_t kCodecRaw = 2;
 
 template <typename T>
 void Put(uint8_t* p, T v) {
@@ -73,16 +77,32 @@ void JoinPlanes(const uint8_t* planes, size_t n, uint32_t e, uint8_t* raw) {
   }
 }
 
+uint64_t Checksum(const uint8_t* raw, size_t n) { return XXH3_64bits(raw, n); }
+
+// The header's element size and raw size against what the reader expects.
+Status CheckSizes(const uint8_t* header, size_t raw_bytes) {
+  const uint32_t elem = Get<uint32_t>(header + 8);
+  if (Get<uint64_t>(header + 12) != raw_bytes || elem == 0 || raw_bytes % elem != 0) {
+    return DataLossError("KV block holds " + std::to_string(Get<uint64_t>(header + 12)) +
+                         " bytes, expected " + std::to_string(raw_bytes));
+  }
+  return OkStatus();
+}
+
 // Decodes with `dctx` (null: a one-off context); errors carry no context.
 Status DecodeWith(ZSTD_DCtx* dctx, const uint8_t* enc, size_t enc_bytes, uint8_t* raw,
                   size_t raw_bytes, std::vector<uint8_t>& scratch) {
   ELLM_ASSIGN_OR_RETURN(size_t size, EncodedBlockSize(enc, enc_bytes));
   if (size != enc_bytes) return DataLossError("KV block length does not match its header");
-  const uint32_t elem = Get<uint32_t>(enc + 8);
-  if (Get<uint64_t>(enc + 12) != raw_bytes || elem == 0 || raw_bytes % elem != 0) {
-    return DataLossError("KV block holds " + std::to_string(Get<uint64_t>(enc + 12)) +
-                         " bytes, expected " + std::to_string(raw_bytes));
+  ELLM_RETURN_IF_ERROR(CheckSizes(enc, raw_bytes));
+  if (Get<uint32_t>(enc + 4) == kCodecRaw) {
+    if (enc_bytes != RawBlockBytes(raw_bytes)) {
+      return DataLossError("raw KV block length does not match its header");
+    }
+    std::memcpy(raw, enc + kBlockHeaderBytes, raw_bytes);
+    return CheckRawBlock(enc, raw, raw_bytes, enc + kBlockHeaderBytes + raw_bytes);
   }
+  const uint32_t elem = Get<uint32_t>(enc + 8);
   uint8_t* dst = raw;
   if (elem > 1) {
     scratch.resize(raw_bytes);
@@ -104,6 +124,19 @@ Status DecodeWith(ZSTD_DCtx* dctx, const uint8_t* enc, size_t enc_bytes, uint8_t
 
 void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_level,
                  std::vector<uint8_t>& scratch, std::vector<uint8_t>* out) {
+  if (zstd_level == 0) {
+    const size_t at = out->size();
+    out->resize(at + RawBlockBytes(raw_bytes));
+    uint8_t* h = out->data() + at;
+    std::memcpy(h, kMagic, 4);
+    Put<uint32_t>(h + 4, kCodecRaw);
+    Put<uint32_t>(h + 8, static_cast<uint32_t>(elem_bytes));
+    Put<uint64_t>(h + 12, raw_bytes);
+    Put<uint32_t>(h + 20, static_cast<uint32_t>(raw_bytes + kRawBlockTrailerBytes));
+    std::memcpy(h + kBlockHeaderBytes, raw, raw_bytes);
+    Put<uint64_t>(h + kBlockHeaderBytes + raw_bytes, Checksum(raw, raw_bytes));
+    return;
+  }
   const uint8_t* src = raw;
   if (elem_bytes > 1) {
     scratch.resize(raw_bytes);
@@ -122,7 +155,7 @@ void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_
   // Compressing into a ZSTD_compressBound buffer cannot fail.
   uint8_t* h = out->data() + at;
   std::memcpy(h, kMagic, 4);
-  Put<uint32_t>(h + 4, kCodecVersion);
+  Put<uint32_t>(h + 4, kCodecZstd);
   Put<uint32_t>(h + 8, static_cast<uint32_t>(elem_bytes));
   Put<uint64_t>(h + 12, raw_bytes);
   Put<uint32_t>(h + 20, static_cast<uint32_t>(z));
@@ -133,11 +166,27 @@ StatusOr<size_t> EncodedBlockSize(const uint8_t* header, size_t available) {
   if (available < kBlockHeaderBytes || std::memcmp(header, kMagic, 4) != 0) {
     return DataLossError("not a KV block (bad magic)");
   }
-  if (Get<uint32_t>(header + 4) != kCodecVersion) {
-    return DataLossError("KV block codec version " + std::to_string(Get<uint32_t>(header + 4)) +
-                         ", this build reads " + std::to_string(kCodecVersion));
+  const uint32_t version = Get<uint32_t>(header + 4);
+  if (version != kCodecZstd && version != kCodecRaw) {
+    return DataLossError("KV block codec version " + std::to_string(version) +
+                         ", this build reads " + std::to_string(kCodecZstd) + " and " +
+                         std::to_string(kCodecRaw));
   }
   return kBlockHeaderBytes + Get<uint32_t>(header + 20);
+}
+
+Status CheckRawBlock(const uint8_t* header, const uint8_t* raw, size_t raw_bytes,
+                     const uint8_t* trailer) {
+  if (std::memcmp(header, kMagic, 4) != 0) return DataLossError("not a KV block (bad magic)");
+  if (Get<uint32_t>(header + 4) != kCodecRaw ||
+      Get<uint32_t>(header + 20) != raw_bytes + kRawBlockTrailerBytes) {
+    return DataLossError("KV block is not the raw block its size says");
+  }
+  ELLM_RETURN_IF_ERROR(CheckSizes(header, raw_bytes));
+  if (Get<uint64_t>(trailer) != Checksum(raw, raw_bytes)) {
+    return DataLossError("corrupt KV block (checksum mismatch)");
+  }
+  return OkStatus();
 }
 
 Status DecodeBlock(const uint8_t* enc, size_t enc_bytes, uint8_t* raw, size_t raw_bytes,

@@ -221,13 +221,11 @@ Status KvCache::Spill(int il, Block* block) {
 
 Status KvCache::ReadBack(int il, const Block& block, uint8_t* dst) const {
   // Attention reads every spilled block once per micro-batch: reuse the buffer.
-  std::vector<uint8_t>& enc = read_scratch_;
-  enc.resize(block.spill_bytes);
-  ELLM_RETURN_IF_ERROR(spill_->Read(block.spill_offset, enc.size(), enc.data()));
-  return decoder_.Decode(enc.data(), enc.size(), dst, BlockBytes(), [&] {
-    return "KV spill block " + std::to_string(block.index) + " of layer " + std::to_string(il) +
-           " in '" + spill_->dir() + "'";
-  });
+  return spill_->ReadBlock(block.spill_offset, block.spill_bytes, dst, BlockBytes(), decoder_,
+                           read_scratch_, [&] {
+                             return "KV spill block " + std::to_string(block.index) + " of layer " +
+                                    std::to_string(il) + " in '" + spill_->dir() + "'";
+                           });
 }
 
 StatusOr<KvCache::Block*> KvCache::BlockForWrite(int il, int64_t b) {

@@ -82,8 +82,8 @@ struct KvCacheOptions {
   KvType type = KvType::kBF16;
   uint64_t memory_budget = 0;  // resident bytes allowed; 0 = no limit
   std::string spill_dir;       // required when memory_budget > 0
-  int zstd_level = 1;
-  bool prefetch = true;  // read spilled blocks back ahead of use (see above)
+  int zstd_level = 0;          // 0: raw blocks (block_codec.h), else zstd at this level
+  bool prefetch = true;        // read spilled blocks back ahead of use (see above)
   std::function<int(int layer, int kv_head)> node_of;  // empty = -1 everywhere
   SliceMemory* memory = nullptr;                       // null = HeapSliceMemory()
 };

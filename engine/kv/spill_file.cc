@@ -1,6 +1,7 @@
 #include "kv/spill_file.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,6 +59,41 @@ Status SpillFile::Read(uint64_t offset, size_t n, uint8_t* out) const {
     done += static_cast<size_t>(r);
   }
   return OkStatus();
+}
+
+Status SpillFile::ReadBlock(uint64_t offset, size_t n, uint8_t* raw, size_t raw_bytes,
+                            BlockDecoder& decoder, std::vector<uint8_t>& enc,
+                            const std::function<std::string()>& what) const {
+  if (n != RawBlockBytes(raw_bytes)) {
+    enc.resize(n);
+    ELLM_RETURN_IF_ERROR(Read(offset, n, enc.data()));
+    return decoder.Decode(enc.data(), n, raw, raw_bytes, what);
+  }
+  uint8_t header[kBlockHeaderBytes];
+  uint8_t trailer[kRawBlockTrailerBytes];
+  iovec parts[3] = {{header, sizeof(header)}, {raw, raw_bytes}, {trailer, sizeof(trailer)}};
+  size_t done = 0;
+  while (done < n) {
+    // Skip what earlier calls read (a short read is rare: page cache or disk).
+    iovec rest[3];
+    int count = 0;
+    size_t skip = done;
+    for (const iovec& part : parts) {
+      if (skip >= part.iov_len) {
+        skip -= part.iov_len;
+        continue;
+      }
+      rest[count++] = {static_cast<uint8_t*>(part.iov_base) + skip, part.iov_len - skip};
+      skip = 0;
+    }
+    const ssize_t r = ::preadv(fd_, rest, count, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoError(errno, "reading spilled KV cache from '" + dir_ + "'");
+    if (r == 0) return DataLossError(what() + ": truncated");
+    done += static_cast<size_t>(r);
+  }
+  Status s = CheckRawBlock(header, raw, raw_bytes, trailer);
+  return s.ok() ? s : DataLossError(what() + ": " + s.message());
 }
 
 Status SpillFile::Clear() {

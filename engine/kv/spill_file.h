@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ellm/base/status.h"
+#include "kv/block_codec.h"
 
 namespace ellm::kv {
 
@@ -31,6 +33,12 @@ class SpillFile {
   StatusOr<uint64_t> Append(const uint8_t* data, size_t n);
   // Reads n bytes at offset into out.
   Status Read(uint64_t offset, size_t n, uint8_t* out) const;
+  // Reads the encoded block [offset, offset + n) into raw (raw_bytes long):
+  // a raw block (block_codec.h, version 2) straight into `raw` with one
+  // preadv(2) (its header and checksum beside it) and checked; any other
+  // into `enc` and decoded by `decoder`. Errors start with what().
+  Status ReadBlock(uint64_t offset, size_t n, uint8_t* raw, size_t raw_bytes, BlockDecoder& decoder,
+                   std::vector<uint8_t>& enc, const std::function<std::string()>& what) const;
   // Forgets everything written (truncates to 0).
   Status Clear();
   uint64_t size() const { return end_; }

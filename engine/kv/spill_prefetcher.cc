@@ -20,9 +20,7 @@ SpillPrefetcher::~SpillPrefetcher() {
 
 Status SpillPrefetcher::Decode(size_t i, BlockDecoder& decoder, std::vector<uint8_t>& enc) const {
   const Item& it = items_[i];
-  enc.resize(it.bytes);
-  ELLM_RETURN_IF_ERROR(file_->Read(it.offset, it.bytes, enc.data()));
-  return decoder.Decode(enc.data(), enc.size(), it.dst, raw_bytes_, [&] {
+  return file_->ReadBlock(it.offset, it.bytes, it.dst, raw_bytes_, decoder, enc, [&] {
     return "KV spill block " + std::to_string(it.block) + " of layer " + std::to_string(it.layer) +
            " in '" + file_->dir() + "' (prefetched)";
   });

@@ -28,7 +28,9 @@ TEST(SessionOptions, ValidateNamesTheSettingThatCannotWork) {
   ExpectInvalid(o, "spill directory");
   o.spill_dir = "/tmp";
   EXPECT_TRUE(o.Validate().ok());
-  o.spill_zstd_level = 0;
+  o.spill_zstd_level = 0;  // raw, the default
+  EXPECT_TRUE(o.Validate().ok());
+  o.spill_zstd_level = -1;
   ExpectInvalid(o, "zstd level");
   o.spill_zstd_level = 20;
   ExpectInvalid(o, "zstd level");

@@ -139,30 +139,40 @@ TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   EXPECT_EQ((*plain)->stats().spilled_bytes, 0u);
 
-  TempDir dir;
-  KvCacheOptions o = Options(n, GetParam());
-  o.spill_dir = dir.path;
-  // Ring (2 blocks) + one block per full layer + staging: the minimum.
-  o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**plain);
-  auto spilled = KvCache::Create(o);
-  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
-  auto got = RunAll(**spilled, n);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_EQ(got->size(), want->size());
-  EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(float)), 0);
-  const KvStats st = (*spilled)->stats();
-  // 2000 positions = 8 blocks per full layer, all but the last spilled.
-  EXPECT_EQ(st.spilled_bytes, 2 * 7 * BlockBytes(**plain));
-  EXPECT_GT(st.read_back_bytes, st.spilled_bytes);
-  EXPECT_LE(st.peak_resident_bytes, o.memory_budget);
-  EXPECT_GT(st.compression_ratio(), 1.0);
-  std::printf("%s: spilled %llu bytes, ratio %.3f, peak resident %llu of %llu\n",
-              std::string(KvTypeName(GetParam())).c_str(),
-              static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
-              static_cast<unsigned long long>(st.peak_resident_bytes),
-              static_cast<unsigned long long>(o.memory_budget));
-  // The spill file has no name: nothing is left in the directory.
-  EXPECT_TRUE(fs::is_empty(dir.path));
+  // Raw blocks (the default) and zstd ones.
+  for (int level : {0, 1}) {
+    SCOPED_TRACE("zstd level " + std::to_string(level));
+    TempDir dir;
+    KvCacheOptions o = Options(n, GetParam());
+    o.spill_dir = dir.path;
+    o.zstd_level = level;
+    // Ring (2 blocks) + one block per full layer + staging: the minimum.
+    o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**plain);
+    auto spilled = KvCache::Create(o);
+    ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+    auto got = RunAll(**spilled, n);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), want->size());
+    EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(float)), 0);
+    const KvStats st = (*spilled)->stats();
+    // 2000 positions = 8 blocks per full layer, all but the last spilled.
+    EXPECT_EQ(st.spilled_bytes, 2 * 7 * BlockBytes(**plain));
+    EXPECT_GT(st.read_back_bytes, st.spilled_bytes);
+    EXPECT_LE(st.peak_resident_bytes, o.memory_budget);
+    if (level == 0) {
+      // Raw: the block, its header and checksum.
+      EXPECT_EQ(st.spilled_encoded_bytes, 2 * 7 * RawBlockBytes(BlockBytes(**plain)));
+    } else {
+      EXPECT_GT(st.compression_ratio(), 1.0);
+    }
+    std::printf("%s level %d: spilled %llu bytes, ratio %.3f, peak resident %llu of %llu\n",
+                std::string(KvTypeName(GetParam())).c_str(), level,
+                static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
+                static_cast<unsigned long long>(st.peak_resident_bytes),
+                static_cast<unsigned long long>(o.memory_budget));
+    // The spill file has no name: nothing is left in the directory.
+    EXPECT_TRUE(fs::is_empty(dir.path));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KvSpill,
@@ -195,33 +205,37 @@ TEST(KvCache, MissingSpillDirectoryIsNamed) {
 }
 
 TEST(KvCache, CorruptSpilledBlockFailsWithDataLoss) {
-  TempDir dir;
-  KvCacheOptions o = Options(1000, KvType::kF16);
-  o.spill_dir = dir.path;
-  auto probe = KvCache::Create(Options(1000, KvType::kF16));
-  ASSERT_TRUE(probe.ok());
-  o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
-  auto c = KvCache::Create(o);
-  ASSERT_TRUE(c.ok());
-  // 600 positions: blocks 0 and 1 of each full layer get spilled.
-  std::mt19937 rng(9);
-  std::normal_distribution<float> nd(0, 1);
-  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
-  for (int64_t p = 0; p < 600; ++p) {
-    for (int il = 0; il < 3; ++il) {
-      for (float& x : k) x = nd(rng);
-      for (float& x : v) x = nd(rng);
-      ASSERT_TRUE((*c)->Store(il, p, k.data(), v.data()).ok());
+  for (int level : {0, 1}) {
+    SCOPED_TRACE("zstd level " + std::to_string(level));
+    TempDir dir;
+    KvCacheOptions o = Options(1000, KvType::kF16);
+    o.spill_dir = dir.path;
+    o.zstd_level = level;
+    auto probe = KvCache::Create(Options(1000, KvType::kF16));
+    ASSERT_TRUE(probe.ok());
+    o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**probe);
+    auto c = KvCache::Create(o);
+    ASSERT_TRUE(c.ok());
+    // 600 positions: blocks 0 and 1 of each full layer get spilled.
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim);
+    for (int64_t p = 0; p < 600; ++p) {
+      for (int il = 0; il < 3; ++il) {
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        ASSERT_TRUE((*c)->Store(il, p, k.data(), v.data()).ok());
+      }
     }
+    ASSERT_GT((*c)->stats().spilled_bytes, 0u);
+    const int fd = (*c)->spill_file_for_test()->fd_for_test();
+    const uint8_t junk[64] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_EQ(::pwrite(fd, junk, sizeof(junk), 1000), static_cast<ssize_t>(sizeof(junk)));
+    std::vector<KvCache::BlockView> views;
+    Status s = (*c)->Acquire(0, 0, 1, &views);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+    EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s.ToString();
   }
-  ASSERT_GT((*c)->stats().spilled_bytes, 0u);
-  const int fd = (*c)->spill_file_for_test()->fd_for_test();
-  const uint8_t junk[64] = {1, 2, 3, 4, 5, 6, 7, 8};
-  ASSERT_EQ(::pwrite(fd, junk, sizeof(junk), 1000), static_cast<ssize_t>(sizeof(junk)));
-  std::vector<KvCache::BlockView> views;
-  Status s = (*c)->Acquire(0, 0, 1, &views);
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-  EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s.ToString();
 }
 
 // Several chunks per full layer and two full layers: the I/O thread reads

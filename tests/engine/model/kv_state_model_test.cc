@@ -68,28 +68,33 @@ TEST_F(KvStateModel, SmallBudgetSpillsAndGivesBitIdenticalLogits) {
   auto plain = engine_->NewSession({.n_ctx = 4096, .kv_type = KvType::kBF16});
   ASSERT_TRUE(plain.ok());
   const auto want = Eval(**plain, ids);
-  Dir dir;
-  // Sliding windows (15 layers x 4 blocks x 256 KiB) + 3 full-attention
-  // blocks + 4 staging blocks = 16.75 MiB; the full layers need 9 MiB more.
-  const uint64_t budget = 18ull << 20;
-  auto spilled = engine_->NewSession({.n_ctx = 4096,
-                                      .kv_type = KvType::kBF16,
-                                      .kv_memory_budget = budget,
-                                      .spill_dir = dir.path.string()});
-  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
-  const auto got = Eval(**spilled, ids);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
-  const KvStats st = (*spilled)->kv_stats();
-  std::printf("spilled %llu bytes (ratio %.3f), read back %llu, peak resident %llu of %llu\n",
-              static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
-              static_cast<unsigned long long>(st.read_back_bytes),
-              static_cast<unsigned long long>(st.peak_resident_bytes),
-              static_cast<unsigned long long>(budget));
-  EXPECT_GT(st.spilled_bytes, 4ull << 20);
-  EXPECT_LE(st.peak_resident_bytes, budget);
-  EXPECT_GT(st.compression_ratio(), 1.0);
-  EXPECT_GT((*plain)->kv_stats().peak_resident_bytes, budget);
+  // Raw spills (the default) and zstd ones.
+  for (int level : {0, 1}) {
+    SCOPED_TRACE("zstd level " + std::to_string(level));
+    Dir dir;
+    // Sliding windows (15 layers x 4 blocks x 256 KiB) + 3 full-attention
+    // blocks + 4 staging blocks = 16.75 MiB; the full layers need 9 MiB more.
+    const uint64_t budget = 18ull << 20;
+    auto spilled = engine_->NewSession({.n_ctx = 4096,
+                                        .kv_type = KvType::kBF16,
+                                        .kv_memory_budget = budget,
+                                        .spill_dir = dir.path.string(),
+                                        .spill_zstd_level = level});
+    ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+    const auto got = Eval(**spilled, ids);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+    const KvStats st = (*spilled)->kv_stats();
+    std::printf("spilled %llu bytes (ratio %.3f), read back %llu, peak resident %llu of %llu\n",
+                static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
+                static_cast<unsigned long long>(st.read_back_bytes),
+                static_cast<unsigned long long>(st.peak_resident_bytes),
+                static_cast<unsigned long long>(budget));
+    EXPECT_GT(st.spilled_bytes, 4ull << 20);
+    EXPECT_LE(st.peak_resident_bytes, budget);
+    EXPECT_EQ(st.compression_ratio() > 1.0, level > 0);
+    EXPECT_GT((*plain)->kv_stats().peak_resident_bytes, budget);
+  }
 }
 
 // With sparse attention the block bounds follow a restored state: a session

@@ -91,11 +91,15 @@ struct SessionOptions {
   bool bf16_attention_weights = false;
   AttnScores attn_scores = AttnScores::kAuto;  // bf16 KV only (see AttnScores)
   // Resident KV bytes allowed (0 = no limit). Blocks of full-attention
-  // layers beyond it are spilled, compressed, to spill_dir and read back
-  // when attention needs them; results are bit-identical either way.
+  // layers beyond it are spilled to spill_dir and read back when attention
+  // needs them; results are bit-identical either way.
   uint64_t kv_memory_budget = 0;
   std::string spill_dir;  // required with a budget
-  int spill_zstd_level = 1;
+  // 0: spilled blocks are stored raw (with a checksum) and read back at
+  // memory speed, so decode under a budget costs little; 1..19: byte planes
+  // + zstd at that level, about 30% less disk for bf16 and about twice the
+  // decode time under a budget (docs/benchmarks.md).
+  int spill_zstd_level = 0;
   SparseAttentionOptions sparse_attention;  // off by default
 
   // InvalidArgument naming the first setting that cannot work, whatever the
