@@ -30,6 +30,8 @@ def main():
     ap.add_argument("--gen", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--budgets", default="bf16:48,q8_0:32", help="type:MiB,...")
+    ap.add_argument("--spill-level", type=int, default=0,
+                    help="0: raw spills (the default), 1-19: zstd at that level")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="ellm-spill-") as spill:
@@ -38,9 +40,11 @@ def main():
             base = ["--kv-type", kv_type]
             mem = run(args.ellm, args.model, args.depth, args.gen, args.threads, base)
             sp = run(args.ellm, args.model, args.depth, args.gen, args.threads,
-                     base + ["--kv-budget", mib, "--spill-dir", spill])
+                     base + ["--kv-budget", mib, "--spill-dir", spill,
+                             "--spill-level", str(args.spill_level)])
             rows.append((kv_type, mib, mem, sp))
-    print(f"\ndepth {args.depth}, gen {args.gen}, threads {args.threads}\n")
+    print(f"\ndepth {args.depth}, gen {args.gen}, threads {args.threads}, "
+          f"spill level {args.spill_level}\n")
     print("| KV | budget MiB | KV in memory MiB | spilled MiB | compression | peak resident MiB "
           "| prefill t/s in memory | with spill | slowdown | decode t/s in memory | with spill |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
