@@ -93,7 +93,9 @@ std::string CommandHelp(const std::string& cmd) {
   if (out.find("[KV flags]") != std::string::npos && out.find("KV flags:") == std::string::npos) {
     const std::string text = kUsage;
     const size_t kv = text.find("           KV flags:");
-    const size_t end = text.find('\n', text.find('\n', kv) + 1);  // it and the next line
+    // It and the lines continuing it ("           [--...").
+    size_t end = text.find('\n', kv);
+    while (text.compare(end + 1, 12, "           [") == 0) end = text.find('\n', end + 1);
     const std::string lines = text.substr(kv, end + 1 - kv);
     for (size_t at = 0; at < lines.size();) {
       const size_t nl = lines.find('\n', at);

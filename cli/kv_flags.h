@@ -6,6 +6,7 @@
 //                                 (auto: the faster on this CPU; AttnScores)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
+//   --spill-level L               0: raw spilled blocks (default), 1-19: zstd
 //   --sparse-attn K               approximate attention in full-attention layers:
 //                                 the top K blocks of 64 keys (0 = off, the default)
 //   --sparse-sink N, --sparse-local N   the keys always read: the first N, and the
