@@ -679,11 +679,12 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   if (!prompt.ok()) return PipelineResult::Failed("pipeline_error", prompt.status().message());
   const std::vector<TextGenerator::Section> sections = GeneratorSections();
   // The first document's block may be shared with other jobs (one contract
-  // compared with many): offer it to the generator's prefix cache.
-  size_t shared_prefix = 0;
+  // compared with many): split the prompt there, and offer it to the
+  // generator's prefix cache when the pipeline opts in (prefix_cache).
+  SharedPrefix shared_prefix{.cache = spec_.prefix_cache};
   if (r.strategy == "single-pass" && !docs.empty() && !docs.front().text.empty()) {
     const size_t at = prompt->find(docs.front().text);
-    if (at != std::string::npos) shared_prefix = at + docs.front().text.size();
+    if (at != std::string::npos) shared_prefix.chars = at + docs.front().text.size();
   }
   auto g =
       generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, spec_.generation,
