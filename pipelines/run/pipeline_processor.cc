@@ -176,8 +176,10 @@ StatusOr<json> ParseOutputObject(const std::string& text,
   for (const auto& [key, type] : schema) {
     if (!obj.contains(key)) return InvalidArgumentError("the answer lacks key '" + key + "'");
     if (!HasType(obj[key], type)) {
-      return InvalidArgumentError("key '" + key + "' should be a " + TypeName(type) + ", got " +
-                                  obj[key].dump().substr(0, 80));
+      // The value's type, not the value: the message goes into logs, and
+      // the value is generated from the document (PipelineResult::error_answer).
+      return InvalidArgumentError("key '" + key + "' should be a " + TypeName(type) + ", not " +
+                                  obj[key].type_name());
     }
   }
   return obj;
@@ -696,9 +698,10 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   if (spec_.output == OutputForm::kJson) {
     auto obj = ParseOutputObject(answer, spec_.schema);
     if (!obj.ok()) {
-      return PipelineResult::Failed("output_invalid",
-                                    "pipeline '" + spec_.name + "': " + obj.status().message() +
-                                        "; the answer began: " + answer.substr(0, 200));
+      PipelineResult failed = PipelineResult::Failed(
+          "output_invalid", "pipeline '" + spec_.name + "': " + obj.status().message());
+      failed.error_answer = answer.substr(0, 200);
+      return failed;
     }
     r.output_json = obj->dump();
     r.output_text = obj->dump(2);

@@ -331,7 +331,11 @@ TEST(PipelineProcessor, AJsonAnswerMustParseAndMatchTheSchema) {
     PipelineResult b = p.Run(Job("a.txt", Words(20)), cancel);
     EXPECT_FALSE(b.output.has_value()) << bad;
     EXPECT_EQ(b.error_code, "output_invalid") << bad;
-    EXPECT_NE(b.error.find("the answer began"), std::string::npos) << b.error;
+    // The answer (document content) apart from the message, which logs show.
+    EXPECT_NE(b.error_answer.find(bad), std::string::npos) << b.error_answer;
+    EXPECT_EQ(b.error.find("Manual"), std::string::npos) << b.error;
+    EXPECT_NE(b.ErrorWithAnswer().find("the answer began: " + std::string(bad)), std::string::npos)
+        << b.ErrorWithAnswer();
   }
 }
 
