@@ -131,7 +131,7 @@ StatusOr<store::JobStatus> SettleFailure(store::JobStore& store, const store::Ne
                                          int64_t attempt, const pipelines::PipelineResult& r,
                                          const RunJobOptions& options) {
   const std::string why = r.error_code + ": " + r.error;
-  std::string code = r.error_code, message = r.error;
+  std::string code = r.error_code, message = r.ErrorWithAnswer();
   if (r.transient && options.retry_transient) {
     const std::string of = std::to_string(attempt) + " of " + std::to_string(store.max_attempts());
     if (attempt < store.max_attempts()) {
@@ -148,8 +148,13 @@ StatusOr<store::JobStatus> SettleFailure(store::JobStore& store, const store::Ne
     message = "gave up after " + std::to_string(attempt) +
               " attempts (jobs.max_attempts); the last failed with a transient error: " + why;
   }
+  // The answer quoted in the stored message is document content: in the
+  // log at debug level only (log.level: debug), escaped onto one line.
   Log(options, code == r.error_code ? LogLevel::kWarn : LogLevel::kError, job.id,
-      "failed (" + code + "): " + message);
+      "failed (" + code + "): " + (code == r.error_code ? r.error : message));
+  if (!r.error_answer.empty()) {
+    Log(options, LogLevel::kDebug, job.id, "the answer began: " + Excerpt(r.error_answer, 200));
+  }
   ELLM_RETURN_IF_ERROR(store.Fail(job, code, message).status());
   return store::JobStatus::kFailed;
 }

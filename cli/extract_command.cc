@@ -1,10 +1,17 @@
 // ellm extract: what the model will see of a file. Prints the page-marked
 // text (RenderForModel), or with --json the whole Document (metadata and
 // pages). Errors go to stderr with their kind: "ellm extract: encrypted: ...".
+// The limits are the config's extract: section (--config, else
+// /etc/ellm/ellm.yaml when readable, else the defaults), so a file ellmd
+// refuses is refused here too; the flags override it.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
+#include "ellm/app/config.h"
 #include "ellm/ingest/extract.h"
 #include "flags.h"
 
@@ -13,14 +20,56 @@ namespace {
 
 constexpr const char* kExtractUsage =
     "usage: ellm extract FILE [--json] [--max-pages N] [--max-bytes N] [--timeout SECONDS]\n"
-    "                         [--extractor PATH]\n"
+    "                         [--memory-mib N] [--config FILE] [--extractor PATH]\n"
     "  FILE          a PDF, or a UTF-8 .txt / .md file\n"
     "  --json        print the document as JSON (metadata and pages)\n"
     "  --max-pages   reject PDFs with more pages (default 2000)\n"
     "  --max-bytes   reject larger files (default 256 MiB)\n"
-    "  --timeout     wall-clock limit for parsing a PDF, in seconds (default 180)\n"
+    "  --timeout     wall-clock limit for parsing a PDF, in seconds (default 180); its CPU\n"
+    "                time is limited to two thirds of it\n"
+    "  --memory-mib  address-space limit of the PDF parser, in MiB (default 2048)\n"
+    "  --config      the defaults of the four limits above: the file's extract: section\n"
+    "                (default /etc/ellm/ellm.yaml when readable)\n"
     "  --extractor   the ellm-extract binary (default: $ELLM_EXTRACTOR, then next to ellm,\n"
     "                then ../libexec/ellm/)\n";
+
+// The extract: section of --config (else /etc/ellm/ellm.yaml when readable,
+// else the defaults) with the limit flags over it; validated.
+StatusOr<ingest::ExtractOptions> OptionsFrom(const Flags& flags) {
+  std::string config_path = flags.Get("config");
+  if (config_path.empty() && access("/etc/ellm/ellm.yaml", R_OK) == 0) {
+    config_path = "/etc/ellm/ellm.yaml";
+  }
+  ingest::ExtractOptions options;
+  if (!config_path.empty()) {
+    ELLM_ASSIGN_OR_RETURN(app::Config config, app::LoadConfig(config_path));
+    options = config.extract;
+  }
+  ELLM_ASSIGN_OR_RETURN(int64_t max_pages, flags.GetInt("max-pages", options.max_pages));
+  ELLM_ASSIGN_OR_RETURN(options.max_bytes, flags.GetInt("max-bytes", options.max_bytes));
+  ELLM_ASSIGN_OR_RETURN(int64_t memory_mib,
+                        flags.GetInt("memory-mib", options.address_space_bytes >> 20));
+  if (max_pages < 1 || max_pages > 1'000'000'000) {
+    return InvalidArgumentError("--max-pages must be in [1, 1000000000]");
+  }
+  if (memory_mib < 64 || memory_mib > (int64_t{1} << 20)) {
+    return InvalidArgumentError("--memory-mib must be in [64, 1048576]");  // as the config's
+  }
+  options.max_pages = static_cast<int>(max_pages);
+  options.address_space_bytes = memory_mib << 20;
+  if (flags.Has("timeout")) {
+    ELLM_ASSIGN_OR_RETURN(double timeout, flags.GetDouble("timeout", 0));
+    if (!(timeout > 0 && timeout <= 86400)) {
+      return InvalidArgumentError("--timeout must be in (0, 86400] seconds");
+    }
+    options.wall_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    // Two thirds of the wall clock, as the config's extract.timeout_s sets it.
+    options.cpu_seconds = std::max(1, static_cast<int>(timeout * 2 / 3));
+  }
+  options.extractor_path = flags.Get("extractor");
+  ELLM_RETURN_IF_ERROR(options.Validate());
+  return options;
+}
 
 }  // namespace
 
@@ -31,33 +80,21 @@ int Extract(const Args& args) {
       return 0;
     }
   }
-  auto flags = Flags::Parse(args, {"max-pages", "max-bytes", "timeout", "extractor"}, {"json"});
+  auto flags = Flags::Parse(
+      args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor"}, {"json"});
   if (!flags.ok() || flags->positional().size() != 1) {
     std::fprintf(stderr, "ellm extract: %s\n%s",
                  flags.ok() ? "exactly one FILE is needed" : flags.status().message().c_str(),
                  kExtractUsage);
     return 2;
   }
-  ingest::ExtractOptions options;
-  auto max_pages = flags->GetInt("max-pages", options.max_pages);
-  auto max_bytes = flags->GetInt("max-bytes", options.max_bytes);
-  auto timeout = flags->GetDouble("timeout", options.wall_timeout.count() / 1000.0);
-  for (const Status& s : {max_pages.status(), max_bytes.status(), timeout.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "ellm extract: %s\n", s.message().c_str());
-      return 2;
-    }
-  }
-  options.max_pages = static_cast<int>(*max_pages);
-  options.max_bytes = *max_bytes;
-  options.wall_timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000));
-  options.extractor_path = flags->Get("extractor");
-  if (Status s = options.Validate(); !s.ok()) {
-    std::fprintf(stderr, "ellm extract: %s\n", s.message().c_str());
+  auto options = OptionsFrom(*flags);
+  if (!options.ok()) {
+    std::fprintf(stderr, "ellm extract: %s\n", options.status().message().c_str());
     return 2;
   }
 
-  auto doc = ingest::ExtractDocument(flags->positional()[0], options);
+  auto doc = ingest::ExtractDocument(flags->positional()[0], *options);
   if (!doc.ok()) {
     auto kind = ingest::ExtractErrorOf(doc.status());
     std::fprintf(stderr, "ellm extract: %s: %s\n",

@@ -57,7 +57,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   line.Clear();
   const pipelines::PipelineResult& r = run.result;
   if (run.ran && !r.output && !r.cancelled) {
-    return Status(StatusCode::kFailedPrecondition, r.error_code + ": " + r.error);
+    return Status(StatusCode::kFailedPrecondition, r.error_code + ": " + r.ErrorWithAnswer());
   }
   ELLM_RETURN_IF_ERROR(run.error);
   if (!run.ran || !r.output) {

@@ -1,5 +1,7 @@
 #include "kv/kv_state_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +59,27 @@ std::pair<int64_t, int64_t> SavedBlocks(const KvCache& cache, int il, int64_t n)
   return {std::max<int64_t>(0, n - window) / kBlockPositions, last};
 }
 
+// Writes `bytes` to `path` (created or truncated), leaving it mode 0600
+// whatever the umask or the mode of a stale file of that name: a saved state
+// encodes the document it was computed from.
+Status WriteOwnerOnly(const std::string& path, const std::vector<uint8_t>& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError(errno, "creating saved KV state '" + path + "'");
+  int err = ::fchmod(fd, 0600) == 0 ? 0 : errno;
+  for (size_t at = 0; err == 0 && at < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    at += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) return ErrnoError(err, "writing saved KV state '" + path + "'");
+  return OkStatus();
+}
+
 }  // namespace
 
 Status SaveKvState(KvCache& cache, std::span<const TokenId> tokens,
@@ -94,14 +117,9 @@ Status SaveKvState(KvCache& cache, std::span<const TokenId> tokens,
     }
   }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return ErrnoError(errno == 0 ? EIO : errno, "writing saved KV state '" + tmp + "'");
-    }
+  if (Status s = WriteOwnerOnly(tmp, out); !s.ok()) {
+    std::remove(tmp.c_str());
+    return s;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

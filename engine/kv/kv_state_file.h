@@ -27,7 +27,8 @@
 namespace ellm::kv {
 
 // Writes the state of `cache` after `tokens` (the positions 0..n-1 it
-// holds) to `path` atomically (a temporary file renamed into place).
+// holds) to `path` atomically (a temporary file renamed into place), mode
+// 0600 whatever the umask: the state encodes the tokens it was made from.
 Status SaveKvState(KvCache& cache, std::span<const TokenId> tokens,
                    const std::string& model_fingerprint, const std::string& path);
 

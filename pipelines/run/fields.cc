@@ -83,7 +83,8 @@ PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, cons
     size_t shared = prompt->find(part.text);
     shared = shared == std::string::npos ? 0 : shared + part.text.size();
     auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format,
-                                          spec_.generation, sections, cancel, progress_, shared);
+                                          spec_.generation, sections, cancel, progress_,
+                                          {.chars = shared, .cache = spec_.prefix_cache});
     if (!g.ok()) {
       return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
     }

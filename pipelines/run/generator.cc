@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include <filesystem>
@@ -43,6 +44,19 @@ size_t RepeatedLine(const std::string& text) {
     pos = nl + 1;
   }
   return std::string::npos;
+}
+
+// The prefix cache directory, made (with its parents) when missing: the
+// directory itself mode 0700 whatever the umask, since the states in it
+// encode documents. An existing directory keeps its mode (an administrator's
+// choice, or the package's tmpfiles.d entry). False when it cannot be made.
+bool MakePrivateDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return true;
+  const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (::mkdir(dir.c_str(), 0700) == 0) return ::chmod(dir.c_str(), 0700) == 0;
+  return errno == EEXIST && std::filesystem::is_directory(dir, ec);
 }
 
 }  // namespace
@@ -98,7 +112,7 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
 }
 
 StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix,
-                                             const ProgressFn& progress) {
+                                             bool cache, const ProgressFn& progress) {
   if (n_prefix <= 0 || n_prefix >= static_cast<int64_t>(ids.size())) return 0;
   const auto prefix = ids.first(static_cast<size_t>(n_prefix));
   const int64_t total = static_cast<int64_t>(ids.size());
@@ -114,7 +128,7 @@ StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64
     session_->Reset();
     return session_->Eval(prefix, LogitsFor::kNone, nullptr, report);
   };
-  if (options_.prefix_cache_dir.empty()) {
+  if (options_.prefix_cache_dir.empty() || !cache) {
     // The same split as with a cache, so answers do not depend on cache hits.
     ELLM_RETURN_IF_ERROR(prefill());
     return 0;
@@ -127,10 +141,10 @@ StatusOr<int64_t> Generator::PrefixFromCache(std::span<const TokenId> ids, int64
     return n_prefix;
   }
   ELLM_RETURN_IF_ERROR(prefill());
-  std::error_code ec;
-  std::filesystem::create_directories(options_.prefix_cache_dir, ec);
   // A cache that cannot be written (disk full, permissions) costs only the reuse.
-  if (session_->SaveState(path).ok()) TrimPrefixCache();
+  if (MakePrivateDir(options_.prefix_cache_dir) && session_->SaveState(path).ok()) {
+    TrimPrefixCache();
+  }
   return 0;
 }
 
@@ -165,12 +179,10 @@ StatusOr<Generation> Generator::Generate(const std::string& system, const std::s
                           progress);
 }
 
-StatusOr<Generation> Generator::GenerateSections(const std::string& system,
-                                                 const std::string& prompt, PromptFormat format,
-                                                 const GenerationSettings& settings,
-                                                 const std::vector<Section>& sections,
-                                                 const std::atomic<bool>& cancel,
-                                                 const ProgressFn& progress, size_t shared_prefix) {
+StatusOr<Generation> Generator::GenerateSections(
+    const std::string& system, const std::string& prompt, PromptFormat format,
+    const GenerationSettings& settings, const std::vector<Section>& sections,
+    const std::atomic<bool>& cancel, const ProgressFn& progress, SharedPrefix shared_prefix) {
   const Tokenizer& tok = engine_->tokenizer();
   std::string text = prompt;
   bool chat = format == PromptFormat::kChat;
@@ -185,9 +197,9 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
   }
   std::vector<TokenId> ids;
   int64_t n_prefix = 0;
-  const size_t prompt_at = shared_prefix > 0 ? text.find(prompt) : std::string::npos;
-  if (prompt_at != std::string::npos && shared_prefix < prompt.size()) {
-    const size_t cut = prompt_at + shared_prefix;
+  const size_t prompt_at = shared_prefix.chars > 0 ? text.find(prompt) : std::string::npos;
+  if (prompt_at != std::string::npos && shared_prefix.chars < prompt.size()) {
+    const size_t cut = prompt_at + shared_prefix.chars;
     ids = tok.Encode(text.substr(0, cut), true, chat);
     n_prefix = static_cast<int64_t>(ids.size());
     std::vector<TokenId> rest = tok.Encode(text.substr(cut), false, chat);
@@ -273,7 +285,8 @@ StatusOr<Generation> Generator::GenerateSections(const std::string& system,
 
   session_->Reset();
   auto t0 = Clock::now();
-  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens, PrefixFromCache(ids, n_prefix, progress));
+  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens,
+                        PrefixFromCache(ids, n_prefix, shared_prefix.cache, progress));
   for (int64_t i = 0; i < out.reused_prefix_tokens; ++i) sampler.Accept(ids[i]);
   ELLM_ASSIGN_OR_RETURN(
       bool fed, feed(std::vector<TokenId>(ids.begin() + session_->position(), ids.end()), true));

@@ -176,8 +176,10 @@ StatusOr<json> ParseOutputObject(const std::string& text,
   for (const auto& [key, type] : schema) {
     if (!obj.contains(key)) return InvalidArgumentError("the answer lacks key '" + key + "'");
     if (!HasType(obj[key], type)) {
-      return InvalidArgumentError("key '" + key + "' should be a " + TypeName(type) + ", got " +
-                                  obj[key].dump().substr(0, 80));
+      // The value's type, not the value: the message goes into logs, and
+      // the value is generated from the document (PipelineResult::error_answer).
+      return InvalidArgumentError("key '" + key + "' should be a " + TypeName(type) + ", not " +
+                                  obj[key].type_name());
     }
   }
   return obj;
@@ -679,11 +681,12 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   if (!prompt.ok()) return PipelineResult::Failed("pipeline_error", prompt.status().message());
   const std::vector<TextGenerator::Section> sections = GeneratorSections();
   // The first document's block may be shared with other jobs (one contract
-  // compared with many): offer it to the generator's prefix cache.
-  size_t shared_prefix = 0;
+  // compared with many): split the prompt there, and offer it to the
+  // generator's prefix cache when the pipeline opts in (prefix_cache).
+  SharedPrefix shared_prefix{.cache = spec_.prefix_cache};
   if (r.strategy == "single-pass" && !docs.empty() && !docs.front().text.empty()) {
     const size_t at = prompt->find(docs.front().text);
-    if (at != std::string::npos) shared_prefix = at + docs.front().text.size();
+    if (at != std::string::npos) shared_prefix.chars = at + docs.front().text.size();
   }
   auto g =
       generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, spec_.generation,
@@ -695,9 +698,10 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   if (spec_.output == OutputForm::kJson) {
     auto obj = ParseOutputObject(answer, spec_.schema);
     if (!obj.ok()) {
-      return PipelineResult::Failed("output_invalid",
-                                    "pipeline '" + spec_.name + "': " + obj.status().message() +
-                                        "; the answer began: " + answer.substr(0, 200));
+      PipelineResult failed = PipelineResult::Failed(
+          "output_invalid", "pipeline '" + spec_.name + "': " + obj.status().message());
+      failed.error_answer = answer.substr(0, 200);
+      return failed;
     }
     r.output_json = obj->dump();
     r.output_text = obj->dump(2);

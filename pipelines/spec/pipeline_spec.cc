@@ -113,7 +113,8 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "fields",
                                               "differences_prompt",
                                               "differences_max_tokens",
-                                              "differences_lead"};
+                                              "differences_lead",
+                                              "prefix_cache"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!kKeys.count(k)) return At(src, kv.first, "unknown key '" + k + "'");
@@ -156,6 +157,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       return At(src, g["top_p"], "generation.top_p must be in (0, 1]");
   }
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "output_prefix", spec.output_prefix, false));
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "prefix_cache", spec.prefix_cache, false));
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_prompt", spec.map_prompt, false));
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "map_max_tokens", spec.map_max_tokens, false));
   if (spec.map_max_tokens <= 0) return At(src, root["map_max_tokens"], "must be positive");

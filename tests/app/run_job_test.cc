@@ -256,6 +256,44 @@ TEST_F(RunJobTest, TheOutputIsLoggedOnlyAtDebugOnOneLine) {
   EXPECT_TRUE(excerpt);
 }
 
+// Issue 37 item 7: an answer that does not parse (output_invalid) is
+// document content too. The warn line names the failure without it; the
+// answer is a debug line (log.level: debug), while the store and the
+// dead-letter copy keep it for whoever may read results.
+TEST_F(RunJobTest, AFailedAnswerIsLoggedOnlyAtDebug) {
+  FakeProcessor p([](auto&, auto&) {
+    PipelineResult r =
+        PipelineResult::Failed("output_invalid", "pipeline 'fake': the answer lacks key 'title'");
+    r.error_answer = "{\"revenue\": \"EUR 4.2 billion\",\n";
+    return r;
+  });
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  RunJobOptions o = Options();
+  o.log = [&](LogLevel level, const std::string& line) { lines.emplace_back(level, line); };
+  std::atomic<bool> cancel{false};
+  EXPECT_EQ(Run(p, "j1", cancel, o).status, JobStatus::kFailed);
+  bool warned = false, debug = false;
+  for (const auto& [level, line] : lines) {
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    if (level == LogLevel::kDebug) {
+      debug |= line == "job=j1 the answer began: {\"revenue\": \"EUR 4.2 billion\",\\n";
+    } else {
+      EXPECT_EQ(line.find("4.2 billion"), std::string::npos) << line;
+      warned |=
+          level == LogLevel::kWarn &&
+          line == "job=j1 failed (output_invalid): pipeline 'fake': the answer lacks key 'title'";
+    }
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(debug);
+  const std::string stored = Get("j1").error_message;
+  EXPECT_EQ(stored,
+            "pipeline 'fake': the answer lacks key 'title'; the answer began: {\"revenue\": \"EUR "
+            "4.2 billion\",\n");
+  ASSERT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.dead_lettered[0].message, stored);
+}
+
 TEST_F(RunJobTest, PublishesToTheJobsReplyTo) {
   FakeProcessor p([](auto&, auto&) { return Succeeds("x"); });
   store::NewJob job = Job("j1");

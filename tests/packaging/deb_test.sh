@@ -103,6 +103,11 @@ for lib in librdkafka libpoppler-cpp libyaml-cpp libspdlog libsqlite3 libzstd li
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/ellm/ellm.yaml ||
   fail "/etc/ellm/ellm.yaml is not a conffile"
+# It may hold credentials: never world-readable, not even between unpack and
+# postinst (which gives it to group ellm).
+shipped=$(dpkg-deb -c "$deb" | awk '$6 == "./etc/ellm/ellm.yaml" {print $1, $2}')
+[[ "$shipped" == "-rw-r----- root/root" ]] ||
+  fail "the package ships /etc/ellm/ellm.yaml as '$shipped', expected -rw-r----- root/root"
 
 # ---------------------------------------------------------------- 2. lintian
 say "lintian"
@@ -163,6 +168,12 @@ in_root getent passwd ellm | grep -q ':/var/lib/ellm:/usr/sbin/nologin$' ||
 # Owners are looked up inside the root (the host may give those ids other names).
 state=$(in_root stat -c '%U:%G %a' /var/lib/ellm)
 [[ "$state" == "ellm:ellm 750" ]] || fail "/var/lib/ellm is $state, expected ellm:ellm 750"
+state=$(in_root stat -c '%U:%G %a' /var/lib/ellm/prefix-cache)
+[[ "$state" == "ellm:ellm 700" ]] ||
+  fail "/var/lib/ellm/prefix-cache is $state, expected ellm:ellm 700 (saved states encode documents)"
+conf_mode() { in_root stat -c '%U:%G %a' /etc/ellm/ellm.yaml; }
+[[ $(conf_mode) == "root:ellm 640" ]] ||
+  fail "/etc/ellm/ellm.yaml is $(conf_mode), expected root:ellm 640"
 [[ -L "$root/etc/systemd/system/multi-user.target.wants/ellmd.service" ]] ||
   fail "ellmd.service is not enabled"
 [[ ! -e "$root/etc/systemd/system/timers.target.wants/ellm-batch.timer" ]] ||
@@ -223,6 +234,15 @@ grep -q 'edited by the administrator' "$root/etc/ellm/ellm.yaml" || fail "the up
 jobs_after=$(as_ellm ellm jobs list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [[ "$jobs_after" == "$jobs_before" ]] || fail "jobs in the store: $jobs_before before the upgrade, $jobs_after after"
 as_ellm ellmd --check-config >/dev/null 2>&1 || fail "ellmd --check-config fails after the upgrade"
+[[ $(conf_mode) == "root:ellm 640" ]] ||
+  fail "after the upgrade /etc/ellm/ellm.yaml is $(conf_mode), expected root:ellm 640"
+
+say "an administrator's dpkg-statoverride of the configuration wins"
+in_root dpkg-statoverride --update --add root ellm 0440 /etc/ellm/ellm.yaml
+apt_get install --reinstall "/tmp/pkg/ellm_${next}_amd64.deb" || fail "the reinstall failed"
+[[ $(conf_mode) == "root:ellm 440" ]] ||
+  fail "with a statoverride root ellm 0440 the configuration is $(conf_mode) after a reinstall"
+in_root dpkg-statoverride --remove /etc/ellm/ellm.yaml
 
 # ---------------------------------------------------------------- 5. remove, purge
 say "remove keeps configuration, state and user"

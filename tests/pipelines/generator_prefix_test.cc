@@ -2,6 +2,7 @@
 // document was seen before restores that document's KV state instead of
 // prefilling it, and answers exactly as without the cache.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,14 +26,17 @@ std::string Contract(const std::string& party, int clauses) {
   return s;
 }
 
-StatusOr<Generation> Ask(Generator& g, const std::string& doc_a, const std::string& doc_b) {
+// `cache`: whether the generation may use the prefix cache (the pipeline's
+// prefix_cache key).
+StatusOr<Generation> Ask(Generator& g, const std::string& doc_a, const std::string& doc_b,
+                         bool cache = true) {
   const std::string prompt = doc_a + "\n\n=== Document 2 ===\n" + doc_b +
                              "\n\nThe price in Document 2 differs from Document 1 because";
   GenerationSettings settings;
   settings.max_tokens = 12;
   std::atomic<bool> cancel{false};
   return g.GenerateSections("", prompt, PromptFormat::kPlain, settings, {{"", 12, {}}}, cancel,
-                            nullptr, doc_a.size());
+                            nullptr, {.chars = doc_a.size(), .cache = cache});
 }
 
 TEST(GeneratorPrefix, SharedFirstDocumentIsRestoredAndAnswersDoNotChange) {
@@ -70,6 +74,48 @@ TEST(GeneratorPrefix, SharedFirstDocumentIsRestoredAndAnswersDoNotChange) {
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->reused_prefix_tokens, 0);
   fs::remove_all(dir);
+}
+
+// Issue 37 item 7: a saved state encodes its document. A generation that
+// does not ask for the cache (a pipeline without prefix_cache: true) writes
+// nothing, not even the directory, and answers as one that does; one that
+// asks writes its state 0600 in a directory made 0700, under umask 022.
+TEST(GeneratorPrefix, StatesAreWrittenOnlyWhenAskedForAndOwnerOnly) {
+  ELLM_REQUIRE_MODEL(path);
+  const fs::path dir =
+      fs::temp_directory_path() / ("ellm-prefix-mode-" + std::to_string(::getpid())) / "cache";
+  GeneratorOptions o;
+  o.engine.threads = 2;
+  o.session.n_ctx = 4096;
+  o.prefix_cache_dir = dir.string();
+  auto g = Generator::Load(path, o);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const std::string a = Contract("The supplier", 8);
+  const mode_t old_umask = ::umask(022);
+
+  auto off = Ask(**g, a, "The buyer pays 1.1 million EUR per turbine.", /*cache=*/false);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(fs::exists(dir));
+  auto again = Ask(**g, a, "The buyer pays 1.1 million EUR per turbine.", /*cache=*/false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->reused_prefix_tokens, 0);
+  EXPECT_FALSE(fs::exists(dir));
+
+  auto on = Ask(**g, a, "The buyer pays 1.1 million EUR per turbine.", /*cache=*/true);
+  ::umask(old_umask);
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_EQ(on->text, off->text);
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  int states = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++states;
+    ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << e.path();
+  }
+  EXPECT_EQ(states, 1);
+  fs::remove_all(dir.parent_path());
 }
 
 }  // namespace

@@ -41,14 +41,15 @@ class FakeGenerator : public TextGenerator {
                                 const std::atomic<bool>& cancel,
                                 const ProgressFn& progress) override {
     const std::vector<Section> one = {{"", settings.max_tokens, {}}};
-    return GenerateSections(system, prompt, format, settings, one, cancel, progress, 0);
+    return GenerateSections(system, prompt, format, settings, one, cancel, progress, {});
   }
   StatusOr<Generation> GenerateSections(const std::string&, const std::string& prompt, PromptFormat,
                                         const GenerationSettings&,
                                         const std::vector<Section>& sections,
                                         const std::atomic<bool>& cancel, const ProgressFn&,
-                                        size_t) override {
+                                        SharedPrefix shared_prefix) override {
     prompts.push_back(prompt);
+    shared_prefixes.push_back(shared_prefix);
     Generation g;
     if (cancel.load()) {
       g.cancelled = true;
@@ -68,6 +69,7 @@ class FakeGenerator : public TextGenerator {
   }
 
   std::vector<std::string> prompts;
+  std::vector<SharedPrefix> shared_prefixes;  // one per prompt
 
  private:
   int64_t context_;
@@ -329,7 +331,48 @@ TEST(PipelineProcessor, AJsonAnswerMustParseAndMatchTheSchema) {
     PipelineResult b = p.Run(Job("a.txt", Words(20)), cancel);
     EXPECT_FALSE(b.output.has_value()) << bad;
     EXPECT_EQ(b.error_code, "output_invalid") << bad;
-    EXPECT_NE(b.error.find("the answer began"), std::string::npos) << b.error;
+    // The answer (document content) apart from the message, which logs show.
+    EXPECT_NE(b.error_answer.find(bad), std::string::npos) << b.error_answer;
+    EXPECT_EQ(b.error.find("Manual"), std::string::npos) << b.error;
+    EXPECT_NE(b.ErrorWithAnswer().find("the answer began: " + std::string(bad)), std::string::npos)
+        << b.ErrorWithAnswer();
+  }
+}
+
+// Issue 37 item 7: a saved KV state encodes its document, so only a
+// pipeline with `prefix_cache: true` offers its first document to the
+// prefix cache; the prompt is split there either way (answers do not
+// depend on the key). No shipped pipeline opts in.
+TEST(PipelineProcessor, OnlyAPipelineThatOptsInOffersItsPrefixToTheCache) {
+  std::atomic<bool> cancel{false};
+  for (const bool opted_in : {false, true}) {
+    FakeGenerator gen(4096, [](const std::string&, const std::string&) { return " ok"; });
+    PipelineProcessor p(PlainSpec("fail", opted_in ? "prefix_cache: true\n" : ""), &gen, {});
+    PipelineResult r = p.Run(Job("a.txt", Words(20)), cancel);
+    ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+    ASSERT_EQ(gen.shared_prefixes.size(), 1u);
+    EXPECT_GT(gen.shared_prefixes[0].chars, 0u) << opted_in;
+    EXPECT_EQ(gen.shared_prefixes[0].cache, opted_in);
+  }
+  for (const char* name : {"summarize-report", "compare-contracts", "extract-key-terms"}) {
+    EXPECT_FALSE(ShippedSpec(name).prefix_cache) << name;
+  }
+  FakeGenerator gen(8192, ManualAnswer);
+  PipelineProcessor shipped(ShippedSpec("summarize-report"), &gen, {});
+  PipelineResult r = shipped.Run(Job("manual.md", kManual), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  ASSERT_FALSE(gen.shared_prefixes.empty());
+  for (const SharedPrefix& s : gen.shared_prefixes) EXPECT_FALSE(s.cache);
+  // Fields read each document on its own and offer its block the same way.
+  for (const bool opted_in : {false, true}) {
+    PipelineSpec spec = ShippedSpec("extract-key-terms");
+    spec.prefix_cache = opted_in;
+    FakeGenerator fields(8192, [](const std::string&, const std::string&) { return " none"; });
+    PipelineProcessor p(spec, &fields, {});
+    p.Run(Job("manual.md", kManual), cancel);
+    ASSERT_FALSE(fields.shared_prefixes.empty());
+    EXPECT_GT(fields.shared_prefixes[0].chars, 0u);
+    for (const SharedPrefix& s : fields.shared_prefixes) EXPECT_EQ(s.cache, opted_in);
   }
 }
 

@@ -247,6 +247,20 @@ TEST(PipelineTemplates, UnknownPlaceholdersAreRejectedAtLoad) {
   EXPECT_FALSE(CheckPipelineTemplates(*spec).ok());
 }
 
+// prefix_cache: opt-in (a saved state encodes its document), a boolean.
+TEST(PipelineSpec, PrefixCacheIsAnOptInBoolean) {
+  auto off = ParsePipeline(kValid, "p.yaml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->prefix_cache);
+  auto on = ParsePipeline(std::string(kValid) + "prefix_cache: true\n", "p.yaml");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->prefix_cache);
+  auto bad = ParsePipeline(std::string(kValid) + "prefix_cache: sometimes\n", "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("prefix_cache"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(PipelineTemplates, ShippedPipelinesLoad) {
   auto specs = LoadPipelineDirectory(std::string(ELLM_SOURCE_DIR) + "/pipelines/defs");
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();

@@ -5,15 +5,18 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "ellm/engine/thread_pool.h"
+#include "kv/kv_state_file.h"
 #include "model/attention.h"
 
 namespace ellm::kv {
@@ -379,6 +382,35 @@ TEST(KvCache, FullDiskFailsTheStoreCleanly) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Issue 37 item 7: a saved state encodes the document it was computed from,
+// so it is readable by its owner alone whatever the umask, even when a
+// stale temporary file of a crashed writer (same pid) was world-readable.
+TEST(KvStateFile, SavedStateIsOwnerOnlyUnderUmask022) {
+  TempDir dir;
+  auto c = KvCache::Create(Options(256, KvType::kF16));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(RunAll(**c, 64).ok());
+  const std::vector<TokenId> tokens(64, 7);
+  const std::string path = (dir.path / "state.kvs").string();
+  const std::string stale = path + ".tmp." + std::to_string(::getpid());
+  const mode_t old_umask = ::umask(022);
+  { std::ofstream(stale) << "stale"; }
+  ::chmod(stale.c_str(), 0644);
+  const Status saved = SaveKvState(**c, tokens, "fingerprint", path);
+  ::umask(old_umask);
+  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_FALSE(fs::exists(stale));
+  // And it restores.
+  auto restored = KvCache::Create(Options(256, KvType::kF16));
+  ASSERT_TRUE(restored.ok());
+  auto n = LoadKvState(**restored, tokens, "fingerprint", path);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 64);
 }
 
 }  // namespace

@@ -27,7 +27,9 @@ struct GeneratorOptions {
   // model runs at what is configured here).
   SessionOptions session{.n_ctx = 32768};
   // Prefix reuse: saved KV states of shared prompt prefixes (a contract
-  // compared with many others is prefilled once). Empty = off.
+  // compared with many others is prefilled once), for the generations that
+  // ask for it (SharedPrefix::cache). Empty = off. Created mode 0700 when
+  // missing; each state file is 0600 (it encodes its document).
   std::string prefix_cache_dir;
   uint64_t prefix_cache_bytes = 1ull << 30;  // oldest states removed past this
 };
@@ -43,6 +45,14 @@ struct Generation {
   int64_t reused_prefix_tokens = 0;  // restored from the prefix cache, not prefilled
   int64_t constraint_ms = 0;         // grammar-constrained decoding's own time
   bool cancelled = false;
+};
+
+// How many leading characters of a prompt other jobs may share (e.g. the
+// first document of a comparison), and whether their KV state may go
+// through the prefix cache.
+struct SharedPrefix {
+  size_t chars = 0;    // 0 = none
+  bool cache = false;  // save / restore it (the pipeline opted in: prefix_cache)
 };
 
 // What pipelines need of a model: count tokens, and turn a prompt into
@@ -79,15 +89,18 @@ class TextGenerator {
     std::vector<std::string> stop;  // empty: settings.stop
   };
   //
-  // shared_prefix: how many leading characters of `prompt` other jobs may
-  // share (e.g. the first document of a comparison); 0 = none. The prompt
-  // is then tokenized in two parts at that point (with or without a cache,
-  // so results do not depend on cache hits), and with a prefix cache the
-  // first part's KV state is restored when saved before, saved otherwise.
-  virtual StatusOr<Generation> GenerateSections(
-      const std::string& system, const std::string& prompt, PromptFormat format,
-      const GenerationSettings& settings, const std::vector<Section>& sections,
-      const std::atomic<bool>& cancel, const ProgressFn& progress, size_t shared_prefix = 0) = 0;
+  // shared_prefix.chars > 0: the prompt is tokenized in two parts at that
+  // point (with or without a cache, so results do not depend on cache hits
+  // or on the cache being on), and with shared_prefix.cache and a prefix
+  // cache the first part's KV state is restored when saved before, saved
+  // otherwise. Without shared_prefix.cache nothing is read or written.
+  virtual StatusOr<Generation> GenerateSections(const std::string& system,
+                                                const std::string& prompt, PromptFormat format,
+                                                const GenerationSettings& settings,
+                                                const std::vector<Section>& sections,
+                                                const std::atomic<bool>& cancel,
+                                                const ProgressFn& progress,
+                                                SharedPrefix shared_prefix = {}) = 0;
 };
 
 class Generator : public TextGenerator {
@@ -117,14 +130,14 @@ class Generator : public TextGenerator {
                                         PromptFormat format, const GenerationSettings& settings,
                                         const std::vector<Section>& sections,
                                         const std::atomic<bool>& cancel, const ProgressFn& progress,
-                                        size_t shared_prefix = 0) override;
+                                        SharedPrefix shared_prefix = {}) override;
 
  private:
-  // Restores or prefills ids[0, n_prefix) through the prefix cache; returns
-  // the tokens restored (0 when prefilled here or when the cache is off).
-  // `progress` (may be empty) is told the positions of `ids` prefilled
-  // when the prefix is computed rather than restored.
-  StatusOr<int64_t> PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix,
+  // Restores or prefills ids[0, n_prefix) through the prefix cache (only
+  // when `cache` and the cache is on); returns the tokens restored (0 when
+  // prefilled here). `progress` (may be empty) is told the positions of
+  // `ids` prefilled when the prefix is computed rather than restored.
+  StatusOr<int64_t> PrefixFromCache(std::span<const TokenId> ids, int64_t n_prefix, bool cache,
                                     const ProgressFn& progress);
   std::string PrefixPath(std::span<const TokenId> prefix) const;
   void TrimPrefixCache() const;

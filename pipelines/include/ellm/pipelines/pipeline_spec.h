@@ -136,6 +136,14 @@ struct PipelineSpec {
   // sentence the model completes ("The most important change is that").
   std::string differences_lead;
   int differences_max_tokens = 96;
+  // Opt-in reuse of a document's KV state across jobs (the generator's
+  // prefix cache, kv.prefix_cache_dir): a single-pass prompt offers the
+  // text up to the end of its first document, and with fields each
+  // document's prompt up to the end of that document; the state is saved
+  // to disk and restored when a later job's prompt starts the same. Off by
+  // default: a saved state encodes the document it was computed from, so
+  // it is as sensitive as the document.
+  bool prefix_cache = false;
 };
 
 // Loads and validates one pipeline file. Errors name the file and, where

@@ -62,8 +62,18 @@ struct PipelineResult {
   std::optional<PipelineOutput> output;
   std::string error_code;  // stable, e.g. "document.encrypted" (append-only)
   std::string error;       // for people: what, which document, what to do
+  // Generated text that explains `error`: the start of an answer that does
+  // not parse (output_invalid). It carries document content, so it is kept
+  // out of `error`: daemon logs show it at debug level only, while the
+  // store, the result event and the CLI get ErrorWithAnswer().
+  std::string error_answer;
   bool transient = false;  // with error_code: retrying may succeed
   bool cancelled = false;
+
+  // `error`, then "; the answer began: " and error_answer when there is one.
+  std::string ErrorWithAnswer() const {
+    return error_answer.empty() ? error : error + "; the answer began: " + error_answer;
+  }
 
   static PipelineResult Failed(std::string code, std::string message) {
     PipelineResult r;
