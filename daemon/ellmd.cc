@@ -6,6 +6,9 @@
 // the watchdog is fed while the consumer thread keeps polling.
 // With kafka.enabled, Ready means consuming the jobs topic (JobConsumer +
 // JobRunner); SIGTERM drains the running job within kafka.shutdown_grace_s.
+// With kafka.transactions the producer is transactional, its id derived
+// from the group and the instance (docs/architecture.md, "Exactly-once
+// results"), so a restarted instance fences the one it replaces.
 // The signal thread also keeps /healthz and /readyz current (health.h:
 // the consumer's polls against their bound, a write probe of the store
 // every 10 s, whether the consumer is consuming), and the running job's
