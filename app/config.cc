@@ -133,7 +133,7 @@ Status KafkaConfig::Validate() const {
   }
   if (shutdown_grace_s < 0) return InvalidArgumentError("kafka.shutdown_grace_s must be >= 0");
   for (const char* owned : {"bootstrap.servers", "group.id", "group.instance.id",
-                            "enable.auto.commit", "enable.auto.offset.store"}) {
+                            "enable.auto.commit", "enable.auto.offset.store", "transactional.id"}) {
     if (properties.count(owned)) {
       return InvalidArgumentError(std::string("kafka.properties may not set '") + owned +
                                   "' (ellm manages it; use the kafka.* keys)");
@@ -286,7 +286,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
           CheckKeys(src, n, "kafka",
                     {"enabled", "brokers", "group_id", "jobs_topic", "results_topic",
                      "dead_letter_topic", "group_instance_id", "session_timeout_ms",
-                     "max_poll_interval_ms", "shutdown_grace_s", "properties"}));
+                     "max_poll_interval_ms", "shutdown_grace_s", "transactions", "properties"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "enabled", c.kafka.enabled));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "brokers", c.kafka.brokers));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_id", c.kafka.group_id));
@@ -298,6 +298,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(
           Get(src, n, "kafka", "max_poll_interval_ms", c.kafka.max_poll_interval_ms));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "shutdown_grace_s", c.kafka.shutdown_grace_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "transactions", c.kafka.transactions));
       if (YAML::Node p = n["properties"]) {
         if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
         for (const auto& kv : p) {

@@ -18,14 +18,6 @@ void Log(const RunJobOptions& options, LogLevel level, const std::string& job_id
   if (options.log) options.log(level, "job=" + job_id + " " + line);
 }
 
-// Sends the dead-letter copy, then records that it went.
-Status DeadLetterOnce(store::JobStore& store, const std::string& job_id,
-                      const store::JobRecord& job, ResultPublisher& publisher) {
-  ELLM_ASSIGN_OR_RETURN(std::string where,
-                        publisher.DeadLetter(job_id, job.error_code, job.error_message));
-  return store.AddEvent(job_id, "dead_lettered", where);
-}
-
 // The start of `text` on one log line: at most `max_bytes` of it (never
 // cutting a UTF-8 sequence), newlines, tabs, backslashes and other control
 // bytes escaped, "..." when cut.
@@ -180,12 +172,15 @@ Status PublishFinished(store::JobStore& store, const std::string& job_id,
   }
   const store::JobRecord& job = **read;
   ELLM_ASSIGN_OR_RETURN(bool given_up, store.HasEvent(job_id, "publish_failed"));
-  if (given_up) return OkStatus();  // nothing more is sent for it
-  // A send that failed. A broker away, slow or busy is waited out however
-  // long it takes; any other refusal (a message too large, a topic it will
-  // not write) is counted, and past the bound the job is failed as
-  // publish_failed and the partition moves on.
+  // Nothing more is sent for it; the commit still marks its message consumed.
+  if (given_up) return publisher.Commit();
+  // A send that failed (what was sent with it is discarded first). A broker
+  // away, slow or busy is waited out however long it takes; any other
+  // refusal (a message too large, a topic it will not write) is counted,
+  // and past the bound the job is failed as publish_failed and the
+  // partition moves on.
   auto undelivered = [&](const std::string& what, const Status& st) -> Status {
+    publisher.Abort();
     Log(options, LogLevel::kWarn, job_id,
         what + (what == "result event" ? " not published yet: " : " not sent yet: ") +
             st.ToString());
@@ -200,21 +195,38 @@ Status PublishFinished(store::JobStore& store, const std::string& job_id,
                             " attempts: " + st.ToString();
     ELLM_RETURN_IF_ERROR(store.MarkPublishFailed(job_id, why));
     Log(options, LogLevel::kError, job_id, "publish_failed: " + why);
-    return OkStatus();
+    return publisher.Commit();
+  };
+  // Events sent, recorded at once or (atomic publisher) after the commit.
+  std::vector<std::pair<std::string, std::string>> sent;
+  auto record = [&](const std::string& kind, const std::string& where) -> Status {
+    if (publisher.atomic()) {
+      sent.emplace_back(kind, where);
+      return OkStatus();
+    }
+    return store.AddEvent(job_id, kind, where);
   };
   if (job.status == store::JobStatus::kFailed) {
-    ELLM_ASSIGN_OR_RETURN(bool sent, store.HasEvent(job_id, "dead_lettered"));
-    if (!sent) {
-      Status st = DeadLetterOnce(store, job_id, job, publisher);
+    ELLM_ASSIGN_OR_RETURN(bool dead_lettered, store.HasEvent(job_id, "dead_lettered"));
+    if (!dead_lettered) {
+      auto where = publisher.DeadLetter(job_id, job.error_code, job.error_message);
+      Status st = where.ok() ? record("dead_lettered", *where) : where.status();
       if (!st.ok()) return undelivered("dead-letter copy", st);
     }
   }
   ELLM_ASSIGN_OR_RETURN(bool published, store.HasEvent(job_id, "published"));
   if (!published) {
     auto where = publisher.Publish(job);
-    Status st = where.ok() ? store.AddEvent(job_id, "published", *where) : where.status();
+    Status st = where.ok() ? record("published", *where) : where.status();
     if (!st.ok()) return undelivered("result event", st);
   }
+  if (Status committed = publisher.Commit(); !committed.ok()) {
+    Log(options, LogLevel::kWarn, job_id, "events not committed yet: " + committed.ToString());
+    return committed;
+  }
+  // Committed: a crash before these records leaves the store short of them,
+  // never the topics (the message is consumed, so it does not come again).
+  for (const auto& [kind, where] : sent) ELLM_RETURN_IF_ERROR(store.AddEvent(job_id, kind, where));
   return OkStatus();
 }
 

@@ -6,6 +6,9 @@
 // the watchdog is fed while the consumer thread keeps polling.
 // With kafka.enabled, Ready means consuming the jobs topic (JobConsumer +
 // JobRunner); SIGTERM drains the running job within kafka.shutdown_grace_s.
+// With kafka.transactions the producer is transactional, its id derived
+// from the group and the instance (docs/architecture.md, "Exactly-once
+// results"), so a restarted instance fences the one it replaces.
 // The signal thread also keeps /healthz and /readyz current (health.h:
 // the consumer's polls against their bound, a write probe of the store
 // every 10 s, whether the consumer is consuming), and the running job's
@@ -27,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "ellm/app/config.h"
 #include "ellm/app/http_jobs.h"
@@ -106,7 +110,13 @@ int RunKafka(Context& ctx) {
   kafka.client_id = "ellmd-" + Hostname();
   kafka.properties = k.properties;
 
-  auto producer = ellm::ingest::KafkaProducer::Create(kafka);
+  const std::string instance =
+      k.group_instance_id.empty() ? "ellmd-" + Hostname() : k.group_instance_id;
+  // Stable per instance, unique in the cluster: a restarted instance fences
+  // its predecessor's producer (and ends its open transaction).
+  const std::string transactional_id =
+      k.transactions ? "ellmd/" + k.group_id + "/" + instance : std::string();
+  auto producer = ellm::ingest::KafkaProducer::Create(kafka, transactional_id);
   if (!producer.ok()) {
     spdlog::critical("{}", producer.status().ToString());
     return 1;
@@ -123,6 +133,16 @@ int RunKafka(Context& ctx) {
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
   if (const char* job = std::getenv("ELLM_TEST_CRASH_IN_JOB"); job && *job) {
     runner_options.crash_in_job = job;
+  }
+  for (auto [name, sig] : {std::pair{"ELLM_TEST_KILL_AFTER_PUBLISH", SIGKILL},
+                           std::pair{"ELLM_TEST_STOP_AFTER_PUBLISH", SIGSTOP}}) {
+    if (const char* job = std::getenv(name); job && *job) {
+      runner_options.signal_after_publish_job = job;
+      runner_options.signal_after_publish = sig;
+    }
+  }
+  if (const char* once = std::getenv("ELLM_TEST_AFTER_PUBLISH_ONCE"); once && *once) {
+    runner_options.signal_after_publish_once_file = once;
   }
   if (const char* forks = std::getenv("ELLM_TEST_FAIL_EXTRACTOR_FORKS"); forks && *forks) {
     ellm::ingest::FailExtractorForksForTesting(std::atoi(forks));
@@ -180,7 +200,6 @@ int RunKafka(Context& ctx) {
 
   ellm::ingest::JobConsumerOptions consumer_options;
   consumer_options.kafka = kafka;
-  std::string instance = k.group_instance_id.empty() ? "ellmd-" + Hostname() : k.group_instance_id;
   consumer_options.kafka.properties["group.instance.id"] = instance;
   consumer_options.kafka.properties.emplace("session.timeout.ms",
                                             std::to_string(k.session_timeout_ms));
@@ -205,8 +224,9 @@ int RunKafka(Context& ctx) {
     spdlog::critical("{}", consumer.status().ToString());
     return 1;
   }
-  spdlog::info("stage=Ready brokers={} group={} instance={} topic={}", k.brokers, k.group_id,
-               instance, k.jobs_topic);
+  spdlog::info("stage=Ready brokers={} group={} instance={} topic={} transactions={}", k.brokers,
+               k.group_id, instance, k.jobs_topic,
+               transactional_id.empty() ? "off" : "'" + transactional_id + "'");
   sd_notify(0, "READY=1\nSTATUS=idle");
   ellm::Status st = (*consumer)->Run(ctx.stop);
   ctx.NotConsuming("stopped");

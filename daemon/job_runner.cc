@@ -2,7 +2,12 @@
 
 #include "ellm/store/job_json.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -97,7 +102,11 @@ StatusOr<std::string> KafkaResultPublisher::DeadLetter(const std::string& job_id
   }
   ELLM_RETURN_IF_ERROR(producer_->Produce(dead_letter_topic_, message_->key, payload, headers)
                            .WithContext("dead-letter topic '" + dead_letter_topic_ + "'"));
-  if (on_dead_letter_) on_dead_letter_();
+  if (atomic()) {
+    ++uncommitted_dead_letters_;
+  } else if (on_dead_letter_) {
+    on_dead_letter_();
+  }
   return where;
 }
 
@@ -105,7 +114,52 @@ StatusOr<std::string> KafkaResultPublisher::Publish(const store::JobRecord& job)
   std::string topic = job.reply_to.value_or(results_topic_);
   ELLM_RETURN_IF_ERROR(
       producer_->Produce(topic, job.id, ResultEventJson(job)).WithContext("topic '" + topic + "'"));
+  if (after_publish_) after_publish_(job.id);
   return topic;
+}
+
+Status KafkaResultPublisher::Commit() {
+  if (!atomic()) return OkStatus();
+  if (group_ == nullptr)
+    return FailedPreconditionError("no consumer group metadata to commit with");
+  ELLM_RETURN_IF_ERROR(producer_->CommitTransaction(*message_, *group_));
+  for (; uncommitted_dead_letters_ > 0; --uncommitted_dead_letters_) {
+    if (on_dead_letter_) on_dead_letter_();
+  }
+  return OkStatus();
+}
+
+void KafkaResultPublisher::Abort() {
+  uncommitted_dead_letters_ = 0;
+  Status aborted = producer_->AbortTransaction();
+  if (!aborted.ok()) spdlog::warn("kafka: {}", aborted.ToString());
+}
+
+std::unique_ptr<KafkaResultPublisher> JobRunner::Publisher(const ingest::KafkaMessage& message,
+                                                           const ingest::GroupMetadata& group) {
+  auto publisher = std::make_unique<KafkaResultPublisher>(
+      producer_, &message, options_.results_topic, options_.dead_letter_topic,
+      options_.max_message_bytes, options_.on_dead_letter, &group);
+  if (!options_.signal_after_publish_job.empty()) {
+    publisher->set_after_publish([this](const std::string& id) {
+      if (id != options_.signal_after_publish_job || signalled_after_publish_) return;
+      signalled_after_publish_ = true;
+      const std::string& once = options_.signal_after_publish_once_file;
+      if (!once.empty()) {
+        const int fd = open(once.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) return;  // another process had its signal
+        close(fd);
+      }
+      spdlog::warn("job={} ELLM_TEST_*_AFTER_PUBLISH: raising signal {} after its result event", id,
+                   options_.signal_after_publish);
+      raise(options_.signal_after_publish);
+    });
+  }
+  return publisher;
+}
+
+HandleOutcome JobRunner::Done() const {
+  return producer_->transactional() ? HandleOutcome::kCommitted : HandleOutcome::kCommit;
 }
 
 app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const {
@@ -140,7 +194,8 @@ app::RunJobOptions JobRunner::RunOptions(app::ResultPublisher* publisher) const 
 }
 
 HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
-                                       const ingest::ParsedJob& parsed) {
+                                       const ingest::ParsedJob& parsed,
+                                       const ingest::GroupMetadata& group) {
   store::NewJob job;
   // A message without a usable id is filed under its position in the topic,
   // which is unique and stable across redeliveries.
@@ -157,22 +212,33 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
     return HandleOutcome::kRetryLater;
   }
   if (*failed && options_.on_failure) options_.on_failure(job.pipeline, false);
-  KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic, options_.max_message_bytes,
-                                 options_.on_dead_letter);
+  std::unique_ptr<KafkaResultPublisher> publisher = Publisher(message, group);
   if (!*failed) {
     // The id names a job that already finished: leave it as it is, but keep
-    // a copy of the bad message.
+    // a copy of the bad message (recorded once it is out: at once, or after
+    // the commit of an atomic publisher).
     auto sent = store_->HasEvent(job.id, "dead_lettered");
+    std::optional<std::string> where;
     if (sent.ok() && !*sent) {
-      auto where = publisher.DeadLetter(job.id, parsed.error_code, parsed.error);
-      Status st = where.ok() ? store_->AddEvent(job.id, "dead_lettered", *where) : where.status();
-      if (!st.ok()) return HandleOutcome::kRetryLater;
+      auto copied = publisher->DeadLetter(job.id, parsed.error_code, parsed.error);
+      if (!copied.ok()) {
+        publisher->Abort();
+        return HandleOutcome::kRetryLater;
+      }
+      where = *copied;
     }
-    return HandleOutcome::kCommit;
+    if (where && !publisher->atomic() && !store_->AddEvent(job.id, "dead_lettered", *where).ok()) {
+      return HandleOutcome::kRetryLater;
+    }
+    if (!publisher->Commit().ok()) return HandleOutcome::kRetryLater;
+    if (where && publisher->atomic()) {
+      Status st = store_->AddEvent(job.id, "dead_lettered", *where);
+      if (!st.ok()) spdlog::warn("job={} {}", job.id, st.ToString());
+    }
+    return Done();
   }
-  Status published = app::PublishFinished(*store_, job.id, publisher, RunOptions(&publisher));
-  return published.ok() ? HandleOutcome::kCommit : HandleOutcome::kRetryLater;
+  Status published = app::PublishFinished(*store_, job.id, *publisher, RunOptions(publisher.get()));
+  return published.ok() ? Done() : HandleOutcome::kRetryLater;
 }
 
 void JobRunner::ReportProducerRestarts() {
@@ -182,17 +248,19 @@ void JobRunner::ReportProducerRestarts() {
 }
 
 HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
+                                const ingest::GroupMetadata& group,
                                 const std::atomic<bool>& cancel) {
-  HandleOutcome outcome = HandleOne(message, cancel);
+  HandleOutcome outcome = HandleOne(message, group, cancel);
   ReportProducerRestarts();
   return outcome;
 }
 
 HandleOutcome JobRunner::HandleOne(const ingest::KafkaMessage& message,
+                                   const ingest::GroupMetadata& group,
                                    const std::atomic<bool>& cancel) {
   MaybeReload();
   ingest::ParsedJob parsed = ingest::ParseJobMessage(message.payload, message.key, options_.limits);
-  if (!parsed.ok()) return HandleInvalid(message, parsed);
+  if (!parsed.ok()) return HandleInvalid(message, parsed, group);
   const ingest::JobMessage& m = parsed.message;
 
   store::NewJob job{m.id,       m.pipeline,        m.params_json,
@@ -200,19 +268,16 @@ HandleOutcome JobRunner::HandleOne(const ingest::KafkaMessage& message,
   // ParseJobMessage accepts only the names in limits.pipelines, which are
   // those of registry_.
   pipelines::Processor* processor = registry_->Find(m.pipeline);
-  KafkaResultPublisher publisher(producer_, &message, options_.results_topic,
-                                 options_.dead_letter_topic, options_.max_message_bytes,
-                                 options_.on_dead_letter);
+  std::unique_ptr<KafkaResultPublisher> publisher = Publisher(message, group);
   std::unique_lock<std::mutex> one_job;
   if (options_.job_mutex != nullptr) one_job = std::unique_lock<std::mutex>(*options_.job_mutex);
-  app::RunJobOptions run_options = RunOptions(&publisher);
+  app::RunJobOptions run_options = RunOptions(publisher.get());
   app::JobTimeoutLimit limit = app::JobTimeout(options_.timeout_s, m.timeout_s);
   run_options.timeout = limit.seconds;
   run_options.timeout_source = limit.source;
   app::JobRun run =
       app::RunJob(*store_, *processor, job, app::ToPipelineRequest(m), cancel, run_options);
-  return run.outcome == app::JobOutcome::kDone ? HandleOutcome::kCommit
-                                               : HandleOutcome::kRetryLater;
+  return run.outcome == app::JobOutcome::kDone ? Done() : HandleOutcome::kRetryLater;
 }
 
 }  // namespace ellm::daemon

@@ -10,6 +10,12 @@
 // each goes out once unless the process dies between the broker's ack and
 // that record).
 //
+// With a transactional producer (kafka.transactions) each message's events
+// and its offset commit are one Kafka transaction (KafkaResultPublisher::
+// Commit), and the outcome is kCommitted: a read_committed reader of the
+// results topic sees each job once, and the store records the events only
+// after the commit.
+//
 // Runs on the consumer's worker thread; owns nothing shared with others.
 #pragma once
 
@@ -37,6 +43,16 @@ struct JobRunnerOptions {
   bool crash_after_store_commit = false;
   // Test-only: SIGKILL mid-run of this job, every time (ELLM_TEST_CRASH_IN_JOB).
   std::string crash_in_job;
+  // Test-only: raise `signal_after_publish` in this process once, right
+  // after the result event of job `signal_after_publish_job` is
+  // acknowledged and before its offset is committed
+  // (ELLM_TEST_KILL_AFTER_PUBLISH / ELLM_TEST_STOP_AFTER_PUBLISH=<job id>).
+  // With `signal_after_publish_once_file`, only if this process is the first
+  // to create that file (one signal among several daemons;
+  // ELLM_TEST_AFTER_PUBLISH_ONCE=<path>).
+  std::string signal_after_publish_job;
+  int signal_after_publish = 0;
+  std::string signal_after_publish_once_file;
   int max_publish_attempts = 5;  // jobs.max_publish_attempts (app::RunJobOptions)
   // jobs.timeout_s: the limit on one attempt, and the cap on a message's
   // timeout_s (app::JobTimeout); 0 = none.
@@ -71,6 +87,8 @@ struct JobRunnerOptions {
   size_t max_message_bytes = 1000000;
 };
 
+class KafkaResultPublisher;
+
 class JobRunner : public ingest::JobHandler {
  public:
   // All pointers must outlive the runner.
@@ -78,13 +96,21 @@ class JobRunner : public ingest::JobHandler {
             pipelines::ProcessorRegistry* registry, JobRunnerOptions options);
 
   ingest::HandleOutcome Handle(const ingest::KafkaMessage& message,
+                               const ingest::GroupMetadata& group,
                                const std::atomic<bool>& cancel) override;
 
  private:
   ingest::HandleOutcome HandleOne(const ingest::KafkaMessage& message,
+                                  const ingest::GroupMetadata& group,
                                   const std::atomic<bool>& cancel);
   ingest::HandleOutcome HandleInvalid(const ingest::KafkaMessage& message,
-                                      const ingest::ParsedJob& parsed);
+                                      const ingest::ParsedJob& parsed,
+                                      const ingest::GroupMetadata& group);
+  // The publisher for `message`'s events.
+  std::unique_ptr<KafkaResultPublisher> Publisher(const ingest::KafkaMessage& message,
+                                                  const ingest::GroupMetadata& group);
+  // kDone's outcome: kCommitted when the publisher committed the offset.
+  ingest::HandleOutcome Done() const;
   void MaybeReload();
   // The options of app::RunJob for one message (publishing through `publisher`).
   app::RunJobOptions RunOptions(app::ResultPublisher* publisher) const;
@@ -97,6 +123,7 @@ class JobRunner : public ingest::JobHandler {
   std::unique_ptr<pipelines::ProcessorRegistry> reloaded_;  // after a SIGHUP
   JobRunnerOptions options_;
   int producer_restarts_seen_ = 0;
+  bool signalled_after_publish_ = false;
 };
 
 // The result event (JSON, version 1) for a finished job; see README.
@@ -107,7 +134,10 @@ std::string ResultEventJson(const store::JobRecord& job);
 // original bytes to `dead_letter_topic`, why it failed in headers
 // (ellm.job_id, ellm.error.code, ellm.error.message,
 // ellm.source.{topic,partition,offset}). Each call waits for the broker's
-// delivery report. `producer` and `message` must outlive it.
+// delivery report. With a transactional producer it is atomic: Commit
+// commits the producer's transaction with `message`'s offset on behalf of
+// `group` (KafkaProducer::CommitTransaction); Abort aborts it. `producer`,
+// `message` and `group` must outlive it.
 class KafkaResultPublisher : public app::ResultPublisher {
  public:
   // `max_message_bytes`: the largest message the producer sends
@@ -116,17 +146,27 @@ class KafkaResultPublisher : public app::ResultPublisher {
   KafkaResultPublisher(ingest::KafkaProducer* producer, const ingest::KafkaMessage* message,
                        std::string results_topic, std::string dead_letter_topic,
                        size_t max_message_bytes = 1000000,
-                       std::function<void()> on_dead_letter = nullptr)
+                       std::function<void()> on_dead_letter = nullptr,
+                       const ingest::GroupMetadata* group = nullptr)
       : producer_(producer),
         message_(message),
         results_topic_(std::move(results_topic)),
         dead_letter_topic_(std::move(dead_letter_topic)),
         max_message_bytes_(max_message_bytes),
-        on_dead_letter_(std::move(on_dead_letter)) {}
+        on_dead_letter_(std::move(on_dead_letter)),
+        group_(group) {}
 
+  bool atomic() const override { return producer_->transactional(); }
   StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,
                                    const std::string& error_message) override;
   StatusOr<std::string> Publish(const store::JobRecord& job) override;
+  Status Commit() override;
+  void Abort() override;
+
+  // Test-only: called with the job id after each acknowledged result event.
+  void set_after_publish(std::function<void(const std::string&)> f) {
+    after_publish_ = std::move(f);
+  }
 
  private:
   ingest::KafkaProducer* producer_;
@@ -135,6 +175,10 @@ class KafkaResultPublisher : public app::ResultPublisher {
   std::string dead_letter_topic_;
   size_t max_message_bytes_;
   std::function<void()> on_dead_letter_;  // after each acknowledged copy; may be empty
+  const ingest::GroupMetadata* group_;
+  std::function<void(const std::string&)> after_publish_;
+  // Copies acknowledged but not yet committed (atomic), for on_dead_letter_.
+  int uncommitted_dead_letters_ = 0;
 };
 
 }  // namespace ellm::daemon

@@ -180,7 +180,47 @@ Status JobConsumer::CommitWithRetry(const KafkaMessage& message, const std::atom
   }
 }
 
+StatusOr<bool> JobConsumer::CommittedMeanwhile(const KafkaMessage& message) {
+  TopicPartition tp{message.topic, message.partition};
+  if (!handed_back_ || handed_back_->first != tp || handed_back_->second != message.offset) {
+    return false;
+  }
+  ELLM_ASSIGN_OR_RETURN(int64_t committed, consumer_->Committed(tp, std::chrono::seconds(10)));
+  handed_back_.reset();
+  return committed > message.offset;
+}
+
+Status JobConsumer::HandBack(const KafkaMessage& message, const std::atomic<bool>& stop) {
+  TopicPartition tp{message.topic, message.partition};
+  ++stats_.retried;
+  if (options_.on_retry) options_.on_retry();
+  // Everything after this message in its partition comes again after it.
+  DropHeld(tp);
+  handed_back_.emplace(tp, message.offset);
+  if (Owns(tp)) ELLM_RETURN_IF_ERROR(consumer_->Rewind(message));
+  if (!stop.load()) {
+    auto wait = NextBackoff();
+    ++consecutive_retries_;
+    spdlog::info("kafka: {} will be delivered again in {} ms", Where(message), wait.count());
+    ELLM_RETURN_IF_ERROR(Serve(wait, &stop));
+  }
+  return OkStatus();
+}
+
 Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>& stop) {
+  auto committed = CommittedMeanwhile(message);
+  if (!committed.ok()) {
+    spdlog::warn("kafka: {} comes again, but whether it was committed meanwhile is unknown: {}",
+                 Where(message), committed.status().ToString());
+    return HandBack(message, stop);
+  }
+  if (*committed) {
+    spdlog::info("kafka: {} was committed by an earlier transaction after all; not run again",
+                 Where(message));
+    return OkStatus();
+  }
+  // Taken before the job starts: see "Transactions" in job_consumer.h.
+  const GroupMetadata group = consumer_->Membership();
   job_active_ = true;
   job_partition_ = {message.topic, message.partition};
   revoke_pending_ = false;
@@ -191,7 +231,7 @@ Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>&
   std::atomic<bool> done{false};
   HandleOutcome outcome = HandleOutcome::kRetryLater;
   std::thread worker([&] {
-    outcome = handler_->Handle(message, cancel_);
+    outcome = handler_->Handle(message, group, cancel_);
     done = true;
   });
   auto grace_end = Clock::time_point::max();
@@ -217,7 +257,6 @@ Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>&
   job_active_ = false;
   ELLM_RETURN_IF_ERROR(served);
 
-  TopicPartition tp{message.topic, message.partition};
   auto handled = Clock::now();
   spdlog::debug("kafka: {} handled in {} ms", Where(message),
                 std::chrono::duration_cast<milliseconds>(handled - started).count());
@@ -226,18 +265,11 @@ Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>&
     ELLM_RETURN_IF_ERROR(CommitWithRetry(message, stop));
     spdlog::debug("kafka: {} committed in {} ms", Where(message),
                   std::chrono::duration_cast<milliseconds>(Clock::now() - handled).count());
+  } else if (outcome == HandleOutcome::kCommitted) {
+    consecutive_retries_ = 0;
+    ++stats_.committed;
   } else {
-    ++stats_.retried;
-    if (options_.on_retry) options_.on_retry();
-    // Everything after this message in its partition comes again after it.
-    DropHeld(tp);
-    if (Owns(tp)) ELLM_RETURN_IF_ERROR(consumer_->Rewind(message));
-    if (!stop.load()) {
-      auto wait = NextBackoff();
-      ++consecutive_retries_;
-      spdlog::info("kafka: {} will be delivered again in {} ms", Where(message), wait.count());
-      ELLM_RETURN_IF_ERROR(Serve(wait, &stop));
-    }
+    ELLM_RETURN_IF_ERROR(HandBack(message, stop));
   }
   return OkStatus();
 }

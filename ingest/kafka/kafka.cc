@@ -90,6 +90,14 @@ StatusOr<std::unique_ptr<RdKafka::Producer>> NewProducer(
   return p;
 }
 
+// Owns an RdKafka::Error (librdkafka's transactional calls return one, or null).
+using TxnError = std::unique_ptr<RdKafka::Error>;
+
+std::string Describe(const RdKafka::Error& e) {
+  return e.name() + ": " + e.str() + (e.is_fatal() ? " (fatal)" : "") +
+         (e.txn_requires_abort() ? " (abortable)" : "") + (e.is_retriable() ? " (retriable)" : "");
+}
+
 // Drops what `p` still holds and serves the reports of what it dropped, so
 // every message's slot is released before `p` goes away.
 void Discard(RdKafka::Producer& p) {
@@ -101,12 +109,21 @@ void Discard(RdKafka::Producer& p) {
 
 KafkaProducer::~KafkaProducer() {
   if (!producer_) return;
+  // An open transaction would hold back read_committed consumers of its
+  // partitions until the broker times it out (transaction.timeout.ms).
+  if (in_transaction_) {
+    TxnError e(producer_->abort_transaction(5000));
+    if (e) spdlog::warn("kafka: abort of the open transaction at exit failed: {}", e->str());
+  }
   if (producer_->flush(5000) != RdKafka::ERR_NO_ERROR) Discard(*producer_);
 }
 
-StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOptions& options) {
+StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(
+    const KafkaOptions& options, const std::string& transactional_id) {
   std::unique_ptr<KafkaProducer> p(new KafkaProducer());
   p->props_ = BaseProps(options);
+  p->transactional_id_ = transactional_id;
+  if (!transactional_id.empty()) p->props_["transactional.id"] = transactional_id;
   p->props_.emplace("enable.idempotence", "true");
   p->props_.emplace("acks", "all");
   p->props_.emplace("message.timeout.ms", std::to_string(kDefaultMessageTimeout.count()));
@@ -119,19 +136,131 @@ StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const KafkaOption
   }
   p->message_timeout_ = std::chrono::milliseconds(ms);
   ELLM_ASSIGN_OR_RETURN(p->producer_, NewProducer(p->props_));
+  if (p->transactional()) {
+    // A broker that is away (a timeout) is waited for at the first
+    // transaction; anything else means transactions cannot work here.
+    Status init = p->InitTransactions(std::chrono::milliseconds(10000));
+    if (!init.ok() && init.code() != StatusCode::kUnavailable) return init;
+    if (!init.ok()) spdlog::warn("{} (retrying at the first transaction)", init.message());
+  }
   return p;
 }
 
 Status KafkaProducer::Restart() {
   std::string reason;
   RdKafka::ErrorCode fatal = producer_->fatal_error(reason);
-  spdlog::warn("kafka: the producer hit a fatal error ({}: {}); starting a new one",
-               RdKafka::err2str(fatal), reason);
+  if (fatal != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("kafka: the producer hit a fatal error ({}: {}); starting a new one",
+                 RdKafka::err2str(fatal), reason);
+  }
   Discard(*producer_);
   producer_.reset();
   ++restarts_;
+  initialized_ = false;
+  in_transaction_ = false;
   ELLM_ASSIGN_OR_RETURN(producer_, NewProducer(props_));
+  // The new producer's init_transactions fences the old one and ends its
+  // open transaction; a failure here is retried by the next BeginIfNeeded.
+  if (transactional()) (void)InitTransactions(kTransactionCallTimeout);
   return OkStatus();
+}
+
+Status KafkaProducer::InitTransactions(std::chrono::milliseconds timeout) {
+  TxnError e(producer_->init_transactions(static_cast<int>(timeout.count())));
+  if (!e) {
+    initialized_ = true;
+    spdlog::info("kafka: transactional producer '{}' registered", transactional_id_);
+    return OkStatus();
+  }
+  const std::string m = "Kafka: cannot register transactional.id '" + transactional_id_ +
+                        "' (init_transactions): " + Describe(*e);
+  // Fatal (fenced at once by another producer with the id): BeginIfNeeded
+  // starts afresh next time.
+  if (e->is_retriable() || e->is_fatal()) return UnavailableError(m);
+  return FailedPreconditionError(m);
+}
+
+Status KafkaProducer::BeginIfNeeded() {
+  if (!initialized_) {
+    std::string reason;
+    if (producer_->fatal_error(reason) != RdKafka::ERR_NO_ERROR) ELLM_RETURN_IF_ERROR(Restart());
+    if (!initialized_) ELLM_RETURN_IF_ERROR(InitTransactions(kTransactionCallTimeout));
+  }
+  if (in_transaction_) return OkStatus();
+  TxnError e(producer_->begin_transaction());
+  if (e) {
+    const std::string m = "Kafka: cannot begin a transaction: " + Describe(*e);
+    if (e->is_fatal()) ELLM_RETURN_IF_ERROR(Restart());
+    return UnavailableError(m);
+  }
+  in_transaction_ = true;
+  return OkStatus();
+}
+
+Status KafkaProducer::AbortTransaction() {
+  if (!transactional() || !in_transaction_) return OkStatus();
+  TxnError e(producer_->abort_transaction(static_cast<int>(kTransactionCallTimeout.count())));
+  if (!e) {
+    in_transaction_ = false;
+    return OkStatus();
+  }
+  spdlog::warn("kafka: abort of the open transaction failed ({}); starting a new producer",
+               Describe(*e));
+  // A producer with the same transactional.id ends the open transaction
+  // (init_transactions aborts it), whatever state this one is in.
+  return Restart();
+}
+
+Status KafkaProducer::CommitTransaction(const KafkaMessage& consumed, const GroupMetadata& group) {
+  if (!transactional()) {
+    return FailedPreconditionError("Kafka: CommitTransaction on a producer without transactions");
+  }
+  if (group.empty()) return InvalidArgumentError("Kafka: CommitTransaction without group metadata");
+  const std::string where = consumed.topic + "[" + std::to_string(consumed.partition) + "]@" +
+                            std::to_string(consumed.offset + 1);
+  ELLM_RETURN_IF_ERROR(BeginIfNeeded());
+  // Abortable: the transaction is aborted and everything is sent again.
+  // Fatal (fenced by a newer producer with this id): a new producer.
+  auto failed = [&](const RdKafka::Error& e, const std::string& what) -> Status {
+    const std::string m = "Kafka: " + what + " for " + where + " failed: " + Describe(e);
+    if (e.is_fatal()) {
+      ELLM_RETURN_IF_ERROR(Restart());
+    } else {
+      ELLM_RETURN_IF_ERROR(AbortTransaction());
+    }
+    return UnavailableError(m + "; the transaction was aborted");
+  };
+  {
+    std::unique_ptr<RdKafka::TopicPartition> tp(
+        RdKafka::TopicPartition::create(consumed.topic, consumed.partition, consumed.offset + 1));
+    std::vector<RdKafka::TopicPartition*> offsets = {tp.get()};
+    TxnError e;
+    // Retriable: the same offsets and metadata again, as librdkafka advises.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      e.reset(producer_->send_offsets_to_transaction(
+          offsets, group.metadata_.get(), static_cast<int>(kTransactionCallTimeout.count())));
+      if (!e || !e->is_retriable() || e->txn_requires_abort() || e->is_fatal()) break;
+    }
+    if (e) return failed(*e, "sending the offset to the transaction");
+  }
+  TxnError e;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    // Resumable: a call after a timeout continues the same commit.
+    e.reset(producer_->commit_transaction(static_cast<int>(kTransactionCallTimeout.count())));
+    if (!e || !e->is_retriable() || e->txn_requires_abort() || e->is_fatal()) break;
+  }
+  if (!e) {
+    in_transaction_ = false;
+    return OkStatus();
+  }
+  if (e->is_retriable() && !e->txn_requires_abort() && !e->is_fatal()) {
+    const std::string m = "Kafka: the commit of the transaction for " + where +
+                          " did not finish (" + Describe(*e) + "); its outcome is unknown";
+    spdlog::warn("{}; starting a new producer", m);
+    ELLM_RETURN_IF_ERROR(Restart());
+    return UnavailableError(m);
+  }
+  return failed(*e, "committing the transaction");
 }
 
 void KafkaProducer::InjectFatalErrorForTest() {
@@ -147,6 +276,7 @@ Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
 Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
                               const std::string& payload,
                               const std::vector<std::pair<std::string, std::string>>& headers) {
+  if (transactional()) ELLM_RETURN_IF_ERROR(BeginIfNeeded());
   auto delivery = std::make_shared<Delivery>();
   RdKafka::ErrorCode rc = RdKafka::ERR_NO_ERROR;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -167,6 +297,13 @@ Status KafkaProducer::Produce(const std::string& topic, const std::string& key,
       return KafkaError(rc, "cannot queue message for '" + topic + "'");
     }
     ELLM_RETURN_IF_ERROR(Restart());
+    // What this transaction held went with the old producer: the caller must
+    // send it all again, so this message must not start a new transaction.
+    if (transactional()) {
+      return UnavailableError(
+          "Kafka: the transactional producer was replaced after a fatal "
+          "error; the transaction's messages must be sent again");
+    }
   }
   // librdkafka reports every message by message.timeout.ms (0: no limit); the
   // margin covers a report that is late to be served, never a lost one.
@@ -315,6 +452,24 @@ Status KafkaConsumer::Commit(const KafkaMessage& message) {
   }
   if (tp->err() != RdKafka::ERR_NO_ERROR) return KafkaError(tp->err(), "commit rejected");
   return OkStatus();
+}
+
+StatusOr<int64_t> KafkaConsumer::Committed(const TopicPartition& tp,
+                                           std::chrono::milliseconds timeout) {
+  PartitionList list({tp});
+  RdKafka::ErrorCode rc = consumer_->committed(list.get(), static_cast<int>(timeout.count()));
+  if (rc == RdKafka::ERR_NO_ERROR) rc = list.get()[0]->err();
+  if (rc != RdKafka::ERR_NO_ERROR) {
+    return KafkaError(rc, "cannot read the committed offset of " + tp.ToString());
+  }
+  const int64_t offset = list.get()[0]->offset();
+  return offset < 0 ? int64_t{-1} : offset;
+}
+
+GroupMetadata KafkaConsumer::Membership() {
+  GroupMetadata g;
+  g.metadata_.reset(consumer_->groupMetadata());
+  return g;
 }
 
 StatusOr<std::vector<TopicPartition>> KafkaConsumer::Assignment() {

@@ -102,6 +102,12 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   auto owned = ParseConfig("kafka:\n  properties: {group.id: x}\n", "c.yaml");
   ASSERT_FALSE(owned.ok());
   EXPECT_NE(owned.status().message().find("group.id"), std::string::npos);
+  // Transactions are on unless turned off; their id is derived, not set.
+  EXPECT_TRUE(ParseConfig("", "c")->kafka.transactions);
+  EXPECT_FALSE(ParseConfig("kafka: {transactions: false}\n", "c")->kafka.transactions);
+  auto txn_id = ParseConfig("kafka:\n  properties: {transactional.id: x}\n", "c.yaml");
+  ASSERT_FALSE(txn_id.ok());
+  EXPECT_NE(txn_id.status().message().find("transactional.id"), std::string::npos);
   EXPECT_FALSE(ParseConfig("jobs: {allowed_roots: [relative/dir]}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("jobs: {max_attempts: 0}\n", "c").ok());
   EXPECT_EQ(ParseConfig("", "c")->jobs.max_publish_attempts, 5);

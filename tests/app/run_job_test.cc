@@ -87,10 +87,22 @@ class FakePublisher : public ResultPublisher {
     return job.reply_to.value_or("results");
   }
 
+  // With `atomic_sends`, an atomic publisher (a Kafka transaction): counts
+  // its commits and aborts; `fail_commit` fails the commit.
+  bool atomic() const override { return atomic_sends; }
+  Status Commit() override {
+    ++commits;
+    return fail_commit;
+  }
+  void Abort() override { ++aborts; }
+
   Status fail_dead_letter;
   Status fail_publish;
   std::vector<DeadLettered> dead_lettered;
   std::vector<store::JobRecord> published;
+  bool atomic_sends = false;
+  Status fail_commit;
+  int commits = 0, aborts = 0;
 };
 
 class RunJobTest : public ::testing::Test {
@@ -458,6 +470,47 @@ TEST_F(RunJobTest, PipelineErrorFailsTheJobAndDeadLettersIt) {
   EXPECT_EQ(p.runs, 1);
   EXPECT_EQ(publisher_.dead_lettered.size(), 1u);
   EXPECT_EQ(publisher_.published.size(), 1u);
+}
+
+// Issue 37 item 2: with an atomic publisher (Kafka transactions) a job's
+// events are recorded only after the commit that makes them visible; a
+// failed commit records nothing, so the redelivery sends both again (and
+// does not run the job again); a failed send aborts what was sent with it.
+TEST_F(RunJobTest, AnAtomicPublisherRecordsItsEventsOnlyAfterTheCommit) {
+  FakeProcessor p([](auto&, auto&) { return PipelineResult::Failed("document.error", "bad"); });
+  publisher_.atomic_sends = true;
+  publisher_.fail_commit = UnavailableError("the transaction was aborted");
+  JobRun first = Run(p, "j1");
+  EXPECT_EQ(first.outcome, JobOutcome::kRetryLater);
+  EXPECT_EQ(publisher_.commits, 1);
+  EXPECT_EQ(publisher_.dead_lettered.size(), 1u);
+  EXPECT_EQ(publisher_.published.size(), 1u);
+  EXPECT_EQ(Events("j1", "dead_lettered"), 0);
+  EXPECT_EQ(Events("j1", "published"), 0);
+  EXPECT_NE(log_.find("job=j1 events not committed yet"), std::string::npos) << log_;
+
+  publisher_.fail_commit = OkStatus();
+  JobRun second = Run(p, "j1");
+  EXPECT_EQ(second.outcome, JobOutcome::kDone);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(publisher_.commits, 2);
+  EXPECT_EQ(publisher_.dead_lettered.size(), 2u);
+  EXPECT_EQ(publisher_.published.size(), 2u);
+  EXPECT_EQ(Events("j1", "dead_lettered"), 1);
+  EXPECT_EQ(Events("j1", "published"), 1);
+
+  // Delivered again (a second message with the same id): nothing to send,
+  // but the commit still marks the message consumed.
+  EXPECT_EQ(Run(p, "j1").outcome, JobOutcome::kDone);
+  EXPECT_EQ(publisher_.commits, 3);
+  EXPECT_EQ(publisher_.published.size(), 2u);
+
+  // A refused result event aborts the dead-letter copy sent before it.
+  publisher_.fail_publish = UnavailableError("broker away");
+  EXPECT_EQ(Run(p, "j2").outcome, JobOutcome::kRetryLater);
+  EXPECT_EQ(publisher_.aborts, 1);
+  EXPECT_EQ(publisher_.commits, 3);
+  EXPECT_EQ(Events("j2", "dead_lettered"), 0);
 }
 
 TEST_F(RunJobTest, DeadLetterFailureSendsNothingUntilTheRetry) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -35,7 +36,8 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& c, const std::string& 
       << "\n  dead_letter_topic: " << c.dead_letter_topic
       << "\n  session_timeout_ms: " << c.session_timeout_ms
       << "\n  max_poll_interval_ms: " << c.max_poll_interval_ms
-      << "\n  shutdown_grace_s: " << c.shutdown_grace_s << "\n"
+      << "\n  shutdown_grace_s: " << c.shutdown_grace_s
+      << "\n  transactions: " << (c.transactions ? "true" : "false") << "\n"
       << "  properties:\n    topic.metadata.refresh.interval.ms: '1000'\n";
     for (const auto& [k, v] : c.kafka_properties) y << "    " << k << ": '" << v << "'\n";
     y << "jobs:\n  allowed_roots: [" << c.inbox << "]\n  max_attempts: " << c.max_attempts
@@ -95,6 +97,14 @@ int Daemon::Wait(std::chrono::milliseconds timeout) {
   return -1;
 }
 
+bool Daemon::Stopped() const {
+  if (reaped_ || pid_ <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t paren = stat.rfind(')');  // the command name may hold spaces
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
 std::string Daemon::Log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;
@@ -149,6 +159,7 @@ std::vector<ingest::KafkaMessage> ReadTopic(const std::string& brokers, const st
                                             std::chrono::milliseconds quiet) {
   ingest::KafkaOptions o;
   o.brokers = brokers;
+  o.properties["isolation.level"] = "read_committed";  // librdkafka's default, stated
   std::vector<ingest::KafkaMessage> out;
   auto c = ingest::KafkaConsumer::Create(o, UniqueName("reader"), {topic});
   if (!c.ok()) return out;
@@ -174,6 +185,15 @@ int64_t CountIn(const std::string& store_path, const std::string& sql) {
   if (!db.ok()) return -1;
   auto n = (*db)->QueryInt(sql);
   return n.ok() ? *n : -1;
+}
+
+std::string TextIn(const std::string& store_path, const std::string& sql) {
+  store::DatabaseOptions o;
+  o.read_only = true;
+  auto db = store::Database::Open(store_path, o);
+  if (!db.ok()) return "";
+  auto text = (*db)->QueryText(sql);
+  return text.ok() ? *text : "";
 }
 
 }  // namespace ellm::testing

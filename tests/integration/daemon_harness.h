@@ -33,6 +33,7 @@ struct DaemonConfig {
   int max_attempts = 3;
   int context = 0;            // model.context; 0 = the default
   bool metrics = false;       // metrics on 127.0.0.1, a free port (see MetricsPort)
+  bool transactions = true;   // kafka.transactions
   std::string pipelines_dir;  // empty: the shipped pipelines
   std::map<std::string, std::string> kafka_properties;  // added to kafka.properties
 };
@@ -49,6 +50,8 @@ class Daemon {
   // Waits for the process to exit; its exit code, 128+signal, or -1 on timeout.
   int Wait(std::chrono::milliseconds timeout);
   bool Running();
+  // Whether the process is stopped (SIGSTOP; state T in /proc).
+  bool Stopped() const;
   std::string Log() const;
   // The metrics port the daemon logged, or 0.
   int MetricsPort() const;
@@ -68,12 +71,16 @@ bool CreateTopic(const std::string& brokers, const std::string& topic, int parti
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // Reads every message of `topic` from the start (a fresh group), stopping
-// after `quiet` without new messages.
+// after `quiet` without new messages. Reads committed messages only
+// (isolation.level=read_committed): what a transactional producer aborted,
+// or has not committed yet, is not seen.
 std::vector<ingest::KafkaMessage> ReadTopic(const std::string& brokers, const std::string& topic,
                                             std::chrono::milliseconds quiet);
 
 // A count from the store, through its own read-only connection.
 int64_t CountIn(const std::string& store_path, const std::string& sql);
+// A text value from the store, likewise; empty on any error.
+std::string TextIn(const std::string& store_path, const std::string& sql);
 
 std::string UniqueName(const std::string& prefix);
 

@@ -33,7 +33,8 @@ class RecordingHandler : public JobHandler {
       : fatal_key_(std::move(fatal_key)), want_done_(want_done) {}
   void set_consumer(JobConsumer* c) { consumer_ = c; }
 
-  HandleOutcome Handle(const KafkaMessage& m, const std::atomic<bool>& cancel) override {
+  HandleOutcome Handle(const KafkaMessage& m, const GroupMetadata&,
+                       const std::atomic<bool>& cancel) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ran_.push_back(m.key);

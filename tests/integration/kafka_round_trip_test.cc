@@ -141,6 +141,57 @@ TEST_F(KafkaRoundTrip, ProducerStartsAfreshAfterAFatalError) {
   EXPECT_EQ(got[2].payload, "again");
 }
 
+// The transactional producer: an aborted transaction's messages are never
+// seen by a read_committed reader; a committed one's messages and the
+// consumed offset become visible together; and a second producer with the
+// same transactional.id fences the first, whose open transaction is then
+// aborted and whose commit fails (it starts afresh, taking the id back, so
+// its next transaction works).
+TEST_F(KafkaRoundTrip, TransactionsCommitMessagesWithTheOffsetOrNeither) {
+  ELLM_REQUIRE_KAFKA(brokers);
+  options_.brokers = brokers;
+  const std::string in = Unique("ellm-test-txn-in"), out = Unique("ellm-test-txn-out");
+  const std::string group = Unique("ellm-test-txn-group");
+  Produce(in, 0, 3);
+  auto c = Consumer(group, in);
+  ASSERT_NE(c, nullptr);
+  auto got = Take(*c, 3, milliseconds(60000));
+  ASSERT_EQ(got.size(), 3u);
+  const std::string id = Unique("ellm-test-txn");
+  auto p = KafkaProducer::Create(options_, id);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE((*p)->transactional());
+
+  ASSERT_TRUE((*p)->Produce(out, "aborted", "x").ok());
+  ASSERT_TRUE((*p)->AbortTransaction().ok());
+  ASSERT_TRUE((*p)->Produce(out, "committed", "y").ok());
+  Status committed = (*p)->CommitTransaction(got[0], c->Membership());
+  ASSERT_TRUE(committed.ok()) << committed.ToString();
+  auto offset = c->Committed({in, got[0].partition}, milliseconds(10000));
+  ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+  EXPECT_EQ(*offset, got[0].offset + 1);
+
+  // Fenced: a newer producer with the same id takes over.
+  ASSERT_TRUE((*p)->Produce(out, "fenced", "z").ok());
+  auto successor = KafkaProducer::Create(options_, id);
+  ASSERT_TRUE(successor.ok()) << successor.status().ToString();
+  Status zombie = (*p)->CommitTransaction(got[1], c->Membership());
+  EXPECT_EQ(zombie.code(), StatusCode::kUnavailable) << zombie.ToString();
+  EXPECT_EQ((*p)->restarts(), 1);
+  EXPECT_EQ(*c->Committed({in, got[1].partition}, milliseconds(10000)), got[0].offset + 1);
+  ASSERT_TRUE((*p)->Produce(out, "restarted", "w").ok());
+  committed = (*p)->CommitTransaction(got[1], c->Membership());
+  ASSERT_TRUE(committed.ok()) << committed.ToString();
+
+  KafkaOptions read = options_;
+  read.properties["isolation.level"] = "read_committed";
+  auto reader = KafkaConsumer::Create(read, Unique("ellm-test-reader"), {out});
+  ASSERT_TRUE(reader.ok());
+  std::vector<std::string> keys;
+  for (const auto& m : Take(**reader, 3, milliseconds(15000))) keys.push_back(m.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"committed", "restarted"}));
+}
+
 // No broker at all: the delivery report says so once message.timeout.ms is
 // over, and a report that arrives after the call gave up is harmless.
 TEST(KafkaProducerTest, UnreachableBrokerFailsAfterTheMessageTimeout) {

@@ -72,6 +72,11 @@ struct KafkaConfig {
   int max_poll_interval_ms = 300000;
   // Seconds a running job may take to finish after SIGTERM.
   int shutdown_grace_s = 30;
+  // Exactly-once results (docs/architecture.md): a job's result event, its
+  // dead-letter copy and its offset commit go in one Kafka transaction, with
+  // transactional.id "ellmd/<group_id>/<group instance id>". false: each is
+  // sent on its own (at-least-once; readers deduplicate by job id).
+  bool transactions = true;
   // Passed to librdkafka unchanged: security.protocol, ssl.*, sasl.*, ...
   std::map<std::string, std::string> properties;
   Status Validate() const;

@@ -32,7 +32,8 @@
 //      of them the job is failed with error_code publish_failed (its result
 //      kept) and kDone: an event that cannot be delivered (a topic that
 //      refuses it, a message larger than the broker takes) must not hold
-//      its partition.
+//      its partition. Last, ResultPublisher::Commit; with an atomic
+//      publisher the events are recorded only after it (see there).
 //
 // kDone means the outcome is durable and every event acknowledged: the
 // daemon may commit the message's offset. The Kafka side (parsing the
@@ -61,9 +62,23 @@ namespace ellm::app {
 // records each event in the store after the call returns OK, so an
 // implementation only sends; each must block until the destination has
 // acknowledged (an OK that was not acknowledged would lose the event).
+//
+// An atomic publisher (the daemon with Kafka transactions) makes what it
+// sent visible only at Commit, all of it together with the job's message
+// being marked consumed, or none of it; RunJob then records the events
+// after Commit succeeds, and after an error calls Abort and sends all of
+// them again on the next delivery.
 class ResultPublisher {
  public:
   virtual ~ResultPublisher() = default;
+  virtual bool atomic() const { return false; }
+  // Ends the job's publishing: an atomic publisher makes everything sent
+  // since the last Commit or Abort visible (or, with nothing sent, just
+  // marks the message consumed). An error means none of it is. Called once
+  // for every job that reaches kDone, and only then.
+  virtual Status Commit() { return OkStatus(); }
+  // Discards what was sent since the last Commit (atomic publishers).
+  virtual void Abort() {}
   // Sends a copy of the request that made `job_id` fail, with why.
   // Returns where it went (the `dead_lettered` event's detail).
   virtual StatusOr<std::string> DeadLetter(const std::string& job_id, const std::string& error_code,

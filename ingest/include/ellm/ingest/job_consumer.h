@@ -22,6 +22,15 @@
 // `group.instance.id`, the broker keeps the member's partitions for
 // session.timeout.ms so that a quick restart gets them back).
 //
+// Transactions (KIP-447): the handler may commit a message's offset itself,
+// in a producer transaction with the job's events, using the GroupMetadata
+// taken when the job started (kCommitted). A rebalance during the job moves
+// the group to a newer generation, so that commit is refused even if the
+// partition came back: the handler aborts and hands the message back, and
+// the job is finished again from its stored outcome. A message handed back
+// is checked against the group's committed offset before it runs again (a
+// commit whose outcome was unknown may have gone through after all).
+//
 // Fatal client errors (see KafkaConsumer::FatalError): the running job is
 // cancelled and left uncommitted, and the Kafka consumer is replaced by a
 // new one, which rejoins the group and gets the uncommitted messages again.
@@ -45,8 +54,11 @@ namespace ellm::ingest {
 
 enum class HandleOutcome {
   kCommit,      // the job's result or failure is stored: commit the offset
-  kRetryLater,  // nothing durable happened (cancelled, store unavailable):
-                // deliver this message again, after a back-off
+  kCommitted,   // as kCommit, and the handler committed the offset itself
+                // (a producer transaction with `group`)
+  kRetryLater,  // nothing durable happened (cancelled, store unavailable,
+                // a transaction aborted): deliver this message again, after
+                // a back-off
 };
 
 class JobHandler {
@@ -55,8 +67,11 @@ class JobHandler {
   // Runs one message to a durable end. Called on the worker thread, one
   // message at a time. `cancel` becomes true when the job should stop
   // promptly (its partition moved, or shutdown ran out of grace); return
-  // kRetryLater then unless the outcome was already stored.
-  virtual HandleOutcome Handle(const KafkaMessage& message, const std::atomic<bool>& cancel) = 0;
+  // kRetryLater then unless the outcome was already stored. `group`: this
+  // member's group membership when the job started, for a transactional
+  // offset commit (KafkaProducer::CommitTransaction).
+  virtual HandleOutcome Handle(const KafkaMessage& message, const GroupMetadata& group,
+                               const std::atomic<bool>& cancel) = 0;
 };
 
 struct JobConsumerOptions {
@@ -90,7 +105,8 @@ struct JobConsumerOptions {
 };
 
 struct JobConsumerStats {
-  int64_t committed = 0;  // messages whose offset was committed
+  int64_t committed = 0;  // messages whose offset was committed (here or by
+                          // the handler)
   int64_t retried = 0;    // kRetryLater outcomes
   int64_t abandoned = 0;  // jobs cancelled because their partition moved
   int64_t replaced = 0;   // Kafka consumers replaced after a fatal error
@@ -129,6 +145,11 @@ class JobConsumer : private RebalanceListener {
   // returns the error when it is not fatal or replacements ran out.
   Status ReplaceAfterFatalError(const Status& failure);
   Status RunOne(const KafkaMessage& message, const std::atomic<bool>& stop);
+  // Delivers `message` again after the back-off (kRetryLater).
+  Status HandBack(const KafkaMessage& message, const std::atomic<bool>& stop);
+  // Whether `message`, handed back earlier, has been committed meanwhile
+  // (see the transactions note above); an error when that cannot be known.
+  StatusOr<bool> CommittedMeanwhile(const KafkaMessage& message);
   // Polls (serving the group) for `duration`, holding any message that
   // arrives; pauses once a job has run for `pause_after`. Returns early
   // when `until` is true.
@@ -160,6 +181,9 @@ class JobConsumer : private RebalanceListener {
   bool revoke_pending_ = false;
   std::atomic<bool> cancel_{false};
   int consecutive_retries_ = 0;
+  // The last message handed back: checked by CommittedMeanwhile when it
+  // comes again.
+  std::optional<std::pair<TopicPartition, int64_t>> handed_back_;
   std::chrono::steady_clock::time_point last_unavailable_log_{};
   std::chrono::steady_clock::time_point job_started_{};
   std::chrono::steady_clock::time_point last_lag_report_{};

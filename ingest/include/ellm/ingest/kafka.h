@@ -1,7 +1,9 @@
 // Thin adapters over librdkafka's C++ API that speak Status: a producer that
 // waits for delivery, and a consumer in a consumer group with manual,
 // synchronous offset commits (auto-commit off), so the job consumer can
-// commit an offset only after the job's result is durably stored.
+// commit an offset only after the job's result is durably stored. A
+// transactional producer instead commits a consumed offset together with
+// the messages it produced for it (KIP-447), or neither.
 //
 // Neither class is thread-safe; use one per thread.
 #pragma once
@@ -18,6 +20,7 @@
 #include "ellm/base/status.h"
 
 namespace RdKafka {
+class ConsumerGroupMetadata;
 class KafkaConsumer;
 class Producer;
 }  // namespace RdKafka
@@ -47,6 +50,23 @@ struct TopicPartition {
   std::string ToString() const { return topic + "[" + std::to_string(partition) + "]"; }
 };
 
+// A consumer's group membership at one moment (group id, generation, member
+// id, instance id), for a transactional producer's offset commit: the group
+// coordinator refuses that commit once the group has moved to a newer
+// generation, so a member whose partitions were reassigned meanwhile (a
+// zombie) cannot commit. Immutable; cheap to copy; safe to read from any
+// thread. Empty when default-constructed.
+class GroupMetadata {
+ public:
+  GroupMetadata() = default;
+  bool empty() const { return !metadata_; }
+
+ private:
+  friend class KafkaConsumer;
+  friend class KafkaProducer;
+  std::shared_ptr<RdKafka::ConsumerGroupMetadata> metadata_;
+};
+
 // Told about partition assignment changes. Called on the thread that calls
 // KafkaConsumer::Poll, from inside Poll.
 class RebalanceListener {
@@ -67,8 +87,21 @@ class KafkaProducer {
   // (librdkafka's message.timeout.ms) unless `properties` set it.
   static constexpr std::chrono::milliseconds kDefaultMessageTimeout{30000};
 
-  static StatusOr<std::unique_ptr<KafkaProducer>> Create(const KafkaOptions& options);
+  // With a `transactional_id` the producer is transactional: every message
+  // goes in a transaction, opened by the first Produce (or
+  // CommitTransaction) after the last commit or abort, and becomes visible
+  // to read_committed consumers only when CommitTransaction succeeds. The
+  // transactional id must be stable for one daemon instance and unique in
+  // the cluster: a new producer with the same id fences the old one (its
+  // open transaction is aborted, its next call fails). Create registers the
+  // id with the broker (init_transactions); a broker that is away only
+  // delays that to the first transaction. Errors that transactions cannot
+  // work at all (not authorised, not supported) fail Create.
+  static StatusOr<std::unique_ptr<KafkaProducer>> Create(const KafkaOptions& options,
+                                                         const std::string& transactional_id = "");
   ~KafkaProducer();
+
+  bool transactional() const { return !transactional_id_.empty(); }
 
   // Sends one message and waits for its delivery report: the broker's
   // acknowledgement (acks=all, idempotent), or librdkafka's definitive
@@ -83,19 +116,44 @@ class KafkaProducer {
   Status Produce(const std::string& topic, const std::string& key, const std::string& payload,
                  const std::vector<std::pair<std::string, std::string>>& headers);
 
+  // Transactional producers only. Adds `consumed.offset + 1` for its
+  // partition, on behalf of `group`, to the open transaction (opening one if
+  // none is) and commits it: the messages produced since the last commit or
+  // abort and the offset become visible together, or neither does. On any
+  // error the transaction is aborted (or the producer replaced, which aborts
+  // it) and the error is kUnavailable: send everything again. The one
+  // exception is a commit whose outcome stays unknown (the broker kept
+  // timing out): the producer is replaced, and the caller must check the
+  // group's committed offset (KafkaConsumer::Committed) before sending again.
+  Status CommitTransaction(const KafkaMessage& consumed, const GroupMetadata& group);
+  // Discards what was produced since the last commit. OK when no
+  // transaction is open (or the producer is not transactional).
+  Status AbortTransaction();
+
   // Raises a fatal client error, as a broker could, for tests of the recovery.
   void InjectFatalErrorForTest();
   // How many times a fatal error made the producer start afresh.
   int restarts() const { return restarts_; }
 
+  // How long init_transactions, send_offsets_to_transaction and one
+  // commit_transaction or abort_transaction call may block.
+  static constexpr std::chrono::milliseconds kTransactionCallTimeout{30000};
+
  private:
   KafkaProducer() = default;
   Status Restart();
+  // Transactional: registers the id (once per librdkafka producer) and opens
+  // a transaction unless one is open.
+  Status BeginIfNeeded();
+  Status InitTransactions(std::chrono::milliseconds timeout);
 
   std::map<std::string, std::string> props_;
+  std::string transactional_id_;
   std::chrono::milliseconds message_timeout_ = kDefaultMessageTimeout;
   std::unique_ptr<RdKafka::Producer> producer_;
   int restarts_ = 0;
+  bool initialized_ = false;  // init_transactions succeeded on producer_
+  bool in_transaction_ = false;
 };
 
 class KafkaConsumer {
@@ -118,6 +176,13 @@ class KafkaConsumer {
   StatusOr<std::optional<KafkaMessage>> Poll(std::chrono::milliseconds timeout);
   // Commits `message.offset + 1` for its partition, synchronously.
   Status Commit(const KafkaMessage& message);
+  // The group's committed offset for `tp` (the next message to consume; -1
+  // when none), asked of the group coordinator. With read_committed (the
+  // default) it waits for a transaction that carries an offset for `tp` to
+  // end. Blocks up to `timeout`.
+  StatusOr<int64_t> Committed(const TopicPartition& tp, std::chrono::milliseconds timeout);
+  // This member's group membership now (see GroupMetadata).
+  GroupMetadata Membership();
 
   // The current assignment.
   StatusOr<std::vector<TopicPartition>> Assignment();
