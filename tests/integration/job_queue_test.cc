@@ -704,6 +704,187 @@ TEST_F(ExactlyOnce, TwoHundredJobsAcrossAKillAndABrokerOutageArePublishedOnce) {
   EXPECT_EQ(Repeated(seen), 0);
 }
 
+// Issue 37's chaos run (nightly: minutes): two hosts' daemons with
+// separate stores on a broker of the test's own (the shared broker's port +
+// 5), four partitions; 500 good jobs with 20 hostile messages of nine kinds
+// and 5 jobs that outlive their timeout_s among them; each daemon SIGKILLed
+// once mid-run and restarted; a broker halt of 40 s. A read_committed
+// reader of the results sees every job once, each good one succeeded in
+// some store; every hostile and timed-out one failed with its code and was
+// dead-lettered once. Prints the run's duration.
+TEST_F(ExactlyOnce, ChaosAcrossTwoHostsLosesAndRepeatsNothing) {
+  ELLM_REQUIRE_KAFKA(shared_brokers);
+  ELLM_REQUIRE_MODEL(model);
+  const auto started = std::chrono::steady_clock::now();
+  const int port = std::atoi(shared_brokers.substr(shared_brokers.rfind(':') + 1).c_str()) + 5;
+  PrivateBroker broker(dir_ + "/kafka", port);
+  ASSERT_TRUE(broker.Kafka("start"));
+  const std::string brokers = broker.brokers();
+  ASSERT_TRUE(CreateTopic(brokers, topic_, 4));
+  ASSERT_TRUE(CreateTopic(brokers, topic_ + ".results", 4));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (!producer_) {
+          ingest::KafkaOptions o;
+          o.brokers = brokers;
+          auto p = ingest::KafkaProducer::Create(o);
+          if (!p.ok()) return false;
+          producer_ = std::move(p).value();
+        }
+        return producer_->Produce(topic_ + ".warmup", "w", "w").ok();
+      },
+      seconds(120)));
+
+  // The hostile kinds: key, payload and the code each must fail with (an id
+  // of "" is filed under invalid:<topic>:<partition>:<offset>).
+  struct Hostile {
+    std::string id, key, payload, code;
+  };
+  auto hostile = [&](int n) -> Hostile {
+    const std::string id = "h" + std::to_string(n);
+    switch (n % 9) {
+      case 0:
+        return {"", "", "not JSON {" + id, "invalid_json"};
+      case 1:
+        return {id, id, R"({"id":")" + id + R"(","pipeline":"document-stats"})", "invalid_message"};
+      case 2:
+        return {id, id,
+                R"({"version":9,"id":")" + id +
+                    R"(","pipeline":"document-stats","documents":[{"path":"/x"}]})",
+                "unsupported_version"};
+      case 3:
+        return {id, id,
+                R"({"id":")" + id + R"(","pipeline":"translate","documents":[{"path":"/x"}]})",
+                "unknown_pipeline"};
+      case 4:
+        return {id, id, Job(id, "{}", "/etc/hostname"), "path_not_allowed"};
+      case 5:
+        return {id, id, Job(id, "{}", inbox_ + "/nope.pdf"), "document_not_found"};
+      case 6:
+        return {id, "someone-else", Job(id), "key_mismatch"};
+      case 7:
+        return {id, id, Job(id, "{}", inbox_ + "/blob.txt.gz"), "document.unsupported_type"};
+      default: {
+        std::string bad = Job(id);
+        bad.insert(bad.size() - 1, R"(,"reply_to":"not a topic!")");
+        return {id, id, bad, "invalid_message"};
+      }
+    }
+  };
+  constexpr int kGood = 500, kHostile = 20, kSlow = 5;
+  std::map<std::string, std::string> expected_code;  // failed ids (with one) -> code
+  std::map<std::string, int> codes;                  // code -> how many
+  int hostile_sent = 0, slow_sent = 0;
+  for (int i = 0; i < kGood; ++i) {
+    const std::string id = "g" + std::to_string(i);
+    Produce(brokers, id, Job(id, R"({"hold_ms":50})"));
+    if (i % 25 == 12 && hostile_sent < kHostile) {
+      const Hostile h = hostile(hostile_sent++);
+      Produce(brokers, h.key, h.payload);
+      if (!h.id.empty()) expected_code[h.id] = h.code;
+      ++codes[h.code];
+    }
+    if (i % 100 == 50 && slow_sent < kSlow) {
+      const std::string sid = "slow" + std::to_string(slow_sent++);
+      Produce(brokers, sid,
+              R"({"id":")" + sid + R"(","pipeline":"document-stats","documents":[{"path":")" +
+                  inbox_ + R"(/report.txt"}],"params":{"hold_ms":30000},"timeout_s":1})");
+      expected_code[sid] = "deadline_exceeded";
+      ++codes["deadline_exceeded"];
+    }
+  }
+  producer_.reset();
+  ASSERT_EQ(hostile_sent, kHostile);
+  ASSERT_EQ(slow_sent, kSlow);
+  const size_t total = kGood + kHostile + kSlow;
+
+  DaemonConfig ca = Config(brokers, model, "a");
+  DaemonConfig cb = Config(brokers, model, "b");
+  ca.store_path = dir_ + "/a.db";
+  cb.store_path = dir_ + "/b.db";
+  ca.session_timeout_ms = cb.session_timeout_ms = 3000;
+  Daemon* a = Start(ca);
+  Daemon* b = Start(cb);
+  // Jobs with a result event out, in either store.
+  auto published = [&] {
+    std::set<std::string> ids;
+    for (const DaemonConfig* c : {&ca, &cb}) {
+      std::stringstream list(
+          TextIn(c->store_path,
+                 "SELECT group_concat(DISTINCT job_id) FROM events WHERE kind='published'"));
+      for (std::string id; std::getline(list, id, ',');) ids.insert(id);
+    }
+    return ids.size();
+  };
+  auto logs = [&] { return a->Log() + b->Log(); };
+  // Each daemon killed once, a quarter and half-way through; the broker
+  // halted for 40 s at three quarters.
+  for (auto [at, which] : {std::pair{total / 4, 0}, std::pair{total / 2, 1}}) {
+    ASSERT_TRUE(WaitFor([&] { return published() >= at; }, seconds(300))) << logs();
+    Daemon*& victim = which == 0 ? a : b;
+    victim->Signal(SIGKILL);
+    EXPECT_EQ(victim->Wait(seconds(10)), 128 + SIGKILL);
+    victim = Start(which == 0 ? ca : cb);
+  }
+  ASSERT_TRUE(WaitFor([&] { return published() >= total * 3 / 4; }, seconds(300))) << logs();
+  ASSERT_TRUE(broker.Kafka("halt"));
+  std::this_thread::sleep_for(seconds(40));
+  EXPECT_TRUE(a->Running() && b->Running()) << "the daemons ride out the halt";
+  ASSERT_TRUE(broker.Kafka("resume"));
+  EXPECT_TRUE(WaitFor([&] { return published() == total; }, seconds(600))) << logs();
+  a->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(seconds(60)), 0) << a->Log();
+  EXPECT_EQ(b->Wait(seconds(60)), 0) << b->Log();
+
+  // The results: every job once.
+  std::map<std::string, int> seen;
+  for (const auto& m : ReadTopic(brokers, topic_ + ".results", seconds(5))) ++seen[m.key];
+  EXPECT_EQ(seen.size(), total);
+  EXPECT_EQ(Repeated(seen), 0);
+  auto status_in_some_store = [&](const std::string& id) {
+    std::set<std::string> statuses;
+    for (const DaemonConfig* c : {&ca, &cb}) {
+      const std::string st = TextIn(c->store_path, "SELECT status FROM jobs WHERE id='" + id + "'");
+      if (!st.empty()) statuses.insert(st);
+    }
+    return statuses;
+  };
+  int good_ok = 0;
+  for (int i = 0; i < kGood; ++i) {
+    const std::string id = "g" + std::to_string(i);
+    good_ok += seen[id] == 1 && status_in_some_store(id).count("succeeded") == 1;
+  }
+  EXPECT_EQ(good_ok, kGood);
+  for (const auto& [id, code] : expected_code) {
+    int64_t failed = 0;
+    for (const DaemonConfig* c : {&ca, &cb}) {
+      failed += std::max<int64_t>(0, CountIn(c->store_path, "SELECT count(*) FROM jobs WHERE id='" +
+                                                                id + "' AND status='failed' AND " +
+                                                                "error_code='" + code + "'"));
+    }
+    EXPECT_GE(failed, 1) << id << " should fail with " << code;
+  }
+  // The dead letters: one per hostile or timed-out message, with its code.
+  std::map<std::string, int> dead_codes;
+  std::set<std::string> dead_ids;
+  const auto dead = ReadTopic(brokers, topic_ + ".dlq", seconds(5));
+  for (const auto& m : dead) {
+    std::map<std::string, std::string> h(m.headers.begin(), m.headers.end());
+    ++dead_codes[h["ellm.error.code"]];
+    dead_ids.insert(h["ellm.job_id"]);
+  }
+  EXPECT_EQ(dead.size(), static_cast<size_t>(kHostile + kSlow));
+  EXPECT_EQ(dead_ids.size(), static_cast<size_t>(kHostile + kSlow)) << "no dead letter twice";
+  EXPECT_EQ(dead_codes, codes);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf(
+      "chaos run: %zu jobs (%d good, %d hostile, %d timed out), 2 kills, a 40 s broker "
+      "halt: %.1f s\n",
+      total, kGood, kHostile, kSlow, took);
+}
+
 // Issue 37 item 2, zombie fencing (KIP-447): daemon a is stopped (SIGSTOP,
 // ELLM_TEST_STOP_AFTER_PUBLISH) right after z's result event went out in
 // its transaction, before its offset commit. Past its session timeout b

@@ -53,7 +53,8 @@ uint64_t BlockBytes(const KvCache& c) { return c.slice_bytes() * kKvHeads; }
 
 // Positions [from, to) in micro-batches of 64 from `from`: the K/V of each
 // (layer, position) and the queries of each (layer, micro-batch) come from
-// seeds of their own and `salt`, so a run can be repeated piecewise.
+// seeds of their own and `salt` (minstd: cheap to seed), so a run can be
+// repeated piecewise.
 StatusOr<std::vector<float>> RunRange(KvCache& cache, int64_t from, int64_t to, int salt) {
   std::normal_distribution<float> nd(0, 1);
   ThreadPool pool({.threads = 2});
@@ -64,12 +65,12 @@ StatusOr<std::vector<float>> RunRange(KvCache& cache, int64_t from, int64_t to, 
     const int64_t m = std::min<int64_t>(64, to - pos0);
     for (int il = 0; il < cache.n_layer(); ++il) {
       for (int64_t t = pos0; t < pos0 + m; ++t) {
-        std::mt19937 rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + t));
+        std::minstd_rand rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + t + 1));
         for (float& x : k) x = nd(rng);
         for (float& x : v) x = nd(rng);
         ELLM_RETURN_IF_ERROR(cache.Store(il, t, k.data(), v.data()));
       }
-      std::mt19937 rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + pos0 + 50000000));
+      std::minstd_rand rng(static_cast<uint32_t>(salt * 7919 + il * 100003 + pos0 + 50000000));
       std::vector<float> q(m * kHeads * kDim), out(m * kHeads * kDim);
       for (float& x : q) x = nd(rng) * 0.3f;
       const int window = cache.options().windows[il];
