@@ -1,0 +1,3 @@
+// The owner of the tests' precompiled header (tests/CMakeLists.txt): an
+// executable that runs no tests.
+#include <gtest/gtest.h>
