@@ -418,6 +418,8 @@ int Run(const std::string& config_path, bool check_only) {
     bool consumer_stuck = false;
     constexpr int64_t kProbeNs =
         int64_t{ellm::daemon::kStoreProbeInterval.count()} * 1000 * 1000 * 1000;
+    constexpr int64_t kRecheckNs =
+        int64_t{ellm::daemon::kStoreRecheckInterval.count()} * 1000 * 1000 * 1000;
     int64_t last_prune = NowNs();
     constexpr int64_t kDayNs = int64_t{24} * 3600 * 1000 * 1000 * 1000;
     while (!finished.load()) {
@@ -438,7 +440,7 @@ int Run(const std::string& config_path, bool check_only) {
         auto own = ellm::store::JobStore::Open(rt.store_path, options);
         if (own.ok()) prune(**own);
       }
-      if (now - last_probe >= kProbeNs) {
+      if (now - last_probe >= (store_error.empty() ? kProbeNs : kRecheckNs)) {
         last_probe = now;
         ellm::Status probed = (*probe_store)->ProbeWrite();
         std::string error = probed.ok() ? "" : probed.message();

@@ -7,7 +7,8 @@
 //     the bound of the systemd watchdog, which stops being fed at the same
 //     moment), or
 //   - the store cannot be written (Database::ProbeWrite, every
-//     kStoreProbeInterval on a connection of its own).
+//     kStoreProbeInterval on a connection of its own; every
+//     kStoreRecheckInterval while it fails).
 // /readyz passes (200) only while the consumer is consuming: assigned
 // partitions and polling within its bound; it fails while starting, joining
 // the group, rebalancing, after the partitions were lost, while a consumer
@@ -24,6 +25,9 @@ namespace ellm::daemon {
 // Rarely enough that the probe's write (one WAL frame and fsync) costs
 // nothing; often enough that a full disk shows within a scrape or two.
 constexpr std::chrono::seconds kStoreProbeInterval{10};
+// While the store cannot be written it is probed this often, so that
+// /healthz passes again within a second of the store's recovery.
+constexpr std::chrono::seconds kStoreRecheckInterval{1};
 
 struct PollBound {
   int64_t ns = 0;
