@@ -126,7 +126,7 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
                                   std::to_string(staging_blocks) +
                                   " blocks to read spilled ones back into)");
     }
-    ELLM_ASSIGN_OR_RETURN(c->spill_, SpillFile::Open(o.spill_dir));
+    ELLM_ASSIGN_OR_RETURN(c->spill_, SpillFile::Open(o.spill_dir, o.zstd_level));
     c->staging_.resize(static_cast<size_t>(staging_blocks * c->BlockBytes()));
     c->stats_.resident_bytes = c->staging_.size();
     c->stats_.peak_resident_bytes = c->staging_.size();

@@ -6,10 +6,11 @@
 
 #include <cerrno>
 #include <memory>
+#include <string>
 
 namespace ellm::kv {
 
-StatusOr<std::unique_ptr<SpillFile>> SpillFile::Open(const std::string& dir) {
+StatusOr<std::unique_ptr<SpillFile>> SpillFile::Open(const std::string& dir, int zstd_level) {
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
     std::string path = dir + "/ellm-spill-XXXXXX";
@@ -19,7 +20,7 @@ StatusOr<std::unique_ptr<SpillFile>> SpillFile::Open(const std::string& dir) {
   if (fd < 0) {
     return ErrnoError(errno, "KV spill directory '" + dir + "' (kv.spill_dir) is not writable");
   }
-  return std::unique_ptr<SpillFile>(new SpillFile(fd, dir));
+  return std::unique_ptr<SpillFile>(new SpillFile(fd, dir, zstd_level == 0));
 }
 
 SpillFile::~SpillFile() { ::close(fd_); }
@@ -64,10 +65,14 @@ Status SpillFile::Read(uint64_t offset, size_t n, uint8_t* out) const {
 Status SpillFile::ReadBlock(uint64_t offset, size_t n, uint8_t* raw, size_t raw_bytes,
                             BlockDecoder& decoder, std::vector<uint8_t>& enc,
                             const std::function<std::string()>& what) const {
-  if (n != RawBlockBytes(raw_bytes)) {
+  if (!raw_blocks_) {
     enc.resize(n);
     ELLM_RETURN_IF_ERROR(Read(offset, n, enc.data()));
     return decoder.Decode(enc.data(), n, raw, raw_bytes, what);
+  }
+  if (n != RawBlockBytes(raw_bytes)) {
+    return DataLossError(what() + ": " + std::to_string(n) + " bytes where a raw block has " +
+                         std::to_string(RawBlockBytes(raw_bytes)));
   }
   uint8_t header[kBlockHeaderBytes];
   uint8_t trailer[kRawBlockTrailerBytes];

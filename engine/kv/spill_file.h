@@ -22,7 +22,9 @@ namespace ellm::kv {
 class SpillFile {
  public:
   // Fails with a message naming `dir` when it is missing or not writable.
-  static StatusOr<std::unique_ptr<SpillFile>> Open(const std::string& dir);
+  // `zstd_level`: what EncodeBlock is given for every block this file holds
+  // (0: raw blocks, block_codec.h version 2).
+  static StatusOr<std::unique_ptr<SpillFile>> Open(const std::string& dir, int zstd_level);
   ~SpillFile();
   SpillFile(const SpillFile&) = delete;
   SpillFile& operator=(const SpillFile&) = delete;
@@ -34,9 +36,9 @@ class SpillFile {
   // Reads n bytes at offset into out.
   Status Read(uint64_t offset, size_t n, uint8_t* out) const;
   // Reads the encoded block [offset, offset + n) into raw (raw_bytes long):
-  // a raw block (block_codec.h, version 2) straight into `raw` with one
-  // preadv(2) (its header and checksum beside it) and checked; any other
-  // into `enc` and decoded by `decoder`. Errors start with what().
+  // in a file of raw blocks straight into `raw` with one preadv(2) (its
+  // header and checksum beside it) and checked; else into `enc` and decoded
+  // by `decoder`. Errors start with what().
   Status ReadBlock(uint64_t offset, size_t n, uint8_t* raw, size_t raw_bytes, BlockDecoder& decoder,
                    std::vector<uint8_t>& enc, const std::function<std::string()>& what) const;
   // Forgets everything written (truncates to 0).
@@ -47,9 +49,11 @@ class SpillFile {
   int fd_for_test() const { return fd_; }
 
  private:
-  SpillFile(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}
+  SpillFile(int fd, std::string dir, bool raw_blocks)
+      : fd_(fd), dir_(std::move(dir)), raw_blocks_(raw_blocks) {}
   int fd_;
   std::string dir_;
+  bool raw_blocks_;
   uint64_t end_ = 0;
 };
 
