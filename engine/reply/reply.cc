@@ -170,9 +170,7 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
   const auto t0 = std::chrono::steady_clock::now();
   ProgressCallback progress;
   if (on_prefill) {
-    progress = [&](int64_t done, int64_t total) {
-      return on_prefill(static_cast<int64_t>(keep) + done, static_cast<int64_t>(keep) + total);
-    };
+    progress = [&](int64_t done, int64_t total) { return on_prefill(keep + done, keep + total); };
   }
   Status prefilled;
   {
