@@ -156,5 +156,30 @@ TEST(BenchCli, UnknownKvTypeIsRefusedBeforeTheModelLoads) {
   EXPECT_NE(out.find("unknown KV type 'q4_9'"), std::string::npos) << out;
 }
 
+TEST(BenchCli, OutOfRangeSpillLevelAndStreamsAreRefusedBeforeTheModelLoads) {
+  for (const char* level : {"-1", "20"}) {
+    std::string out;
+    EXPECT_EQ(RunCli(std::string("bench --model /nonexistent/model.gguf --depth 8 --gen 1 "
+                                 "--spill-level ") +
+                         level,
+                     &out),
+              2)
+        << out;
+    EXPECT_NE(out.find("--spill-level must be 0 (raw) or a zstd level 1..19"), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("nonexistent"), std::string::npos) << out;
+  }
+  for (const char* streams : {"0", "257"}) {
+    std::string out;
+    EXPECT_EQ(RunCli(std::string("bench --model /nonexistent/model.gguf --depth 8 --gen 1 "
+                                 "--streams ") +
+                         streams,
+                     &out),
+              2)
+        << out;
+    EXPECT_NE(out.find("--streams must be 1..256"), std::string::npos) << out;
+  }
+}
+
 }  // namespace
 }  // namespace ellm::testing
