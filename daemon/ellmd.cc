@@ -169,6 +169,7 @@ int RunKafka(Context& ctx) {
   runner_options.on_producer_replaced = [&ctx] {
     ctx.metrics->ClientReplaced(ellm::daemon::Metrics::Client::kProducer);
   };
+  runner_options.on_transaction_aborted = [&ctx] { ctx.metrics->TransactionAborted(); };
   runner_options.reload = [&ctx] { return ctx.runtime->LoadPipelines(); };
   runner_options.reload_requested = &ctx.reload;
   runner_options.job_mutex = &ctx.runtime->job_mutex;

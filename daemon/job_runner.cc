@@ -241,9 +241,13 @@ HandleOutcome JobRunner::HandleInvalid(const ingest::KafkaMessage& message,
   return published.ok() ? Done() : HandleOutcome::kRetryLater;
 }
 
-void JobRunner::ReportProducerRestarts() {
+void JobRunner::ReportProducerEvents() {
   for (; producer_restarts_seen_ < producer_->restarts(); ++producer_restarts_seen_) {
     if (options_.on_producer_replaced) options_.on_producer_replaced();
+  }
+  for (; aborted_transactions_seen_ < producer_->aborted_transactions();
+       ++aborted_transactions_seen_) {
+    if (options_.on_transaction_aborted) options_.on_transaction_aborted();
   }
 }
 
@@ -251,7 +255,7 @@ HandleOutcome JobRunner::Handle(const ingest::KafkaMessage& message,
                                 const ingest::GroupMetadata& group,
                                 const std::atomic<bool>& cancel) {
   HandleOutcome outcome = HandleOne(message, group, cancel);
-  ReportProducerRestarts();
+  ReportProducerEvents();
   return outcome;
 }
 

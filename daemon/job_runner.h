@@ -75,10 +75,13 @@ struct JobRunnerOptions {
   std::function<void(const std::string&, bool)> on_failure;
   // Each may be empty. `on_dead_letter`: a copy acknowledged on the
   // dead-letter topic. `on_producer_replaced`: the producer started afresh
-  // after a fatal error (KafkaProducer::restarts), told after the message
-  // whose sends did it. `progress`: app::RunJobOptions::progress.
+  // after a fatal error (KafkaProducer::restarts), and
+  // `on_transaction_aborted`: a transaction ended without its commit
+  // (KafkaProducer::aborted_transactions), each told after the message whose
+  // sends did it. `progress`: app::RunJobOptions::progress.
   std::function<void()> on_dead_letter;
   std::function<void()> on_producer_replaced;
+  std::function<void()> on_transaction_aborted;
   std::function<void(const std::string&, const std::string&, const pipelines::Progress&)> progress;
   // Held while a job runs (app::Runtime::job_mutex: jobs from other doors,
   // such as HTTP, wait their turn). May be null.
@@ -114,8 +117,9 @@ class JobRunner : public ingest::JobHandler {
   void MaybeReload();
   // The options of app::RunJob for one message (publishing through `publisher`).
   app::RunJobOptions RunOptions(app::ResultPublisher* publisher) const;
-  // Tells options_.on_producer_replaced about restarts since the last call.
-  void ReportProducerRestarts();
+  // Tells options_.on_producer_replaced and on_transaction_aborted what
+  // happened to the producer since the last call.
+  void ReportProducerEvents();
 
   store::JobStore* store_;
   ingest::KafkaProducer* producer_;
@@ -123,6 +127,7 @@ class JobRunner : public ingest::JobHandler {
   std::unique_ptr<pipelines::ProcessorRegistry> reloaded_;  // after a SIGHUP
   JobRunnerOptions options_;
   int producer_restarts_seen_ = 0;
+  int aborted_transactions_seen_ = 0;
   bool signalled_after_publish_ = false;
 };
 

@@ -144,6 +144,12 @@ struct Metrics::State {
                          .Register(registry)),
         consumer_replacements(replacements.Add({{"client", "consumer"}})),
         producer_replacements(replacements.Add({{"client", "producer"}})),
+        transactions_aborted(prometheus::BuildCounter()
+                                 .Name("ellm_kafka_transactions_aborted_total")
+                                 .Help("Kafka transactions (a job's events with its offset) "
+                                       "ended without their commit; sent again in the next.")
+                                 .Register(registry)
+                                 .Add({})),
         progress_positions(prometheus::BuildGauge()
                                .Name("ellm_job_progress_positions")
                                .Help("Prompt positions prefilled so far in the running job's "
@@ -206,6 +212,7 @@ struct Metrics::State {
   prometheus::Family<prometheus::Counter>& replacements;
   prometheus::Counter& consumer_replacements;
   prometheus::Counter& producer_replacements;
+  prometheus::Counter& transactions_aborted;
   prometheus::Gauge& progress_positions;
   prometheus::Gauge& progress_target;
   // Why /readyz and /healthz fail; empty: they pass.
@@ -387,6 +394,8 @@ void Metrics::ClientReplaced(Client client) {
   (client == Client::kConsumer ? state_->consumer_replacements : state_->producer_replacements)
       .Increment();
 }
+
+void Metrics::TransactionAborted() { state_->transactions_aborted.Increment(); }
 
 void Metrics::SetJobProgress(int64_t positions, int64_t target) {
   state_->progress_positions.Set(static_cast<double>(std::max<int64_t>(positions, 0)));

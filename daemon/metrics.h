@@ -16,6 +16,8 @@
 //   ellm_dead_letters_total                       counter, copies sent to the dead-letter topic
 //   ellm_client_replacements_total{client}        counter, client = consumer | producer:
 //                                                 Kafka clients replaced after a fatal error
+//   ellm_kafka_transactions_aborted_total         counter, transactions (a job's events and
+//                                                 offset) ended without their commit
 //   ellm_job_progress_positions                   gauge, prompt positions prefilled so far in
 //                                                 the running job's current generation
 //   ellm_job_progress_target_positions            gauge, the positions that prefill feeds
@@ -95,6 +97,9 @@ class Metrics {
   enum class Client { kConsumer, kProducer };
   // One Kafka client replaced after a fatal error.
   void ClientReplaced(Client client);
+  // One Kafka transaction ended without its commit (its events are sent
+  // again in the next one).
+  void TransactionAborted();
   // The running job's prefill: `positions` of `target` fed so far; (0, 0)
   // when idle. A negative value is taken as 0.
   void SetJobProgress(int64_t positions, int64_t target);

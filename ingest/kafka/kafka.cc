@@ -156,6 +156,7 @@ Status KafkaProducer::Restart() {
   Discard(*producer_);
   producer_.reset();
   ++restarts_;
+  if (in_transaction_) ++aborted_transactions_;  // the new producer's init ends it
   initialized_ = false;
   in_transaction_ = false;
   ELLM_ASSIGN_OR_RETURN(producer_, NewProducer(props_));
@@ -202,6 +203,7 @@ Status KafkaProducer::AbortTransaction() {
   TxnError e(producer_->abort_transaction(static_cast<int>(kTransactionCallTimeout.count())));
   if (!e) {
     in_transaction_ = false;
+    ++aborted_transactions_;
     return OkStatus();
   }
   spdlog::warn("kafka: abort of the open transaction failed ({}); starting a new producer",

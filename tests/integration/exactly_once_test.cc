@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon_harness.h"
+#include "http_get.h"
 #include "job_queue_fixture.h"
 #include "test_env.h"
 
@@ -447,6 +448,7 @@ TEST_F(ExactlyOnce, AZombieWhosePartitionMovedCannotCommitItsResult) {
   ca.store_path = dir_ + "/a.db";
   cb.store_path = dir_ + "/b.db";
   ca.session_timeout_ms = cb.session_timeout_ms = 3000;
+  ca.metrics = true;
   Daemon* a = Start(ca, {{"ELLM_TEST_STOP_AFTER_PUBLISH", "z"}});
   ASSERT_TRUE(WaitFor(
       [&] { return a->Log().find("kafka: assigned " + topic_) != std::string::npos; }, seconds(60)))
@@ -467,6 +469,13 @@ TEST_F(ExactlyOnce, AZombieWhosePartitionMovedCannotCommitItsResult) {
       WaitFor([&] { return a->Log().find("the transaction was aborted") != std::string::npos; },
               seconds(60)))
       << a->Log();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return HttpRequest(a->MetricsPort(), "GET", "/metrics")
+                   .body.find("\nellm_kafka_transactions_aborted_total 1\n") != std::string::npos;
+      },
+      seconds(10)))
+      << HttpRequest(a->MetricsPort(), "GET", "/metrics").body;
   a->Signal(SIGTERM);
   b->Signal(SIGTERM);
   EXPECT_EQ(a->Wait(seconds(60)), 0) << a->Log();

@@ -134,6 +134,9 @@ class KafkaProducer {
   void InjectFatalErrorForTest();
   // How many times a fatal error made the producer start afresh.
   int restarts() const { return restarts_; }
+  // How many open transactions ended without a commit: aborted, or ended
+  // by a new producer (a fatal error, or an abort that failed).
+  int aborted_transactions() const { return aborted_transactions_; }
 
   // How long init_transactions, send_offsets_to_transaction and one
   // commit_transaction or abort_transaction call may block.
@@ -152,6 +155,7 @@ class KafkaProducer {
   std::chrono::milliseconds message_timeout_ = kDefaultMessageTimeout;
   std::unique_ptr<RdKafka::Producer> producer_;
   int restarts_ = 0;
+  int aborted_transactions_ = 0;
   bool initialized_ = false;  // init_transactions succeeded on producer_
   bool in_transaction_ = false;
 };
