@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/elementwise.h"
+
 namespace ellm {
 
 StatusOr<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text,
@@ -38,12 +40,9 @@ StatusOr<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view te
     // Logits at position i predict token i + 1; the last position's are unused.
     auto score = [&](int64_t i, std::span<const float> logits) {
       if (i + 1 >= o.ctx) return;
-      double max = logits[0];
-      for (float z : logits) max = std::max<double>(max, z);
-      double sum = 0;
-      for (float z : logits) sum += std::exp(static_cast<double>(z) - max);
       const float target = logits[static_cast<size_t>(chunk[static_cast<size_t>(i + 1)])];
-      chunk_total += std::log(sum) + max - static_cast<double>(target);
+      chunk_total += ops::LogSumExp(logits.data(), static_cast<int64_t>(logits.size())) -
+                     static_cast<double>(target);
     };
     ELLM_RETURN_IF_ERROR(session->Eval(chunk, LogitsFor::kAll, score));
     total += chunk_total;

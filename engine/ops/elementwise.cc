@@ -134,6 +134,36 @@ void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+double LogSumExp(const float* x, int64_t n) {
+  static const auto vexp = kernels::GetAttnTile().exp;
+  // Eight lanes of max and of the sum, which the compiler keeps in vector
+  // registers (a single running max or sum is a chain of dependent adds).
+  constexpr int kLanes = 8;
+  float lane_max[kLanes];
+  std::fill(lane_max, lane_max + kLanes, x[0]);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane_max[j] = std::max(lane_max[j], x[i + j]);
+  }
+  float max = *std::max_element(lane_max, lane_max + kLanes);
+  for (; i < n; ++i) max = std::max(max, x[i]);
+  constexpr int64_t kChunk = 256;  // a multiple of kLanes
+  alignas(64) float e[kChunk];
+  double lane_sum[kLanes] = {};
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    for (int64_t k = 0; k < m; ++k) e[k] = x[i0 + k] - max;
+    vexp(m, e, e);
+    std::fill(e + m, e + (m + kLanes - 1) / kLanes * kLanes, 0.0f);
+    for (int64_t k = 0; k < m; k += kLanes) {
+      for (int j = 0; j < kLanes; ++j) lane_sum[j] += e[k + j];
+    }
+  }
+  double sum = 0;
+  for (double s : lane_sum) sum += s;
+  return static_cast<double>(max) + std::log(sum);
+}
+
 void AddRowBias(float* y, const float* b, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) AddInPlace(y + r * n, b, n);
 }

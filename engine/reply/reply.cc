@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ellm/engine/engine_gate.h"
+#include "ops/elementwise.h"
 
 namespace ellm {
 namespace {
@@ -83,11 +84,7 @@ namespace {
 
 // log-softmax of the chosen token and the k most likely tokens of `logits`.
 TokenLogprob LogprobOf(std::span<const float> logits, TokenId chosen, int k) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (float x : logits) max = std::max(max, x);
-  double sum = 0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
-  const double log_z = max + std::log(sum);
+  const double log_z = ops::LogSumExp(logits.data(), static_cast<int64_t>(logits.size()));
   TokenLogprob out;
   out.token = chosen;
   out.logprob = static_cast<float>(logits[static_cast<size_t>(chosen)] - log_z);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -84,6 +85,26 @@ TEST(SwiGlu, MatchesTheDefinitionInPlaceAcrossChunks) {
   }
   EXPECT_EQ(y[3], 0.0f);
   EXPECT_EQ(y[1], 100.0f * u[1]);
+}
+
+// Against the definition in double (libm's exp), on lengths around the
+// chunk of 256 and the 8 lanes, with a huge range and masked (-inf) logits.
+TEST(LogSumExp, MatchesTheDefinitionOnOddLengthsAndMaskedValues) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 8.0f);
+  for (int64_t n : {1, 7, 8, 9, 255, 256, 257, 1000, 262144}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng);
+    if (n > 9) x[5] = x[static_cast<size_t>(n) - 2] = -INFINITY;
+    double max = -INFINITY;
+    for (float v : x) max = std::max<double>(max, v);
+    double sum = 0;
+    for (float v : x) sum += std::exp(static_cast<double>(v) - max);
+    const double want = max + std::log(sum);
+    EXPECT_NEAR(LogSumExp(x.data(), n), want, 1e-6 * std::max(1.0, std::abs(want))) << n;
+  }
+  const float one[1] = {-3.5f};
+  EXPECT_NEAR(LogSumExp(one, 1), -3.5, 1e-7);
 }
 
 }  // namespace
