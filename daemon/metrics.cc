@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "ellm/base/socket_options.h"
+
 namespace ellm::daemon {
 namespace {
 
@@ -65,8 +67,7 @@ std::string BindError(const std::string& host, int port) {
   if (fd < 0) {
     why += std::string(": ") + std::strerror(errno);
   } else {
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    SetReuseAddressOnly(fd);
     if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 1) != 0) {
       why += ": " + std::to_string(errno) + " (" + std::strerror(errno) + ")";
     }
@@ -240,12 +241,7 @@ Status StartServer(const std::string& listen, Metrics::State& state) {
   }
   const int port = std::stoi(listen.substr(colon + 1));
   auto server = std::make_unique<httplib::Server>();
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which
-  // a second daemon on the same port would bind too and share the scrapes.
-  server->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  server->set_socket_options(SetReuseAddressOnly);
   server->new_task_queue = [] { return new httplib::ThreadPool(2); };
   server->set_read_timeout(10, 0);
   server->set_write_timeout(10, 0);

@@ -1,49 +1,21 @@
 #include "ellm/server/api_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <fstream>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "client_connection.h"
-#include "ellm/engine/constraint.h"
-#include "ellm/engine/reply.h"
+#include "completion_runner.h"
+#include "ellm/base/socket_options.h"
 #include "ellm/server/openai.h"
+#include "server_state.h"
 
 namespace ellm::server {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-std::string RandomId(const char* prefix) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* kHex = "0123456789abcdef";
-  std::string id = prefix;
-  for (int i = 0; i < 24; ++i) id += kHex[rng() % 16];
-  return id;
-}
-
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Equal in time whatever the first difference (keys are compared so).
 bool SameKey(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -52,47 +24,6 @@ bool SameKey(const std::string& a, const std::string& b) {
   }
   return diff == 0;
 }
-
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(Dump(e.ToJson()), "application/json");
-}
-
-ApiError Error(int status, std::string type, std::string message, std::string code = "") {
-  ApiError e;
-  e.status = status;
-  e.type = std::move(type);
-  e.message = std::move(message);
-  e.code = std::move(code);
-  return e;
-}
-
-// A Prometheus histogram with fixed bounds.
-struct Histogram {
-  std::vector<double> bounds;
-  std::vector<uint64_t> counts;  // per bound, then +Inf
-  double sum = 0;
-  uint64_t n = 0;
-  explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1) {}
-  void Observe(double x) {
-    size_t i = 0;
-    while (i < bounds.size() && x > bounds[i]) ++i;
-    ++counts[i];
-    sum += x;
-    ++n;
-  }
-  void Write(std::string& out, const std::string& name, const std::string& help) const {
-    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
-    uint64_t cum = 0;
-    for (size_t i = 0; i < bounds.size(); ++i) {
-      cum += counts[i];
-      out += name + "_bucket{le=\"" + json(bounds[i]).dump() + "\"} " + std::to_string(cum) + "\n";
-    }
-    cum += counts.back();
-    out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
-    out += name + "_sum " + json(sum).dump() + "\n" + name + "_count " + std::to_string(n) + "\n";
-  }
-};
 
 }  // namespace
 
@@ -168,75 +99,7 @@ StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& given) {
   return keys;
 }
 
-struct ApiServer::State {
-  std::atomic<JobService*> jobs{nullptr};
-  // The model, once set.
-  std::atomic<bool> ready{false};
-  Engine* engine = nullptr;
-  std::unique_ptr<DecodeBatcher> batcher;  // the sessions' tokens decode together
-  std::string model_id, fingerprint;
-  int64_t n_ctx = 0;
-
-  // Sessions: one reply each at a time.
-  struct Slot {
-    std::unique_ptr<Session> session;
-    bool busy = false;
-    uint64_t last_used = 0;
-  };
-  std::mutex slots_mu;
-  std::condition_variable slots_cv;
-  std::vector<Slot> slots;
-  uint64_t uses = 0;
-  std::atomic<int> admitted{0};
-
-  // Metrics.
-  mutable std::mutex metrics_mu;
-  std::map<std::pair<std::string, int>, uint64_t> requests;  // (endpoint, status)
-  uint64_t prompt_tokens = 0, completion_tokens = 0, reused_tokens = 0;
-  uint64_t client_gone = 0;  // replies ended because their client went away
-  std::atomic<int> active_streams{0};
-  Histogram ttft{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
-  Histogram itl{{0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}};
-  Histogram queue_wait{{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300}};
-
-  // The idle session that can keep most of `prompt` (ReusablePrefix: a
-  // follow-up finds its conversation, a new conversation one that began with
-  // the same system prompt), else the one idle longest.
-  size_t AcquireSlot(const std::vector<TokenId>& prompt) {
-    std::unique_lock<std::mutex> lock(slots_mu);
-    slots_cv.wait(lock, [&] {
-      for (const Slot& s : slots) {
-        if (!s.busy) return true;
-      }
-      return false;
-    });
-    size_t best = slots.size();
-    size_t best_match = 0;
-    for (size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].busy) continue;
-      const auto match = static_cast<size_t>(ReusablePrefix(*slots[i].session, prompt));
-      if (best == slots.size() || match > best_match ||
-          (match == best_match && slots[i].last_used < slots[best].last_used)) {
-        best = i;
-        best_match = match;
-      }
-    }
-    slots[best].busy = true;
-    slots[best].last_used = ++uses;
-    return best;
-  }
-  void ReleaseSlot(size_t i) {
-    {
-      std::lock_guard<std::mutex> lock(slots_mu);
-      slots[i].busy = false;
-    }
-    slots_cv.notify_one();
-  }
-  void Count(const std::string& endpoint, int status) {
-    std::lock_guard<std::mutex> lock(metrics_mu);
-    ++requests[{endpoint, status}];
-  }
-};
+struct ApiServer::State : ServerState {};
 
 ApiServer::ApiServer(ApiServerOptions options)
     : options_(std::move(options)), state_(std::make_unique<State>()) {}
@@ -342,12 +205,7 @@ Status ApiServer::Bind() {
     http_ = std::make_unique<httplib::Server>();
   }
   httplib::Server& svr = *http_;
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
-  // second server on the same port would bind too and take half the requests.
-  svr.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  svr.set_socket_options(SetReuseAddressOnly);
   State& st = *state_;
   const ApiServerOptions& o = options_;
   // Enough threads that /health, /metrics and 429s answer while every
@@ -434,12 +292,7 @@ Status ApiServer::Bind() {
     res.set_content(Dump({{"status", "ok"}}), "application/json");
   });
 
-  auto unready = [&st](httplib::Response& res) {
-    if (st.ready.load()) return false;
-    res.set_header("Retry-After", "5");
-    SendError(res, Error(503, "unavailable_error", "the model is loading; try again shortly"));
-    return true;
-  };
+  auto unready = [&st](httplib::Response& res) { return AnswerUnready(st, res); };
 
   svr.Get("/v1/models", [&st, unready](const httplib::Request& req, httplib::Response& res) {
     if (unready(res)) return;
@@ -534,277 +387,11 @@ Status ApiServer::Bind() {
         send_job(req, res, st.jobs.load()->List(req.get_param_value("status"), limit));
       });
 
-  auto completion = [&st, &o, unready](const httplib::Request& req, httplib::Response& res,
-                                       bool chat) {
-    const auto arrived = Clock::now();
-    const std::string endpoint = req.path;
-    auto fail = [&](const ApiError& e) {
-      SendError(res, e);
-      st.Count(endpoint, e.status);
-    };
-    if (unready(res)) return st.Count(endpoint, 503);
-    ParsedRequest parsed = ParseCompletionRequest(req.body, chat);
-    if (parsed.error) return fail(*parsed.error);
-    auto request = std::make_shared<CompletionRequest>(std::move(parsed.request));
-    const CompletionRequest& r = *request;
-    Engine& engine = *st.engine;
-    if (!r.model.empty() && r.model != st.model_id && r.model != engine.info().name) {
-      ApiError e =
-          Error(404, "invalid_request_error",
-                "the model '" + r.model + "' does not exist; this server has '" + st.model_id + "'",
-                "model_not_found");
-      e.param = "model";
-      return fail(e);
-    }
-    const Tokenizer& tok = engine.tokenizer();
-    std::string text = r.prompt;
-    if (chat) {
-      if (!engine.chat_template().ok()) {
-        return fail(Error(
-            500, "server_error",
-            "the model has no usable chat template: " + engine.chat_template().status().message()));
-      }
-      auto rendered = engine.chat_template()->Apply(r.messages, true);
-      if (!rendered.ok()) {
-        return fail(InvalidRequest("messages: " + rendered.status().message(), "messages"));
-      }
-      text = std::move(*rendered);
-    }
-    auto prompt = std::make_shared<std::vector<TokenId>>(tok.Encode(text, true, true));
-    const int64_t n_prompt = static_cast<int64_t>(prompt->size());
-    if (n_prompt == 0)
-      return fail(InvalidRequest("the prompt is empty", chat ? "messages" : "prompt"));
-    const int64_t room = st.n_ctx - n_prompt;
-    if (room <= 0 || (r.max_tokens && *r.max_tokens > room)) {
-      std::string m = "This model's maximum context length is " + std::to_string(st.n_ctx) +
-                      " tokens. However, you requested " +
-                      std::to_string(n_prompt + r.max_tokens.value_or(0)) + " tokens (" +
-                      std::to_string(n_prompt) + " in the " + (chat ? "messages" : "prompt") +
-                      ", " + std::to_string(r.max_tokens.value_or(0)) +
-                      " in the completion). Please reduce the length of the " +
-                      (chat ? "messages" : "prompt") + " or completion.";
-      return fail(InvalidRequest(m, chat ? "messages" : "prompt", "context_length_exceeded"));
-    }
-    // One reply per choice (`n`), each with its own options (a seeded
-    // request's choice i samples with seed + i), its JSON constraint (it
-    // keeps the document's state) and its tokens' log probabilities (filled
-    // by the reply as it goes, read by the stream as its text is released).
-    struct Choice {
-      ReplyOptions ro;
-      std::unique_ptr<JsonConstraint> constraint;
-      std::vector<TokenLogprob> logprobs;
-    };
-    auto choices = std::make_shared<std::vector<Choice>>(static_cast<size_t>(r.n));
-    for (int i = 0; i < r.n; ++i) {
-      Choice& c = (*choices)[static_cast<size_t>(i)];
-      if (r.format == ResponseFormat::kJsonObject) {
-        c.constraint = JsonConstraint::AnyObject(tok);
-      } else if (r.format == ResponseFormat::kJsonSchema) {
-        auto made = JsonConstraint::FromSchema(r.json_schema, tok);
-        if (!made.ok()) {
-          return fail(
-              InvalidRequest("response_format.json_schema.schema: " + made.status().message(),
-                             "response_format.json_schema.schema"));
-        }
-        c.constraint = std::move(*made);
-      }
-      c.ro.sampling = r.sampling;
-      c.ro.sampling.seed = r.seeded ? r.sampling.seed + static_cast<uint64_t>(i)
-                                    : static_cast<uint64_t>(std::random_device{}());
-      c.ro.max_tokens = r.max_tokens.value_or(room);
-      c.ro.stop = r.stop;
-      c.ro.constraint = c.constraint.get();
-      if (r.logprobs) {
-        c.ro.logprobs = &c.logprobs;
-        c.ro.top_logprobs = r.top_logprobs;
-      }
-    }
-    // Admission: past the queue's bound, 429 at once.
-    const int limit = std::max(1, o.sessions) + o.max_queue;
-    if (st.admitted.fetch_add(1) >= limit) {
-      st.admitted.fetch_sub(1);
-      res.set_header("Retry-After", "1");
-      return fail(Error(429, "rate_limit_error",
-                        "the server is busy (" + std::to_string(limit) +
-                            " requests running or queued); retry after a second",
-                        "rate_limit_exceeded"));
-    }
-    auto admitted = std::shared_ptr<void>(nullptr, [&st](void*) { st.admitted.fetch_sub(1); });
-
-    const Tokenizer* tokp = &tok;  // the engine's: outlives the stream
-    // Choice i's entries [*from, end) whose pieces begin before `upto` bytes
-    // of its text.
-    auto entries = [choices, tokp](int i, size_t* from, size_t upto) {
-      const std::vector<TokenLogprob>& lps = (*choices)[static_cast<size_t>(i)].logprobs;
-      std::vector<LogprobEntry> out;
-      for (; *from < lps.size() && lps[*from].text_offset < upto; ++*from) {
-        const TokenLogprob& t = lps[*from];
-        LogprobEntry e{
-            tokp->TokenToPiece(t.token), t.logprob, {}, static_cast<int64_t>(t.text_offset)};
-        for (const auto& [tid, lp] : t.top) e.top.emplace_back(tokp->TokenToPiece(tid), lp);
-        out.push_back(std::move(e));
-      }
-      return out;
-    };
-    const std::string id = RandomId(chat ? "chatcmpl-" : "cmpl-");
-    const int64_t created = UnixNow();
-
-    // Runs choice i's reply in a session with interactive turns; `on_text`
-    // gets the pieces. A client that goes away (`conn`) ends it at the next
-    // prefill slice or token. Records the metrics.
-    const ClientConnection conn(req);
-    auto run = [&st, prompt, choices, arrived, conn](int i, const ReplyTextFn& on_text) {
-      const size_t slot = st.AcquireSlot(*prompt);
-      StatusOr<Reply> reply = InternalError("not run");
-      {
-        // The reply takes the engine's turns itself: one for its prefill,
-        // then one per token shared with the other sessions' (batched decode).
-        ReplyOptions batched = (*choices)[static_cast<size_t>(i)].ro;
-        batched.batcher = st.batcher.get();
-        const auto started = Clock::now();
-        auto last = started;
-        bool first = true;
-        reply = GenerateReply(
-            *st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
-            [&](std::string_view piece) {
-              const auto now = Clock::now();
-              {
-                std::lock_guard<std::mutex> lock(st.metrics_mu);
-                if (first) {
-                  st.ttft.Observe(Seconds(arrived, now));
-                  first = false;
-                } else {
-                  st.itl.Observe(Seconds(last, now));
-                }
-              }
-              last = now;
-              if (conn.Gone()) return false;
-              return on_text ? on_text(piece) : true;
-            },
-            [&](int64_t, int64_t) { return !conn.Gone(); });
-        std::lock_guard<std::mutex> lock(st.metrics_mu);
-        st.queue_wait.Observe(Seconds(arrived, started));
-        if (reply.ok() && reply->finish == FinishReason::kCancelled) ++st.client_gone;
-        if (reply.ok()) {
-          st.prompt_tokens += static_cast<uint64_t>(reply->prompt_tokens);
-          st.completion_tokens += static_cast<uint64_t>(reply->completion_tokens);
-          st.reused_tokens += static_cast<uint64_t>(reply->reused_tokens);
-        }
-      }
-      st.ReleaseSlot(slot);
-      return reply;
-    };
-    // Runs every choice, the first on this thread, the others on their own
-    // (their tokens decode together through the batcher).
-    auto run_all = [n = r.n](const std::function<StatusOr<Reply>(int)>& one) {
-      std::vector<StatusOr<Reply>> replies(static_cast<size_t>(n), InternalError("not run"));
-      std::vector<std::thread> others;
-      for (int i = 1; i < n; ++i) {
-        others.emplace_back([&replies, &one, i] { replies[static_cast<size_t>(i)] = one(i); });
-      }
-      replies[0] = one(0);
-      for (std::thread& t : others) t.join();
-      return replies;
-    };
-    // What the response reports: the prompt once, every choice's tokens.
-    auto usage = [](const std::vector<StatusOr<Reply>>& replies) {
-      Usage u{replies[0]->prompt_tokens, 0, replies[0]->reused_tokens};
-      for (const StatusOr<Reply>& reply : replies) u.completion_tokens += reply->completion_tokens;
-      return u;
-    };
-
-    if (!r.stream) {
-      std::vector<StatusOr<Reply>> replies = run_all([&run](int i) { return run(i, nullptr); });
-      std::vector<ChoiceResult> results;
-      for (int i = 0; i < r.n; ++i) {
-        const StatusOr<Reply>& reply = replies[static_cast<size_t>(i)];
-        if (!reply.ok()) {
-          return fail(
-              Error(500, "server_error", "generation failed: " + reply.status().ToString()));
-        }
-        ChoiceResult c{reply->text, std::string(FinishReasonName(reply->finish)), nullptr};
-        if (r.logprobs) {
-          size_t from = 0;
-          c.logprobs = LogprobsJson(r, entries(i, &from, reply->text.size()));
-        }
-        results.push_back(std::move(c));
-      }
-      res.set_content(Dump(CompletionResponse(r, id, created, st.model_id, st.fingerprint, results,
-                                              usage(replies))),
-                      "application/json");
-      st.Count(endpoint, 200);
-      return;
-    }
-    st.Count(endpoint, 200);
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&st, request, run, run_all, usage, id,
-                                                           created, admitted, entries](
-                                                              size_t, httplib::DataSink& sink) {
-      const CompletionRequest& sr = *request;
-      st.active_streams.fetch_add(1);
-      // The choices' threads share the sink.
-      std::mutex sink_mu;
-      bool open = true;
-      auto send = [&](const json& chunk) {
-        const std::string event = SseEvent(chunk);
-        std::lock_guard<std::mutex> lock(sink_mu);
-        open = open && sink.write(event.data(), event.size());
-        return open;
-      };
-      auto stream_one = [&](int i) {
-        bool first = true;
-        size_t released = 0, logprobs_sent = 0;
-        StatusOr<Reply> reply = run(i, [&](std::string_view piece) {
-          const std::string delta(piece);
-          released += piece.size();
-          json logprobs;
-          if (sr.logprobs) logprobs = LogprobsJson(sr, entries(i, &logprobs_sent, released));
-          const bool ok = send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &delta,
-                                           first, nullptr, sr.logprobs ? &logprobs : nullptr, i));
-          first = false;
-          return ok;
-        });
-        if (reply.ok() && reply->finish != FinishReason::kCancelled) {
-          const std::string finish(FinishReasonName(reply->finish));
-          if (first) {
-            const std::string empty;
-            send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &empty, true, nullptr,
-                             nullptr, i));
-          }
-          send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, nullptr, false, &finish,
-                           nullptr, i));
-        }
-        return reply;
-      };
-      std::vector<StatusOr<Reply>> replies = run_all(stream_one);
-      bool all_ok = true;
-      for (const StatusOr<Reply>& reply : replies) {
-        if (!reply.ok() && all_ok) {
-          all_ok = false;
-          // The status is sent; the stream carries the error as OpenAI's does.
-          send(Error(500, "server_error", "generation failed: " + reply.status().ToString())
-                   .ToJson());
-        }
-      }
-      if (all_ok && sr.include_usage) {
-        send(UsageChunk(sr, id, created, st.model_id, st.fingerprint, usage(replies)));
-      }
-      if (open) {
-        static const std::string kDone = "data: [DONE]\n\n";
-        sink.write(kDone.data(), kDone.size());
-        sink.done();
-      }
-      st.active_streams.fetch_sub(1);
-      return open;
-    });
-  };
-  svr.Post("/v1/chat/completions",
-           [completion](const httplib::Request& req, httplib::Response& res) {
-             completion(req, res, true);
-           });
-  svr.Post("/v1/completions", [completion](const httplib::Request& req, httplib::Response& res) {
-    completion(req, res, false);
+  svr.Post("/v1/chat/completions", [&st, &o](const httplib::Request& req, httplib::Response& res) {
+    RunCompletion(st, o, req, res, true);
+  });
+  svr.Post("/v1/completions", [&st, &o](const httplib::Request& req, httplib::Response& res) {
+    RunCompletion(st, o, req, res, false);
   });
 
   if (o.port == 0) {
