@@ -31,6 +31,31 @@ int64_t UnixNow() {
       .count();
 }
 
+// The chat prompt: the messages, with the tools and their turns as the
+// template reads them or in the generic format (tool_calls.h).
+StatusOr<std::string> ChatPrompt(const ChatTemplate& tmpl, const CompletionRequest& r) {
+  bool tool_turns = false;
+  for (const ChatMessage& m : r.messages) tool_turns |= m.role == "tool" || !m.tool_calls.empty();
+  if (!r.tools.active() && !tool_turns) return tmpl.Apply(r.messages, true);
+  const bool native = tmpl.handles_tools();
+  const std::string tools = native && r.tools.active() ? r.tools.tools_json.dump() : "";
+  return tmpl.Apply(ToolMessages(r.messages, r.tools, native), true, tools);
+}
+
+// A choice's reply as the response reports it: with tools, the calls or
+// the text the reply's JSON holds.
+ChoiceResult Result(const CompletionRequest& r, const Reply& reply) {
+  ChoiceResult c{reply.text, std::string(FinishReasonName(reply.finish)), nullptr};
+  if (!r.tools.active()) return c;
+  ToolReply t = ParseToolReply(reply.text);
+  c.text = t.text;
+  if (t.ok && !t.calls.empty()) {
+    c.tool_calls = std::move(t.calls);
+    c.finish_reason = "tool_calls";
+  }
+  return c;
+}
+
 }  // namespace
 
 void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Request& req,
@@ -63,7 +88,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
           500, "server_error",
           "the model has no usable chat template: " + engine.chat_template().status().message()));
     }
-    auto rendered = engine.chat_template()->Apply(r.messages, true);
+    auto rendered = ChatPrompt(*engine.chat_template(), r);
     if (!rendered.ok()) {
       return fail(InvalidRequest("messages: " + rendered.status().message(), "messages"));
     }
@@ -103,6 +128,13 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       if (!made.ok()) {
         return fail(InvalidRequest("response_format.json_schema.schema: " + made.status().message(),
                                    "response_format.json_schema.schema"));
+      }
+      c.constraint = std::move(*made);
+    } else if (r.tools.active()) {
+      auto made = JsonConstraint::FromSchema(ToolReplySchema(r.tools), tok);
+      if (!made.ok()) {
+        return fail(
+            InvalidRequest("tools cannot be enforced: " + made.status().message(), "tools"));
       }
       c.constraint = std::move(*made);
     }
@@ -219,7 +251,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       if (!reply.ok()) {
         return fail(Error(500, "server_error", "generation failed: " + reply.status().ToString()));
       }
-      ChoiceResult c{reply->text, std::string(FinishReasonName(reply->finish)), nullptr};
+      ChoiceResult c = Result(r, *reply);
       if (r.logprobs) {
         size_t from = 0;
         c.logprobs = LogprobsJson(r, entries(i, &from, reply->text.size()));
@@ -253,6 +285,9 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       bool first = true;
       size_t released = 0, logprobs_sent = 0;
       StatusOr<Reply> reply = run(i, [&](std::string_view piece) {
+        // With tools the reply is one JSON document, streamed once it is
+        // whole: as calls, or as the text it holds.
+        if (sr.tools.active()) return open;
         const std::string delta(piece);
         released += piece.size();
         json logprobs;
@@ -263,7 +298,20 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
         return ok;
       });
       if (reply.ok() && reply->finish != FinishReason::kCancelled) {
-        const std::string finish(FinishReasonName(reply->finish));
+        std::string finish(FinishReasonName(reply->finish));
+        if (sr.tools.active()) {
+          const ChoiceResult c = Result(sr, *reply);
+          finish = c.finish_reason;
+          for (const json& chunk :
+               ToolCallChunks(sr, id, created, st.model_id, st.fingerprint, c.tool_calls, i)) {
+            send(chunk);
+          }
+          if (c.tool_calls.empty() && !c.text.empty()) {
+            send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &c.text, true, nullptr,
+                             nullptr, i));
+          }
+          first = c.tool_calls.empty() && c.text.empty();
+        }
         if (first) {
           const std::string empty;
           send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &empty, true, nullptr,

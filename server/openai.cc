@@ -114,19 +114,21 @@ std::optional<ApiError> Messages(const json& body, std::vector<ChatMessage>* out
     }
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name for it
-    if (role != "system" && role != "user" && role != "assistant") {
-      return InvalidRequest(
-          where + ".role '" + role + "' is not supported (system, developer, user, assistant)",
-          where + ".role");
-    }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
-      return InvalidRequest(where + ".tool_calls: tools are not supported", where + ".tool_calls");
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return InvalidRequest(where + ".role '" + role +
+                                "' is not supported (system, developer, user, assistant, tool)",
+                            where + ".role");
     }
     ChatMessage msg{role, ""};
+    if (m.contains("name") && m["name"].is_string()) msg.name = m["name"].get<std::string>();
+    if (auto e = ParseToolTurn(m, i, *out, &msg)) return e;
     if (auto e = Content(m, where, &msg.content)) return e;
     if (role != "assistant" && (!m.contains("content") || m["content"].is_null())) {
       return InvalidRequest(where + ".content is required", where + ".content");
     }
+    // Only a tool message carries a name into the template: a user's or
+    // assistant's `name` (a speaker's label) would change what templates print.
+    if (role != "tool") msg.name.clear();
     out->push_back(std::move(msg));
   }
   return std::nullopt;
@@ -240,8 +242,19 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
       return fail(InvalidRequest("prompt must be a string (one prompt per request)", "prompt"));
     }
   }
+  if (chat) {
+    // Again keeping the keys' order: tools' schemas are generated in the
+    // order they declare properties, and templates print tools as given.
+    nlohmann::ordered_json tool_fields = nlohmann::ordered_json::object();
+    if (body.contains("tools") || body.contains("tool_choice") ||
+        body.contains("parallel_tool_calls")) {
+      tool_fields = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    }
+    if (auto e = ParseTools(tool_fields, &r.tools)) return fail(*e);
+  }
   for (const char* unsupported :
        {"tools", "functions", "audio", "logit_bias", "suffix", "best_of", "echo"}) {
+    if (chat && std::string(unsupported) == "tools") continue;
     if (!body.contains(unsupported) || body[unsupported].is_null()) continue;
     const json& v = body[unsupported];
     const bool off = (v.is_boolean() && !v.get<bool>()) || (v.is_array() && v.empty()) ||
@@ -313,6 +326,18 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
     }
   }
   if (auto e = Format(body, &r)) return fail(*e);
+  if (r.tools.active() && r.format != ResponseFormat::kText) {
+    return fail(
+        InvalidRequest("response_format cannot be combined with tools (tool_choice none "
+                       "turns the tools off)",
+                       "response_format", "unsupported_parameter"));
+  }
+  if (r.tools.active() && r.logprobs) {
+    return fail(
+        InvalidRequest("logprobs are not supported with tools (tool_choice none turns "
+                       "the tools off)",
+                       "logprobs", "unsupported_parameter"));
+  }
   return out;
 }
 
@@ -380,6 +405,10 @@ nlohmann::json CompletionResponse(const CompletionRequest& r, const std::string&
     json choice = {{"index", i}, {"logprobs", c.logprobs}, {"finish_reason", c.finish_reason}};
     if (r.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = ToolCallsJson(c.tool_calls);
+      }
     } else {
       choice["text"] = c.text;
     }
@@ -408,6 +437,48 @@ nlohmann::json StreamChunk(const CompletionRequest& r, const std::string& id, in
   }
   out["choices"] = json::array({choice});
   if (r.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+std::vector<nlohmann::json> ToolCallChunks(const CompletionRequest& r, const std::string& id,
+                                           int64_t created, const std::string& model,
+                                           const std::string& fingerprint,
+                                           const std::vector<ToolCall>& calls, int index) {
+  // Arguments go in pieces of about this many bytes, cut between UTF-8
+  // characters, as a model's tokens would come.
+  constexpr size_t kPiece = 16;
+  std::vector<json> out;
+  auto chunk = [&](json delta) {
+    json c = Base(r, id, created, model, fingerprint, true);
+    c["choices"] = json::array({{{"index", index},
+                                 {"delta", std::move(delta)},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
+    if (r.include_usage) c["usage"] = nullptr;
+    out.push_back(std::move(c));
+  };
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const ToolCall& call = calls[k];
+    json head = {{"index", k},
+                 {"id", call.id},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", ""}}}};
+    json delta = {{"tool_calls", json::array({head})}};
+    if (k == 0) {
+      delta["role"] = "assistant";
+      delta["content"] = nullptr;
+    }
+    chunk(std::move(delta));
+    const std::string& args = call.arguments;
+    for (size_t at = 0; at < args.size();) {
+      size_t end = std::min(args.size(), at + kPiece);
+      while (end < args.size() && (static_cast<unsigned char>(args[end]) & 0xC0) == 0x80) ++end;
+      chunk({{"tool_calls",
+              json::array(
+                  {{{"index", k}, {"function", {{"arguments", args.substr(at, end - at)}}}}})}});
+      at = end;
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // ChatTemplate: a model's chat template, Jinja (engine/chat/jinja.h) or one
 // of the built-in formats (chat.cc).
+#include <cctype>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "chat/jinja.h"
@@ -16,6 +18,65 @@ StatusOr<std::string> ReadTemplateFile(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// JSON into the template's values, objects keeping their keys' order (as
+// Python's dicts do, so `tojson` prints them as jinja2 would).
+jinja::Value FromJson(const nlohmann::ordered_json& j) {
+  using T = nlohmann::ordered_json::value_t;
+  switch (j.type()) {
+    case T::null:
+      return jinja::Value::None();
+    case T::boolean:
+      return jinja::Value(j.get<bool>());
+    case T::number_integer:
+    case T::number_unsigned:
+      return jinja::Value(j.get<int64_t>());
+    case T::number_float:
+      return jinja::Value(j.get<double>());
+    case T::string:
+      return jinja::Value(j.get<std::string>());
+    case T::array: {
+      jinja::Array a;
+      for (const auto& x : j) a.push_back(FromJson(x));
+      return a;
+    }
+    default: {
+      jinja::Object o;
+      for (const auto& [k, v] : j.items()) o.Set(k, FromJson(v));
+      return o;
+    }
+  }
+}
+
+// A message's tool_calls for the template: each call's "arguments", when
+// it is the text of a JSON object, parsed into it.
+StatusOr<jinja::Value> ToolCalls(const std::string& text) {
+  auto calls = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (calls.is_discarded() || !calls.is_array()) {
+    return InvalidArgumentError("a message's tool_calls is not a JSON array");
+  }
+  for (auto& call : calls) {
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+    auto& f = call["function"];
+    if (!f.contains("arguments") || !f["arguments"].is_string()) continue;
+    auto args = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+    if (!args.is_discarded() && args.is_object()) f["arguments"] = std::move(args);
+  }
+  return FromJson(calls);
+}
+
+// Whether the template source names the variable `tools` (a word, not part
+// of another name such as `tools_in_user_message`'s prefix match).
+bool MentionsTools(std::string_view source) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = source.find("tools"); at != std::string_view::npos;
+       at = source.find("tools", at + 1)) {
+    const bool starts = at == 0 || !word(source[at - 1]);
+    const bool ends = at + 5 >= source.size() || !word(source[at + 5]);
+    if (starts && ends) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -43,6 +104,7 @@ StatusOr<ChatTemplate> ChatTemplate::FromJinja(std::string_view source, std::str
   if (tokenizer.bos() >= 0) t.bos_token_ = tokenizer.TokenToPiece(tokenizer.bos(), true);
   if (tokenizer.eos() >= 0) t.eos_token_ = tokenizer.TokenToPiece(tokenizer.eos(), true);
   t.strip_bos_ = tokenizer.add_bos();
+  t.handles_tools_ = MentionsTools(source);
   return t;
 }
 
@@ -72,13 +134,22 @@ StatusOr<ChatTemplate> ChatTemplate::FromGguf(const gguf::GgufFile& file,
 }
 
 StatusOr<std::string> ChatTemplate::Apply(const std::vector<ChatMessage>& messages,
-                                          bool add_generation_prompt) const {
+                                          bool add_generation_prompt,
+                                          std::string_view tools) const {
   if (!jinja_) return RenderChat(format_, messages, add_generation_prompt);
   jinja::Array list;
   for (const ChatMessage& m : messages) {
     jinja::Object o;
     o.Set("role", m.role);
-    o.Set("content", m.content);
+    if (m.tool_calls.empty()) {
+      o.Set("content", m.content);
+    } else {
+      o.Set("content", m.content.empty() ? jinja::Value::None() : jinja::Value(m.content));
+      ELLM_ASSIGN_OR_RETURN(jinja::Value calls, ToolCalls(m.tool_calls));
+      o.Set("tool_calls", std::move(calls));
+    }
+    if (!m.tool_call_id.empty()) o.Set("tool_call_id", m.tool_call_id);
+    if (!m.name.empty()) o.Set("name", m.name);
     list.emplace_back(std::move(o));
   }
   jinja::Object context;
@@ -86,6 +157,13 @@ StatusOr<std::string> ChatTemplate::Apply(const std::vector<ChatMessage>& messag
   context.Set("add_generation_prompt", add_generation_prompt);
   context.Set("bos_token", bos_token_);
   context.Set("eos_token", eos_token_);
+  if (!tools.empty()) {
+    auto parsed = nlohmann::ordered_json::parse(tools, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded() || !parsed.is_array()) {
+      return InvalidArgumentError("tools is not a JSON array");
+    }
+    context.Set("tools", FromJson(parsed));
+  }
   auto text = jinja_->Render(context, jinja::RenderOptions{});
   if (!text.ok()) return text.status().WithContext(name_);
   if (strip_bos_ && !bos_token_.empty() && text->rfind(bos_token_, 0) == 0) {

@@ -8,7 +8,8 @@ $ELLM_TEST_KAFKA also consuming Kafka) on a free port with an API key file,
 then checks: /health while
 loading and after, /v1/models, chat and text completions (plain and
 streamed, usage, finish reasons, stop strings, max_tokens), JSON output
-under response_format (json_schema and json_object), logprobs (chat,
+under response_format (json_schema and json_object), tool calls (required,
+streamed, a follow-up with the result, none), logprobs (chat,
 streamed, completions), OpenAI-shaped errors
 (401, 400, 404, 413, context_length_exceeded), 429 past the queue, a
 disconnected stream ending its generation, a follow-up reusing the
@@ -317,6 +318,8 @@ def run(base, ellm, model, tmp):
     else:
         check(c.message.content.lstrip().startswith("{"), "json_object output starts an object")
 
+    tool_calls(client, mid)
+
     # Text completions.
     t = client.completions.create(model=mid, prompt="The capital of France is", max_tokens=6,
                                   temperature=0)
@@ -455,6 +458,70 @@ def run(base, ellm, model, tmp):
     check(cached is not None and 5 < cached < other.usage.prompt_tokens,
           f"the same system prompt is reused ({cached} of {other.usage.prompt_tokens} tokens cached)")
     check(metric(base, "ellm_http_time_to_first_token_seconds_count") > 0, "TTFT histogram counts")
+
+
+def tool_calls(client, mid):
+    """Function calling: a required call of get_weather (whole and streamed,
+    reassembled by the client's stream manager), then a follow-up with its
+    result under tool_choice none, which answers as without tools."""
+    started = time.time()
+    weather = {"type": "function", "function": {
+        "name": "get_weather", "description": "The current weather in a city", "strict": True,
+        "parameters": {"type": "object",
+                       "properties": {"city": {"type": "string", "maxLength": 24}},
+                       "required": ["city"], "additionalProperties": False}}}
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    call = dict(model=mid, messages=ask, tools=[weather], tool_choice="required", max_tokens=48,
+                temperature=0)
+    r = client.chat.completions.create(**call)
+    c = r.choices[0]
+    calls = c.message.tool_calls or []
+    args = json.loads(calls[0].function.arguments) if calls else {}
+    check(c.finish_reason == "tool_calls" and c.message.content is None and len(calls) >= 1 and
+          calls[0].type == "function" and calls[0].function.name == "get_weather" and
+          calls[0].id.startswith("call_") and isinstance(args.get("city"), str),
+          f"tool_choice required: a call of get_weather with a string city "
+          f"({c.finish_reason}, {[(t.function.name, t.function.arguments) for t in calls]})")
+    with client.chat.completions.stream(**call, stream_options={"include_usage": True}) as s:
+        for _ in s:
+            pass
+        final = s.get_final_completion()
+    fc = final.choices[0]
+    got = fc.message.tool_calls or []
+    check(fc.finish_reason == "tool_calls" and len(got) == len(calls) and
+          got[0].function.name == "get_weather" and
+          got[0].function.arguments == calls[0].function.arguments and
+          got[0].function.parsed_arguments == args and got[0].id.startswith("call_") and
+          final.usage.completion_tokens == r.usage.completion_tokens,
+          f"streamed tool calls reassembled by the openai client: "
+          f"{[(t.function.name, t.function.arguments) for t in got]}, {fc.finish_reason}")
+    ids = [t.id for t in calls + got]
+    check(len(set(ids)) == len(ids), f"tool call ids are unique per call: {ids}")
+
+    if calls:
+        follow = ask + [
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": calls[0].id, "type": "function",
+                             "function": {"name": "get_weather",
+                                          "arguments": calls[0].function.arguments}}]},
+            {"role": "tool", "tool_call_id": calls[0].id,
+             "content": json.dumps({"temperature_c": 21, "sky": "sunny"})}]
+        # The history is accepted and rendered (Gemma's template: the call
+        # as the JSON the model writes, the result as a user turn). Under
+        # tool_choice auto the 270M model calls again; none asks for text,
+        # which must be the reply without tools.
+        f = client.chat.completions.create(model=mid, messages=follow, tools=[weather],
+                                           tool_choice="none", max_tokens=16, temperature=0)
+        plain = client.chat.completions.create(model=mid, messages=follow, max_tokens=16,
+                                               temperature=0)
+        fm = f.choices[0]
+        check(fm.message.tool_calls is None and isinstance(fm.message.content, str) and
+              fm.message.content.strip() != "" and fm.finish_reason in ("stop", "length"),
+              f"the follow-up with the tool's result, tool_choice none, is a text reply: "
+              f"{fm.message.content!r} ({fm.finish_reason})")
+        check(fm.message.content == plain.choices[0].message.content,
+              "tool_choice none: the reply without tools")
+    print(f"tool calling checks: {time.time() - started:.1f} s")
 
 
 def curl_job(base, doc, key, pipeline="summarize-report"):

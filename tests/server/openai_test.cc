@@ -77,7 +77,7 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
   const std::vector<Case> cases = {
       {{{"messages", json::array()}}, "messages"},
       {{{"model", "m"}}, "messages"},
-      {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, "messages[0].role"},
       {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
        "messages[0].content[0].type"},
@@ -87,7 +87,8 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
       {{{"messages", kMessages}, {"temperature", 3}}, "temperature"},
       {{{"messages", kMessages}, {"temperature", "hot"}}, "temperature"},
       {{{"messages", kMessages}, {"stop", {1, 2}}}, "stop"},
-      {{{"messages", kMessages}, {"tools", {{{"type", "function"}}}}}, "tools"},
+      {{{"messages", kMessages}, {"tools", {{{"type", "function"}}}}}, "tools[0].function"},
+      {{{"messages", kMessages}, {"functions", {{{"name", "f"}}}}}, "functions"},
       {{{"messages", kMessages}, {"logprobs", 2}}, "logprobs"},
       {{{"messages", kMessages}, {"top_logprobs", 2}}, "top_logprobs"},
       {{{"messages", kMessages}, {"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
@@ -104,6 +105,7 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
        "response_format.json_schema.schema"},
   };
   for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
     ParsedRequest p = Chat(c.body);
     ASSERT_TRUE(p.error.has_value()) << c.body.dump();
     EXPECT_EQ(p.error->status, 400) << c.body.dump();

@@ -24,8 +24,17 @@ enum class ChatFormat {
 };
 
 struct ChatMessage {
-  std::string role;  // system, user, assistant
+  std::string role;  // system, user, assistant, tool
   std::string content;
+  // assistant: the calls it made, a JSON array as OpenAI sends them
+  // ([{"id", "type": "function", "function": {"name", "arguments"}}]);
+  // empty: none. A Jinja template sees them as message.tool_calls, with
+  // arguments that are a JSON object's text parsed into that object (as
+  // Hugging Face's templates expect), and content None when it is empty.
+  std::string tool_calls;
+  // tool: the id of the call this message answers, and the function's name.
+  std::string tool_call_id;
+  std::string name;
 };
 
 // Recognises the template by the markers in tokenizer.chat_template, else
@@ -68,8 +77,16 @@ class ChatTemplate {
   // It contains control tokens: tokenize with parse_special = true. Errors:
   // the template's own raise_exception (e.g. roles that do not alternate),
   // or a construct it uses that we do not support, with its line.
-  StatusOr<std::string> Apply(const std::vector<ChatMessage>& messages,
-                              bool add_generation_prompt) const;
+  // `tools`: a JSON array of OpenAI's tool definitions ({"type":
+  // "function", "function": {"name", "description", "parameters"}}), given
+  // to a Jinja template as `tools`; empty: none. Built-in formats ignore
+  // tools and tool calls.
+  StatusOr<std::string> Apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                              std::string_view tools = {}) const;
+  // The Jinja template reads `tools` (a template written for function
+  // calling, e.g. Qwen 2.5's, Hermes', Llama 3.1's); false for built-ins
+  // and templates that ignore tools (Gemma 3's).
+  bool handles_tools() const { return handles_tools_; }
 
   // "gemma (built-in)", "tokenizer.chat_template", or the .jinja path.
   const std::string& name() const { return name_; }
@@ -82,6 +99,7 @@ class ChatTemplate {
   std::shared_ptr<const jinja::Template> jinja_;  // null: the built-in format_
   std::string bos_token_, eos_token_;
   bool strip_bos_ = false;
+  bool handles_tools_ = false;
 };
 
 // True when `spec` names a Jinja file rather than a built-in format.

@@ -13,6 +13,7 @@
 
 #include "ellm/engine/chat.h"
 #include "ellm/engine/sampler.h"
+#include "ellm/server/tool_calls.h"
 
 namespace ellm::server {
 
@@ -48,7 +49,8 @@ struct CompletionRequest {
   // (an int 0..5, the alternatives per token).
   bool logprobs = false;
   int top_logprobs = 0;
-  int n = 1;  // choices, each its own reply (1..kMaxChoices)
+  int n = 1;          // choices, each its own reply (1..kMaxChoices)
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 inline constexpr int kMaxChoices = 16;
 
@@ -56,8 +58,9 @@ inline constexpr int kMaxChoices = 16;
 // (temperature 1, top_p 1, n 1), llama.cpp's for what OpenAI lacks (top_k
 // 40, min_p 0.05, repeat_penalty 1). Unknown fields are ignored, as OpenAI
 // clients send more than a server may use; fields that would change the
-// answer in a way we cannot honour (n > kMaxChoices, tools, images, audio,
-// echo) are errors naming the field.
+// answer in a way we cannot honour (n > kMaxChoices, legacy functions,
+// images, audio, echo; tools beside response_format or logprobs) are
+// errors naming the field.
 struct ParsedRequest {
   CompletionRequest request;
   std::optional<ApiError> error;
@@ -98,6 +101,9 @@ struct ChoiceResult {
   std::string text;
   std::string finish_reason;
   nlohmann::json logprobs;
+  // Chat: the calls the reply made; then message.content is null (unless
+  // `text` holds some) and message.tool_calls lists them.
+  std::vector<ToolCall> tool_calls = {};
 };
 // The same with several choices (n), choice i at index i.
 nlohmann::json CompletionResponse(const CompletionRequest& request, const std::string& id,
@@ -113,6 +119,15 @@ nlohmann::json StreamChunk(const CompletionRequest& request, const std::string& 
                            const std::string* delta_text, bool first,
                            const std::string* finish_reason,
                            const nlohmann::json* logprobs = nullptr, int index = 0);
+// The chunks that stream a choice's tool calls as OpenAI does: per call,
+// one delta {"tool_calls": [{"index", "id", "type": "function", "function":
+// {"name", "arguments": ""}}]} (the first also with the assistant role and
+// content null), then deltas with pieces of its arguments
+// ({"tool_calls": [{"index", "function": {"arguments"}}]}).
+std::vector<nlohmann::json> ToolCallChunks(const CompletionRequest& request, const std::string& id,
+                                           int64_t created, const std::string& model,
+                                           const std::string& fingerprint,
+                                           const std::vector<ToolCall>& calls, int index = 0);
 nlohmann::json UsageChunk(const CompletionRequest& request, const std::string& id, int64_t created,
                           const std::string& model, const std::string& fingerprint,
                           const Usage& usage);
