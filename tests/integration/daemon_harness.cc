@@ -196,4 +196,20 @@ std::string TextIn(const std::string& store_path, const std::string& sql) {
   return text.ok() ? *text : "";
 }
 
+DaemonConfig DaemonOn(const std::string& brokers, const std::string& model,
+                      const std::string& topic, const std::string& dir, const std::string& inbox,
+                      const std::string& instance) {
+  DaemonConfig c;
+  c.model_path = model;
+  c.brokers = brokers;
+  c.topic = topic;
+  c.results_topic = topic + ".results";
+  c.dead_letter_topic = topic + ".dlq";
+  c.group = topic + "-group";
+  c.instance = instance;
+  c.store_path = dir + "/ellm.db";
+  c.inbox = inbox;
+  return c;
+}
+
 }  // namespace ellm::testing

@@ -38,6 +38,14 @@ struct DaemonConfig {
   std::map<std::string, std::string> kafka_properties;  // added to kafka.properties
 };
 
+// A daemon consuming `topic` of `brokers` as group <topic>-group and
+// instance `instance`, results on <topic>.results and dead letters on
+// <topic>.dlq, its store at <dir>/ellm.db and `inbox` its one allowed root;
+// everything else at DaemonConfig's defaults.
+DaemonConfig DaemonOn(const std::string& brokers, const std::string& model,
+                      const std::string& topic, const std::string& dir, const std::string& inbox,
+                      const std::string& instance);
+
 class Daemon {
  public:
   // Starts `ellmd --config <dir>/<instance>.yaml`, logging to <dir>/<instance>.log.

@@ -137,16 +137,7 @@ TEST_F(Health, ProbesFollowTheStoreAndTheDrainAndMetricsShowRetriesDeadLettersAn
   ASSERT_TRUE(CreateTopic(brokers, topic_, 1));
   NotifySocket notify(dir_ + "/notify");
   ASSERT_TRUE(notify.bound());
-  DaemonConfig c;
-  c.model_path = model;
-  c.brokers = brokers;
-  c.topic = topic_;
-  c.results_topic = topic_ + ".results";
-  c.dead_letter_topic = topic_ + ".dlq";
-  c.group = topic_ + "-group";
-  c.instance = "h";
-  c.store_path = dir_ + "/ellm.db";
-  c.inbox = inbox_;
+  DaemonConfig c = DaemonOn(brokers, model, topic_, dir_, inbox_, "h");
   c.pipelines_dir = defs_;
   c.metrics = true;
   c.shutdown_grace_s = 120;  // the drained job finishes

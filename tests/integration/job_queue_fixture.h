@@ -38,17 +38,7 @@ class JobQueue : public ::testing::Test {
 
   DaemonConfig Config(const std::string& brokers, const std::string& model,
                       const std::string& instance = "a") {
-    DaemonConfig c;
-    c.model_path = model;
-    c.brokers = brokers;
-    c.topic = topic_;
-    c.results_topic = topic_ + ".results";
-    c.dead_letter_topic = topic_ + ".dlq";
-    c.group = topic_ + "-group";
-    c.instance = instance;
-    c.store_path = dir_ + "/ellm.db";
-    c.inbox = inbox_;
-    return c;
+    return DaemonOn(brokers, model, topic_, dir_, inbox_, instance);
   }
   Daemon* Start(const DaemonConfig& c, const std::map<std::string, std::string>& env = {}) {
     daemons_.push_back(Daemon::Start(c, dir_, env));

@@ -41,16 +41,7 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   }
   fs::copy_file(SourceDir() + "/tests/data/pdf/truncated.pdf", inbox + "/broken.pdf");
 
-  DaemonConfig c;
-  c.model_path = model;
-  c.brokers = brokers;
-  c.topic = UniqueName("ellm-e2e");
-  c.results_topic = c.topic + ".results";
-  c.dead_letter_topic = c.topic + ".dlq";
-  c.group = c.topic + "-group";
-  c.instance = "e2e";
-  c.store_path = dir + "/ellm.db";
-  c.inbox = inbox;
+  DaemonConfig c = DaemonOn(brokers, model, UniqueName("ellm-e2e"), dir, inbox, "e2e");
   // Small enough that the 14-page report must go through map-reduce, large
   // enough for the short report and both contracts in one pass.
   c.context = 1536;
