@@ -19,7 +19,9 @@ struct DecodeBatcher::Step {
 };
 
 DecodeBatcher::DecodeBatcher(Engine& engine, DecodeBatcherOptions options)
-    : engine_(engine), options_(options) {}
+    : engine_(engine),
+      options_(options),
+      max_batch_(static_cast<size_t>(std::max(1, options.max_batch))) {}
 
 DecodeBatcher::Member::~Member() {
   if (batcher_ == nullptr) return;
@@ -47,7 +49,6 @@ Status DecodeBatcher::Decode(Session& session, TokenId token, const LogitsCallba
   std::unique_lock<std::mutex> lock(mu_);
   pending_.push_back(&step);
   cv_.notify_all();
-  const size_t max_batch = static_cast<size_t>(std::max(1, options_.max_batch));
   while (!step.done) {
     if (running_ || pending_.empty()) {
       cv_.wait(lock);
@@ -57,7 +58,7 @@ Status DecodeBatcher::Decode(Session& session, TokenId token, const LogitsCallba
     // or the oldest pending token has waited long enough.
     const Clock::time_point due = pending_.front()->arrived + options_.max_wait;
     if (pending_.size() >= static_cast<size_t>(std::max(1, members_)) ||
-        pending_.size() >= max_batch || Clock::now() >= due) {
+        pending_.size() >= max_batch_ || Clock::now() >= due) {
       RunBatch(lock);
     } else {
       cv_.wait_until(lock, due);
@@ -73,8 +74,7 @@ Status DecodeBatcher::Decode(Session& session, TokenId token, const LogitsCallba
 void DecodeBatcher::RunBatch(std::unique_lock<std::mutex>& lock) {
   running_ = true;
   std::vector<Step*> batch;
-  const size_t max_batch = static_cast<size_t>(std::max(1, options_.max_batch));
-  while (!pending_.empty() && batch.size() < max_batch) {
+  while (!pending_.empty() && batch.size() < max_batch_) {
     batch.push_back(pending_.front());
     pending_.pop_front();
   }

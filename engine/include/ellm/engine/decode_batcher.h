@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -73,6 +74,7 @@ class DecodeBatcher {
 
   Engine& engine_;
   const DecodeBatcherOptions options_;
+  const size_t max_batch_;  // options_.max_batch, at least 1
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int members_ = 0;
