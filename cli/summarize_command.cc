@@ -1,18 +1,24 @@
 // ellm summarize / ellm compare: run a pipeline on local files, no Kafka.
 //   ellm summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]
 //                  [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]
-//                  [--params JSON] [--chat-template NAME]
+//                  [--params JSON] [--chat-template NAME] [--log-prompts FILE]
 //   ellm compare A B [...same options; --pipeline defaults to compare-contracts]
 // The result is printed and stored as a job in SQLite (--db, else the
 // config's store.path, else $XDG_DATA_HOME/ellm/ellm.db). On a terminal a
 // progress line with ETA shows extraction, map steps, prefill and generation.
+// --log-prompts FILE writes each generation the run makes as one JSON line
+// (rendered prompt, its token ids, leads, limits, stops, the answer and its
+// time), so that another engine can repeat the same work
+// (bench/docs_per_hour.py runs it through llama.cpp).
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +33,38 @@
 
 namespace ellm::cli {
 namespace {
+
+nlohmann::json PromptRecordJson(const pipelines::PromptRecord& r) {
+  nlohmann::json sections = nlohmann::json::array();
+  for (size_t i = 0; i < r.sections.size(); ++i) {
+    sections.push_back({{"lead", r.sections[i].lead},
+                        {"lead_ids", r.lead_ids[i]},
+                        {"max_tokens", r.sections[i].max_tokens},
+                        {"stop", r.sections[i].stop}});
+  }
+  const pipelines::GenerationSettings& g = r.settings;
+  return {{"text", r.text},
+          {"chat", r.chat},
+          {"ids", r.ids},
+          {"sections", sections},
+          {"settings",
+           {{"max_tokens", g.max_tokens},
+            {"temperature", g.temperature},
+            {"top_p", g.top_p},
+            {"top_k", g.top_k},
+            {"repeat_penalty", g.repeat_penalty},
+            {"stop_on_repeated_line", g.stop_on_repeated_line},
+            {"stop", g.stop},
+            {"json_schema", g.json_schema}}},
+          {"result",
+           {{"text", r.result.text},
+            {"sections", r.result.sections},
+            {"prompt_tokens", r.result.prompt_tokens},
+            {"generated_tokens", r.result.generated_tokens},
+            {"prefill_ms", r.result.prefill_ms},
+            {"decode_ms", r.result.decode_ms}}},
+          {"seconds", r.seconds}};
+}
 
 Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   const auto& files = f.positional();
@@ -45,6 +83,21 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
   ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f, {pipeline}));
   ELLM_ASSIGN_OR_RETURN(pipelines::Processor * processor, rt->Find(pipeline));
+  std::ofstream prompt_log;
+  if (f.Has("log-prompts")) {
+    const std::string path = f.Get("log-prompts");
+    prompt_log.open(path, std::ios::trunc);
+    if (!prompt_log) return ErrnoError(errno, "--log-prompts '" + path + "'");
+    if (rt->generator) {
+      rt->generator->set_prompt_log([&prompt_log](const pipelines::PromptRecord& r) {
+        // Answers cut mid-character would not be valid UTF-8: replaced, not thrown.
+        prompt_log << PromptRecordJson(r).dump(-1, ' ', false,
+                                               nlohmann::json::error_handler_t::replace)
+                   << "\n";
+        prompt_log.flush();
+      });
+    }
+  }
   const std::string& db = rt->store_path;
   ProgressLine line(isatty(2) && !f.Has("json"));
   processor->set_progress([&](const pipelines::Progress& p) { line.Update(p); });
@@ -55,6 +108,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   std::atomic<bool> cancel{false};
   app::JobRun run = app::RunJob(*rt->store, *processor, nj, job, cancel, {});
   line.Clear();
+  if (rt->generator) rt->generator->set_prompt_log(nullptr);
   const pipelines::PipelineResult& r = run.result;
   if (run.ran && !r.output && !r.cancelled) {
     return Status(StatusCode::kFailedPrecondition, r.error_code + ": " + r.ErrorWithAnswer());
@@ -97,13 +151,14 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
   auto flags = Flags::Parse(args,
                             {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads",
-                             "params", kChatTemplateFlag},
+                             "params", "log-prompts", kChatTemplateFlag},
                             {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
                  "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
-                 "[--params JSON] [--chat-template gemma|llama3|chatml]\n",
+                 "[--params JSON] [--chat-template gemma|llama3|chatml] "
+                 "[--log-prompts FILE]\n",
                  name, flags.status().message().c_str(), name);
     return 2;
   }

@@ -22,7 +22,7 @@ _ellm_flags() {
     extract) echo "--json --max-pages --max-bytes --timeout --memory-mib --config --extractor" ;;
     summarize | compare)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --params" \
-        "--chat-template --json" ;;
+        "--chat-template --log-prompts --json" ;;
     batch)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" ;;
     submit) echo "--pipeline --id --params --inline --reply-to --config --brokers --topic" ;;

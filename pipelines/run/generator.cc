@@ -183,6 +183,7 @@ StatusOr<Generation> Generator::GenerateSections(
     const std::string& system, const std::string& prompt, PromptFormat format,
     const GenerationSettings& settings, const std::vector<Section>& sections,
     const std::atomic<bool>& cancel, const ProgressFn& progress, SharedPrefix shared_prefix) {
+  const auto call_start = Clock::now();
   const Tokenizer& tok = engine_->tokenizer();
   std::string text = prompt;
   bool chat = format == PromptFormat::kChat;
@@ -285,6 +286,7 @@ StatusOr<Generation> Generator::GenerateSections(
 
   session_->Reset();
   auto t0 = Clock::now();
+  std::vector<std::vector<TokenId>> lead_ids;  // for the prompt log
   ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens,
                         PrefixFromCache(ids, n_prefix, shared_prefix.cache, progress));
   for (int64_t i = 0; i < out.reused_prefix_tokens; ++i) sampler.Accept(ids[i]);
@@ -301,7 +303,12 @@ StatusOr<Generation> Generator::GenerateSections(
     const Section& sec = sections[si];
     if (!sec.lead.empty()) {
       auto lead_t0 = Clock::now();
-      ELLM_ASSIGN_OR_RETURN(bool ok, feed(tok.Encode(sec.lead, false, false), false));
+      std::vector<TokenId> lead = tok.Encode(sec.lead, false, false);
+      ELLM_ASSIGN_OR_RETURN(bool ok, feed(lead, false));
+      if (prompt_log_) {
+        lead_ids.resize(si + 1);
+        lead_ids[si] = std::move(lead);
+      }
       out.prefill_ms += Ms(lead_t0, Clock::now());
       if (!ok) {
         out.cancelled = true;
@@ -365,6 +372,17 @@ StatusOr<Generation> Generator::GenerateSections(
   }
   out.constraint_ms = static_cast<int64_t>(constraint_seconds * 1000.0 + 0.5);
   if (progress) progress({"generate", out.generated_tokens, out.generated_tokens});
+  if (prompt_log_) {
+    lead_ids.resize(sections.size());
+    prompt_log_({.text = text,
+                 .chat = chat,
+                 .ids = std::move(ids),
+                 .sections = sections,
+                 .lead_ids = std::move(lead_ids),
+                 .settings = settings,
+                 .result = out,
+                 .seconds = std::chrono::duration<double>(Clock::now() - call_start).count()});
+  }
   return out;
 }
 

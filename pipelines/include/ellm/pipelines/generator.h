@@ -103,6 +103,21 @@ class TextGenerator {
                                                 SharedPrefix shared_prefix = {}) = 0;
 };
 
+// One generation as the engine ran it, for a prompt log (`ellm summarize
+// --log-prompts`): enough for another engine to repeat the same work (the
+// same tokens, leads, limits and stops) and to compare its answers.
+struct PromptRecord {
+  std::string text;          // the prompt as rendered (chat template applied)
+  bool chat = false;         // special tokens in `text` were parsed
+  std::vector<TokenId> ids;  // its tokens as prefilled, BOS first
+  std::vector<TextGenerator::Section> sections;
+  std::vector<std::vector<TokenId>> lead_ids;  // each section's lead as fed (no BOS)
+  GenerationSettings settings;
+  Generation result;
+  double seconds = 0;  // wall time of the whole generation, prefill included
+};
+using PromptLog = std::function<void(const PromptRecord&)>;
+
 class Generator : public TextGenerator {
  public:
   static StatusOr<std::unique_ptr<Generator>> Load(const std::string& model_path,
@@ -121,6 +136,9 @@ class Generator : public TextGenerator {
   uint64_t kv_bytes() const { return session_->kv_bytes(); }
   // The session's KV cache since the last generation began (spill included).
   KvStats kv_stats() const { return session_->kv_stats(); }
+  // Called after every generation that completes (not cancelled, no error),
+  // on the generating thread. Empty = off.
+  void set_prompt_log(PromptLog log) { prompt_log_ = std::move(log); }
 
   StatusOr<Generation> Generate(const std::string& system, const std::string& prompt,
                                 PromptFormat format, const GenerationSettings& settings,
@@ -151,6 +169,7 @@ class Generator : public TextGenerator {
   // it sorts the vocabulary).
   std::string constraint_schema_;
   std::unique_ptr<JsonConstraint> constraint_;
+  PromptLog prompt_log_;
 };
 
 }  // namespace ellm::pipelines
