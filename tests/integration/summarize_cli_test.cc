@@ -19,8 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A plain pipeline with two led sections, and a map step for documents
-// over the context; small limits keep it fast.
+// A plain pipeline with two led sections (map-reduce for documents over
+// the context); small limits keep it fast.
 constexpr const char* kPipeline = R"(name: tiny-log
 version: "1"
 format: plain
@@ -42,14 +42,14 @@ map_max_tokens: 3
 overflow: map-reduce
 )";
 
-struct Run {
+struct LoggedRun {
   nlohmann::json result;                // --json's object
   std::vector<nlohmann::json> records;  // the prompt log's lines
 };
 
-Run Summarize(const std::string& model, const std::string& dir, const std::string& doc,
-              const std::string& flags) {
-  Run run;
+LoggedRun Summarize(const std::string& model, const std::string& dir, const std::string& doc,
+                    const std::string& flags) {
+  LoggedRun run;
   std::string out;
   const std::string log = dir + "/prompts.jsonl";
   const int rc = RunCli("summarize '" + doc + "' --pipeline tiny-log --pipelines '" + dir +
@@ -73,7 +73,7 @@ Run Summarize(const std::string& model, const std::string& dir, const std::strin
   return run;
 }
 
-void ExpectRecordsAddUp(const Run& run) {
+void ExpectRecordsAddUp(const LoggedRun& run) {
   int64_t prompt = 0, generated = 0;
   for (const nlohmann::json& r : run.records) {
     ASSERT_TRUE(r.contains("ids") && r["ids"].is_array()) << r.dump();
@@ -99,13 +99,13 @@ TEST(SummarizeCli, LogPromptsRecordsTheSinglePass) {
   fs::create_directories(dir + "/pipelines");
   std::ofstream(dir + "/pipelines/tiny-log.yaml") << kPipeline;
   std::ofstream(dir + "/note.txt") << "The kitchen door is red and the hall wall is white.\n";
-  const Run run = Summarize(model, dir, dir + "/note.txt", "");
+  const LoggedRun run = Summarize(model, dir, dir + "/note.txt", "");
   EXPECT_EQ(run.result["strategy"], "single-pass");
   ASSERT_EQ(run.records.size(), 1u);
   const nlohmann::json& r = run.records[0];
   EXPECT_NE(r["text"].get<std::string>().find("The kitchen door is red"), std::string::npos);
   ASSERT_EQ(r["sections"].size(), 2u);
-  EXPECT_EQ(r["sections"][0]["lead"], "The colours");
+  EXPECT_EQ(r["sections"][0]["lead"], "## Colours\nThe colours");  // heading + lead
   EXPECT_EQ(r["sections"][1]["max_tokens"], 3);
   EXPECT_EQ(r["settings"]["stop"], nlohmann::json::array({"\n\n"}));
   ExpectRecordsAddUp(run);
@@ -124,12 +124,18 @@ TEST(SummarizeCli, LogPromptsRecordsEveryMapStepAndTheReduce) {
           << " and a window facing the garden.\n";
     }
   }
-  const Run run = Summarize(model, dir, dir + "/long.txt", "--ctx 512");
+  const LoggedRun run = Summarize(model, dir, dir + "/long.txt", "--ctx 512");
   EXPECT_NE(run.result["strategy"].get<std::string>().find("map-reduce"), std::string::npos)
       << run.result.dump();
-  ASSERT_GE(run.records.size(), 3u);  // two map steps at least, then the reduce
-  EXPECT_NE(run.records[0]["text"].get<std::string>().find("Notes on part 1 of"),
+  // A pipeline with sections maps each chunk through the sections (section-
+  // wise), then reduces the parts' answers: two map steps at least, then
+  // the reduce, whose prompt holds the map steps' answers.
+  ASSERT_GE(run.records.size(), 3u);
+  EXPECT_NE(run.records.front()["text"].get<std::string>().find("Room 1 has a door"),
             std::string::npos);
+  const std::string reduce = run.records.back()["text"];
+  EXPECT_NE(reduce.find("Part 2:"), std::string::npos) << reduce;
+  EXPECT_EQ(reduce.find("Room 1 has a door"), std::string::npos) << reduce;
   ExpectRecordsAddUp(run);
   fs::remove_all(dir);
 }
