@@ -1,11 +1,25 @@
 #!/usr/bin/env python3
 """Writes a synthetic Llama GGUF with the exact shapes and Q4_K_M type mix of
-Llama 3.2 1B or Llama 3.1 8B, for speed benchmarks (speed does not depend on
-the weight values). Run with the reference venv, which has the `gguf` package:
+Llama 3.2 1B or Llama 3.1 8B (or Qwen 2.5 7B's layer shape, below), for speed
+benchmarks (speed does not depend on the weight values). Run with the
+reference venv, which has the `gguf` package:
 
     py=$(scripts/reference/setup --print-python)
     $py bench/make_synthetic_llama.py --shape 1b    # ~/.cache/ellm/synthetic/llama-3.2-1b-synthetic-q4_k_m.gguf
     $py bench/make_synthetic_llama.py --shape 8b    # ~/.cache/ellm/synthetic/llama-3.1-8b-synthetic-q4_k_m.gguf
+    $py bench/make_synthetic_llama.py --shape qwen2.5-7b-4l   # .../qwen2.5-7b-4l-synthetic-q4_k_m.gguf
+
+qwen2.5-7b-4l: 4 of Qwen 2.5 7B's 28 layers (config.json of Qwen/Qwen2.5-7B):
+architecture qwen2 (biases on Q, K and V: F32 zeros), n_embd 3584, 28 heads,
+4 KV heads, head_dim 128, n_ff 18944, untied output, RoPE base 1e6 (NEOX,
+no rope_freqs), RMS eps 1e-6, the 152064-row embedding, the tokenizer of
+llama.cpp's ggml-vocab-qwen2.gguf (151936 tokens) padded with [PAD<i>]
+tokens to 152064 as convert_hf_to_gguf.py pads it. Qwen 2.5 is trained at
+32768; for 64K it runs with the YaRN scaling Qwen's model card gives for
+long texts (rope_scaling {"type": "yarn", "factor": 4,
+"original_max_position_embeddings": 32768}), written as
+qwen2.rope.scaling.{type,factor,original_context_length} with
+context_length 131072 (32768 x 4), so that both engines accept 64K.
 
 Weights are structurally valid Q4_K / Q6_K blocks with random quants, random
 sub-block scales and a small fixed super-block scale (|w| < 0.1), seeded, so
@@ -31,18 +45,25 @@ import sys
 import numpy as np
 import gguf
 
+LLAMA = dict(arch="llama", n_vocab=128256, vocab="ggml-vocab-llama-bpe.gguf", rope_base=500000.0,
+             context=131072, rms_eps=1e-5, biases=False)
 SHAPES = {
     # Llama 3.2 1B: config.json of meta-llama/Llama-3.2-1B; rope_scaling factor 32.
-    "1b": dict(name="Llama 3.2 1B synthetic", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8,
-               head_dim=64, n_ff=8192, tied=True, rope_factor=32.0),
+    "1b": dict(LLAMA, name="Llama 3.2 1B synthetic", label="llama-3.2-1b", n_embd=2048,
+               n_layer=16, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192, tied=True,
+               rope_factor=32.0),
     # Llama 3.1 8B: config.json of meta-llama/Llama-3.1-8B; rope_scaling factor 8.
-    "8b": dict(name="Llama 3.1 8B synthetic", n_embd=4096, n_layer=32, n_head=32, n_head_kv=8,
-               head_dim=128, n_ff=14336, tied=False, rope_factor=8.0),
+    "8b": dict(LLAMA, name="Llama 3.1 8B synthetic", label="llama-3.1-8b", n_embd=4096,
+               n_layer=32, n_head=32, n_head_kv=8, head_dim=128, n_ff=14336, tied=False,
+               rope_factor=8.0),
+    # Qwen 2.5 7B, 4 layers: see the module docstring.
+    "qwen2.5-7b-4l": dict(arch="qwen2", n_vocab=152064, vocab="ggml-vocab-qwen2.gguf",
+                          rope_base=1000000.0, context=131072, rms_eps=1e-6, biases=True,
+                          name="Qwen 2.5 7B 4-layer synthetic", label="qwen2.5-7b-4l",
+                          n_embd=3584, n_layer=4, n_head=28, n_head_kv=4, head_dim=128,
+                          n_ff=18944, tied=False, rope_factor=None,
+                          yarn=dict(factor=4.0, original_context=32768)),
 }
-N_VOCAB = 128256
-ROPE_BASE = 500000.0
-CONTEXT = 131072
-RMS_EPS = 1e-5
 QK_K = 256
 Q4_K, Q6_K, F32 = (gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K,
                    gguf.GGMLQuantizationType.F32)
@@ -50,13 +71,13 @@ BLOCK_BYTES = {Q4_K: 144, Q6_K: 210}
 FTYPE_MOSTLY_Q4_K_M = 15  # llama_ftype
 
 
-def llama31_rope_factors(head_dim, factor):
+def llama31_rope_factors(head_dim, factor, rope_base):
     """rope_freqs.weight as convert_hf_to_gguf.py writes it for rope_type llama3
     (low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192)."""
     low, high, old_ctx = 1.0, 4.0, 8192
     out = []
     for i in range(0, head_dim, 2):
-        freq = 1.0 / (ROPE_BASE ** (i / head_dim))
+        freq = 1.0 / (rope_base ** (i / head_dim))
         wavelen = 2 * math.pi / freq
         if wavelen < old_ctx / high:
             out.append(1.0)
@@ -90,15 +111,26 @@ def quant_blocks(rng, qtype, rows, cols):
     return b.reshape(rows, -1)
 
 
-def copy_tokenizer(writer, vocab_path):
+def copy_tokenizer(writer, vocab_path, n_vocab):
+    """Copies every tokenizer.* key; a shorter token list is padded to n_vocab
+    with [PAD<i>] tokens of type UNUSED (convert_hf_to_gguf.py's padding)."""
     reader = gguf.GGUFReader(vocab_path)
     n = 0
+    n_tokens = len(reader.fields["tokenizer.ggml.tokens"].data)
+    pad = max(0, n_vocab - n_tokens)
     for key, field in reader.fields.items():
         if not key.startswith("tokenizer."):
             continue
         vtype = gguf.GGUFValueType(field.types[0])
         sub = gguf.GGUFValueType(field.types[1]) if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(key, field.contents(), vtype, sub_type=sub)
+        value = field.contents()
+        if key == "tokenizer.ggml.tokens" and pad:
+            value = value + [f"[PAD{i}]" for i in range(n_tokens, n_vocab)]
+        elif key == "tokenizer.ggml.token_type" and pad:
+            value = value + [int(gguf.TokenType.UNUSED)] * pad
+        elif key == "tokenizer.ggml.scores" and pad:
+            value = value + [0.0] * pad
+        writer.add_key_value(key, value, vtype, sub_type=sub)
         n += 1
     if n == 0:
         sys.exit(f"no tokenizer.* keys in {vocab_path}")
@@ -108,22 +140,27 @@ def tensor_plan(s):
     """[(name, numpy-order shape (rows, cols), type)] in file order."""
     e, f, L = s["n_embd"], s["n_ff"], s["n_layer"]
     q, kv = s["n_head"] * s["head_dim"], s["n_head_kv"] * s["head_dim"]
-    plan = [("token_embd.weight", (N_VOCAB, e), Q6_K if s["tied"] else Q4_K),
-            ("rope_freqs.weight", (s["head_dim"] // 2,), F32)]
+    plan = [("token_embd.weight", (s["n_vocab"], e), Q6_K if s["tied"] else Q4_K)]
+    if s["rope_factor"]:
+        plan.append(("rope_freqs.weight", (s["head_dim"] // 2,), F32))
     for i in range(L):
         more = use_more_bits(i, L)
         plan += [(f"blk.{i}.attn_norm.weight", (e,), F32),
                  (f"blk.{i}.attn_q.weight", (q, e), Q4_K),
                  (f"blk.{i}.attn_k.weight", (kv, e), Q4_K),
-                 (f"blk.{i}.attn_v.weight", (kv, e), Q6_K if more else Q4_K),
-                 (f"blk.{i}.attn_output.weight", (e, q), Q4_K),
+                 (f"blk.{i}.attn_v.weight", (kv, e), Q6_K if more else Q4_K)]
+        if s["biases"]:
+            plan += [(f"blk.{i}.attn_q.bias", (q,), F32),
+                     (f"blk.{i}.attn_k.bias", (kv,), F32),
+                     (f"blk.{i}.attn_v.bias", (kv,), F32)]
+        plan += [(f"blk.{i}.attn_output.weight", (e, q), Q4_K),
                  (f"blk.{i}.ffn_norm.weight", (e,), F32),
                  (f"blk.{i}.ffn_gate.weight", (f, e), Q4_K),
                  (f"blk.{i}.ffn_up.weight", (f, e), Q4_K),
                  (f"blk.{i}.ffn_down.weight", (e, f), Q6_K if more else Q4_K)]
     plan.append(("output_norm.weight", (e,), F32))
     if not s["tied"]:
-        plan.append(("output.weight", (N_VOCAB, e), Q6_K))
+        plan.append(("output.weight", (s["n_vocab"], e), Q6_K))
     return plan
 
 
@@ -140,34 +177,39 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
     ap.add_argument("--out", help="default: $ELLM_CACHE/synthetic/<name>.gguf")
-    ap.add_argument("--vocab", default=os.path.join(
-        here, "..", "..", "shared", "testdata", "tokenizers", "ggml-vocab-llama-bpe.gguf"))
+    ap.add_argument("--vocab", help="the GGUF file the tokenizer is copied from (default: "
+                    "llama.cpp's vocabulary of the shape's family, from /work/shared/testdata)")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
-    if not os.path.exists(args.vocab):
-        args.vocab = "/work/shared/testdata/tokenizers/ggml-vocab-llama-bpe.gguf"
     s = SHAPES[args.shape]
-    label = {"1b": "llama-3.2-1b", "8b": "llama-3.1-8b"}[args.shape]
-    out = args.out or os.path.join(cache, "synthetic", f"{label}-synthetic-q4_k_m.gguf")
+    if not args.vocab:
+        args.vocab = os.path.join(here, "..", "..", "shared", "testdata", "tokenizers", s["vocab"])
+        if not os.path.exists(args.vocab):
+            args.vocab = os.path.join("/work/shared/testdata/tokenizers", s["vocab"])
+    out = args.out or os.path.join(cache, "synthetic", f"{s['label']}-synthetic-q4_k_m.gguf")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
 
-    w = gguf.GGUFWriter(out + ".tmp", "llama")
+    w = gguf.GGUFWriter(out + ".tmp", s["arch"])
     w.add_name(s["name"])
     w.add_block_count(s["n_layer"])
-    w.add_context_length(CONTEXT)
+    w.add_context_length(s["context"])
     w.add_embedding_length(s["n_embd"])
     w.add_feed_forward_length(s["n_ff"])
     w.add_head_count(s["n_head"])
     w.add_head_count_kv(s["n_head_kv"])
     w.add_key_length(s["head_dim"])
     w.add_value_length(s["head_dim"])
-    w.add_rope_freq_base(ROPE_BASE)
+    w.add_rope_freq_base(s["rope_base"])
     w.add_rope_dimension_count(s["head_dim"])
-    w.add_layer_norm_rms_eps(RMS_EPS)
-    w.add_vocab_size(N_VOCAB)
+    w.add_layer_norm_rms_eps(s["rms_eps"])
+    if s.get("yarn"):
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(s["yarn"]["factor"])
+        w.add_rope_scaling_orig_ctx_len(s["yarn"]["original_context"])
+    w.add_vocab_size(s["n_vocab"])
     w.add_file_type(FTYPE_MOSTLY_Q4_K_M)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    copy_tokenizer(w, args.vocab)
+    copy_tokenizer(w, args.vocab, s["n_vocab"])
 
     plan = tensor_plan(s)
     for name, shape, qtype in plan:
@@ -178,11 +220,14 @@ def main():
     w.write_ti_data_to_file()
 
     rng = np.random.default_rng(args.seed)
-    rope = llama31_rope_factors(s["head_dim"], s["rope_factor"])
+    rope = (llama31_rope_factors(s["head_dim"], s["rope_factor"], s["rope_base"])
+            if s["rope_factor"] else None)
     total = 0
     for name, shape, qtype in plan:
         if name == "rope_freqs.weight":
             data = rope
+        elif name.endswith(".bias"):
+            data = np.zeros(shape, dtype=np.float32)
         elif qtype == F32:
             data = np.ones(shape, dtype=np.float32)
         else:
