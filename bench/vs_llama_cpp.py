@@ -27,6 +27,18 @@ higher of its prefill and decode runs).
 
     lb=$(scripts/reference/build-llama-bench --print-dir)/llama-bench
     $py bench/vs_llama_cpp.py --model models/gemma-3-270m-q4_k_m.gguf --llama-bench "$lb"
+
+Depths up to 64K and beyond (issue 39): each engine gets a context of depth +
+gen and more (ellm bench: depth + gen + 1; llama-cpp-python: n_ctx = depth +
+gen + 8; llama-bench sizes its own as p + n + d), so the model's training
+context must hold depth + gen + 8 (ellm refuses a longer one; a model
+trained shorter needs RoPE scaling in its file, e.g. the YaRN keys of
+make_synthetic_llama.py's qwen2.5-7b-4l). --timeout S bounds each engine's run:
+one that runs out is reported as such and the others still run; every
+engine's figures are printed to stderr as soon as it finishes.
+
+    $py bench/vs_llama_cpp.py --model ~/.cache/ellm/synthetic/llama-3.2-1b-synthetic-q4_k_m.gguf \
+        --depths 65536 --gen 16 --reps 1 --flash-attn on --timeout 3600 --llama-bench "$lb"
 """
 import argparse
 import json
@@ -64,7 +76,8 @@ def vm_hwm_bytes(pid="self"):
 
 
 def run_with_peak_rss(cmd):
-    """Runs cmd; returns (CompletedProcess, peak RSS bytes read from /proc every 20 ms)."""
+    """Runs cmd; returns (CompletedProcess, peak RSS bytes read from /proc every 20 ms).
+    Raises subprocess.TimeoutExpired (the process killed) past TIMEOUT."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]
 
@@ -75,10 +88,19 @@ def run_with_peak_rss(cmd):
 
     t = threading.Thread(target=watch)
     t.start()
-    out, err = proc.communicate()
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        t.join()
+        raise
     t.join()
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err), peak[0]
 
+
+# Seconds each engine's run may take (--timeout); None = no bound.
+TIMEOUT = None
 
 # llama.cpp's KV cache types (ggml_type values, for llama-cpp-python).
 GGML_TYPES = {"f16": 1, "q8_0": 8, "bf16": 30}
@@ -91,7 +113,7 @@ def llama_cpp_run(model, depth, gen, threads, flash_attn, reps, kv_type):
            "--depths", str(depth), "--gen", str(gen), "--threads", str(threads),
            "--reps", str(reps), "--flash-attn", "on" if flash_attn else "off",
            "--llama-kv-type", kv_type]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=TIMEOUT).stdout
     return tuple(json.loads(out))
 
 
@@ -126,10 +148,12 @@ def llama_cpp_measure(model, depth, gen, threads, flash_attn, reps, kv_type):
 def ellm_run(ellm, model, depth, gen, threads, reps, extra):
     best = None
     for rep in range(reps):
-        out = subprocess.run([ellm, "bench", "--model", model, "--depth", str(depth), "--gen",
-                              str(gen), "--threads", str(threads), "--json"] + extra,
-                             check=True, capture_output=True, text=True).stdout
-        r = json.loads(out)
+        cmd = [ellm, "bench", "--model", model, "--depth", str(depth), "--gen", str(gen),
+               "--threads", str(threads), "--json"] + extra
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        if p.returncode != 0:
+            sys.exit(f"ellm bench failed ({' '.join(cmd)}):\n{p.stderr}")
+        r = json.loads(p.stdout)
         if rep == reps - 1:
             best = (r["prefill_tokens_per_s"], r["decode_tokens_per_s"], r["peak_rss_bytes"])
     return best
@@ -173,8 +197,12 @@ def main():
     ap.add_argument("--llama-kv-type", choices=sorted(GGML_TYPES), default="f16",
                     help="llama.cpp's K and V cache type (its default f16); give ellm its "
                          "own with --ellm-args '--kv-type ...'")
+    ap.add_argument("--timeout", type=float, metavar="S",
+                    help="seconds each engine's run at one depth may take (default: no bound)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global TIMEOUT
+    TIMEOUT = args.timeout
     if args.worker:  # one llama-cpp-python measurement, as JSON on stdout
         print(json.dumps(llama_cpp_measure(args.model, args.depths[0], args.gen, args.threads,
                                            args.flash_attn == "on", args.reps,
@@ -185,17 +213,36 @@ def main():
     bench_cols = args.llama_bench is not None
 
     rows = []
+    bench_build = "?"
+
+    def timed(label, fn, *a):
+        """fn(*a), its figures printed at once; None when it ran out of --timeout."""
+        t0 = time.perf_counter()
+        try:
+            r = fn(*a)
+        except subprocess.TimeoutExpired:
+            print(f"depth {d}: {label} ran out of --timeout {args.timeout:.0f} s", file=sys.stderr)
+            return None
+        print(f"depth {d}: {label} done in {time.perf_counter() - t0:.0f} s: {r}", file=sys.stderr)
+        return r
+
     for d in args.depths:
-        e = ellm_run(args.ellm, args.model, d, args.gen, args.threads, args.reps,
-                     args.ellm_args.split())
-        runs = {fa: llama_cpp_run(args.model, d, args.gen, args.threads, fa, args.reps,
-                                  args.llama_kv_type)
+        e = timed("ellm", ellm_run, args.ellm, args.model, d, args.gen, args.threads, args.reps,
+                  args.ellm_args.split())
+        runs = {fa: timed(f"llama-cpp-python fa {'on' if fa else 'off'}", llama_cpp_run,
+                          args.model, d, args.gen, args.threads, fa, args.reps,
+                          args.llama_kv_type)
                 for fa in fa_modes}
+        runs = {fa: r for fa, r in runs.items() if r is not None}
         bench_runs, bench_rss = {}, 0
         if bench_cols:
-            bench_runs, bench_build, bench_rss = llama_bench_run(args.llama_bench, args.model, d, args.gen,
-                                                      args.threads, fa_modes, args.reps,
-                                                      args.llama_kv_type)
+            got = timed("llama-bench", llama_bench_run, args.llama_bench, args.model, d, args.gen,
+                        args.threads, fa_modes, args.reps, args.llama_kv_type)
+            if got:
+                bench_runs, bench_build, bench_rss = got
+        if e is None or not runs or (bench_cols and not bench_runs):
+            print(f"depth {d}: not in the table (an engine ran out of time)", file=sys.stderr)
+            continue
         rows.append((d, e, runs, bench_runs, bench_rss))
         llama = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}" for fa, r in runs.items())
         bench = "  ".join(f"fa-{'on' if fa else 'off'} {r[0]:.1f}/{r[1]:.1f}"
