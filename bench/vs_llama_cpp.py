@@ -221,7 +221,7 @@ def main():
         try:
             r = fn(*a)
         except subprocess.TimeoutExpired:
-            print(f"depth {d}: {label} ran out of --timeout {args.timeout:.0f} s", file=sys.stderr)
+            print(f"depth {d}: {label} ran out of --timeout {args.timeout:g} s", file=sys.stderr)
             return None
         print(f"depth {d}: {label} done in {time.perf_counter() - t0:.0f} s: {r}", file=sys.stderr)
         return r
