@@ -198,14 +198,24 @@ def worker(args):
     with open(args.log) as fh:
         records = [json.loads(line) for line in fh]
     gen, generated, same = 0.0, 0, 0
-    for rec in records:
+    # Each generation as it finishes, beside ellm's time for it (a run
+    # stopped early still compares the generations it did).
+    progress = open(args.log + ".llama.jsonl", "w")
+    for i, rec in enumerate(records):
         if rec["settings"]["json_schema"] or rec["settings"]["temperature"] != 0:
             sys.exit("only greedy, unconstrained generations can be replayed")
         t = time.perf_counter()
         n, answers = replay(llm, rec, is_eog)
-        gen += time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        gen += seconds
         generated += n
         same += answers == rec["result"]["sections"]
+        progress.write(json.dumps({"generation": i, "prompt_tokens": len(rec["ids"]),
+                                   "ellm_s": rec["seconds"], "llama_s": seconds,
+                                   "ellm_generated": rec["result"]["generated_tokens"],
+                                   "llama_generated": n,
+                                   "load": os.getloadavg()[0]}) + "\n")
+        progress.flush()
     with open("/proc/self/status") as fh:
         rss = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
     print(json.dumps({"load": load, "gen": gen, "generated_tokens": generated,
