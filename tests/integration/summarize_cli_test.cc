@@ -93,6 +93,25 @@ void ExpectRecordsAddUp(const LoggedRun& run) {
   EXPECT_EQ(generated, run.result["generated_tokens"].get<int64_t>());
 }
 
+// A log that cannot be written ends the run with an error naming it,
+// before any generation, and stores nothing.
+TEST(SummarizeCli, LogPromptsToAnUnwritablePathFailsNamingIt) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string dir = MakeTempDir("ellm-summarize-log");
+  fs::create_directories(dir + "/pipelines");
+  std::ofstream(dir + "/pipelines/tiny-log.yaml") << kPipeline;
+  std::ofstream(dir + "/note.txt") << "The kitchen door is red.\n";
+  std::string out;
+  const std::string log = dir + "/no-such-dir/prompts.jsonl";
+  const int rc = RunCli("summarize '" + dir + "/note.txt' --pipeline tiny-log --pipelines '" + dir +
+                            "/pipelines' --model '" + model + "' --db '" + dir +
+                            "/ellm.db' --threads 2 --log-prompts '" + log + "'",
+                        &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--log-prompts '" + log + "'"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(log));
+}
+
 TEST(SummarizeCli, LogPromptsRecordsTheSinglePass) {
   ELLM_REQUIRE_MODEL(model);
   const std::string dir = MakeTempDir("ellm-summarize-log");
