@@ -178,12 +178,14 @@ void BM_RowWise(benchmark::State& state, TensorType t) {
 }
 
 // The second Q8_0 shape is Gemma's tied output matrix (vocabulary x d_model)
-// at one token: decode's largest product, 178 MB of weights.
+// at one token: decode's largest product, 178 MB of weights. At 8 tokens it
+// is batched decode's (`ellm bench --streams 8`); 32768 rows of it fit L3.
 void Q8_0Shapes(benchmark::internal::Benchmark* b) {
-  b->Args({256, 640, 256})->Args({262144, 640, 1});
+  b->Args({256, 640, 256})->Args({262144, 640, 1})->Args({262144, 640, 8})->Args({32768, 640, 8});
 }
 void Q5_0Shapes(benchmark::internal::Benchmark* b) {
   b->Args({1024, 640, 256})->Args({256, 640, 256})->Args({2048, 640, 256})->Args({2048, 640, 1});
+  b->Args({2048, 640, 8});
 }
 // The one-token shapes past the caches: Llama 3.2 1B's FFN gate (9.4 MB of
 // Q4_K) and a quarter of its tied Q6_K output matrix (55 MB).

@@ -17,6 +17,10 @@
 //   round_f16 / round_bf16(x, y, n): y[i] = x[i] rounded to f16 / bf16
 //     (nearest even, as quant::Fp32ToFp16 / Fp32ToBf16) and widened back,
 //     bit for bit for finite x. y may alias x.
+//   argmax(x, n): the index of the largest x[i], the lowest among equals
+//     (std::max_element's answer when no x[i] is NaN); with NaNs, the index
+//     std::max_element gives. Greedy decoding's pick over a vocabulary of
+//     up to 262,144 logits, once per token and stream. REQUIRES: n >= 1.
 // Every level equals the reference bit for bit: these are exact operations,
 // vectorised. Pure, thread-safe, no allocation.
 #pragma once
@@ -36,6 +40,7 @@ struct ActivationKernels {
                           int64_t n);
   void (*round_f16)(const float* x, float* y, int64_t n);
   void (*round_bf16)(const float* x, float* y, int64_t n);
+  int64_t (*argmax)(const float* x, int64_t n);
 };
 
 // The implementation for HostCpu().Level(), chosen once.

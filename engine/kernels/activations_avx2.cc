@@ -5,6 +5,7 @@
 // round-to-nearest-even, which is what quant::Fp32ToFp16 computes.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/activations.h"
@@ -154,9 +155,55 @@ void RoundRows(const float* x, float* y, int64_t n) {
   }
 }
 
+// Two passes: the maximum over 32 lanes (max is exact, so the order of the
+// comparisons does not matter), then the first index holding it. A NaN
+// makes VMAXPS's answer depend on the operand order, and may match nothing:
+// then the scalar reference decides, so every input gets its answer.
+int64_t ArgMax(const float* x, int64_t n) {
+  int64_t i = 0;
+  float m = x[0];
+  if (n >= 32) {
+    __m256 m0 = _mm256_loadu_ps(x), m1 = _mm256_loadu_ps(x + 8);
+    __m256 m2 = _mm256_loadu_ps(x + 16), m3 = _mm256_loadu_ps(x + 24);
+    __m256 nan =
+        _mm256_or_ps(_mm256_cmp_ps(m0, m1, _CMP_UNORD_Q), _mm256_cmp_ps(m2, m3, _CMP_UNORD_Q));
+    for (i = 32; i + 32 <= n; i += 32) {
+      const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+      const __m256 v2 = _mm256_loadu_ps(x + i + 16), v3 = _mm256_loadu_ps(x + i + 24);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+      m0 = _mm256_max_ps(m0, v0);
+      m1 = _mm256_max_ps(m1, v1);
+      m2 = _mm256_max_ps(m2, v2);
+      m3 = _mm256_max_ps(m3, v3);
+    }
+    const __m256 m01 = _mm256_max_ps(m0, m1), m23 = _mm256_max_ps(m2, m3);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(m01, m23, _CMP_UNORD_Q));
+    if (_mm256_movemask_ps(nan) != 0) return std::max_element(x, x + n) - x;
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_max_ps(m01, m23));
+    m = *std::max_element(lanes, lanes + 8);
+  }
+  for (int64_t k = i; k < n; ++k) {
+    if (x[k] != x[k]) return std::max_element(x, x + n) - x;
+    m = std::max(m, x[k]);
+  }
+  const __m256 want = _mm256_set1_ps(m);
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + k), want, _CMP_EQ_OQ));
+    if (hit != 0) return k + __builtin_ctz(static_cast<unsigned>(hit));
+  }
+  for (; k < n; ++k) {
+    if (x[k] == m) return k;
+  }
+  return std::max_element(x, x + n) - x;  // unreachable for NaN-free input
+}
+
 }  // namespace
 
-const ActivationKernels kActivationsAvx2 = {QuantizeQ8_0, QuantizeQ8_K, GegluF16Table,
-                                            RoundRows<RoundF16x8>, RoundRows<RoundBf16x8>};
+const ActivationKernels kActivationsAvx2 = {QuantizeQ8_0,           QuantizeQ8_K,
+                                            GegluF16Table,          RoundRows<RoundF16x8>,
+                                            RoundRows<RoundBf16x8>, ArgMax};
 
 }  // namespace ellm::kernels::internal

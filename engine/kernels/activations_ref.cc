@@ -1,4 +1,6 @@
 // Scalar references of activations.h: the quant/ encoders, element by element.
+#include <algorithm>
+
 #include "kernels/activations.h"
 #include "quant/fp16.h"
 
@@ -28,9 +30,11 @@ void RoundBf16(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = quant::Bf16ToFp32(quant::Fp32ToBf16(x[i]));
 }
 
+int64_t ArgMax(const float* x, int64_t n) { return std::max_element(x, x + n) - x; }
+
 }  // namespace
 
-const ActivationKernels kActivationsRef = {quant::QuantizeQ8_0, quant::QuantizeQ8_K, GegluF16Table,
-                                           RoundF16, RoundBf16};
+const ActivationKernels kActivationsRef = {
+    quant::QuantizeQ8_0, quant::QuantizeQ8_K, GegluF16Table, RoundF16, RoundBf16, ArgMax};
 
 }  // namespace ellm::kernels::internal

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/activations.h"
+
 namespace ellm {
 
 TokenId ArgMax(std::span<const float> logits) {
-  return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (logits.empty()) return 0;
+  return static_cast<TokenId>(
+      kernels::GetActivationKernels().argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 Sampler::Sampler(const SamplingOptions& options) : o_(options), rng_(options.seed) {}
@@ -19,43 +23,49 @@ void Sampler::Accept(TokenId id) {
 }
 
 TokenId Sampler::Sample(std::span<const float> logits) {
-  cand_.clear();
-  cand_.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) cand_.emplace_back(logits[i], static_cast<TokenId>(i));
+  std::span<const float> z = logits;
   if (o_.repeat_penalty != 1.0f || o_.frequency_penalty != 0.0f || o_.presence_penalty != 0.0f) {
     // As llama.cpp's penalties sampler, once per distinct recent token:
     // positive logits divided by repeat_penalty, negative multiplied; then
     // minus count * frequency_penalty and presence_penalty (OpenAI's).
+    penalized_.assign(logits.begin(), logits.end());
     counts_.clear();
     for (TokenId id : recent_) {
-      if (id >= 0 && static_cast<size_t>(id) < cand_.size()) ++counts_[id];
+      if (id >= 0 && static_cast<size_t>(id) < penalized_.size()) ++counts_[id];
     }
     for (const auto& [id, count] : counts_) {
-      float& z = cand_[static_cast<size_t>(id)].first;
-      z = z > 0 ? z / o_.repeat_penalty : z * o_.repeat_penalty;
-      z -= static_cast<float>(count) * o_.frequency_penalty + o_.presence_penalty;
+      float& v = penalized_[static_cast<size_t>(id)];
+      v = v > 0 ? v / o_.repeat_penalty : v * o_.repeat_penalty;
+      v -= static_cast<float>(count) * o_.frequency_penalty + o_.presence_penalty;
     }
+    z = penalized_;
   }
-  if (o_.temperature <= 0.0f) {
-    return std::max_element(cand_.begin(), cand_.end(),
-                            [](const auto& a, const auto& b) {
-                              return a.first < b.first ||
-                                     (a.first == b.first && a.second > b.second);
-                            })
-        ->second;
-  }
+  // The largest logit, the lowest id among equals.
+  if (o_.temperature <= 0.0f) return ArgMax(z);
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
-  size_t keep = cand_.size();
-  if (o_.top_k > 0 && static_cast<size_t>(o_.top_k) < keep) {
-    keep = static_cast<size_t>(o_.top_k);
-    std::partial_sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(keep), cand_.end(),
-                      by_logit);
+  cand_.clear();
+  if (o_.top_k > 0 && static_cast<size_t>(o_.top_k) < z.size()) {
+    // The top k in by_logit order, as a partial sort would give them, in
+    // one pass: a heap of the best k so far, whose worst is its front. Ids
+    // rise, so a later logit equal to the worst's is worse and stays out.
+    const size_t k = static_cast<size_t>(o_.top_k);
+    for (size_t i = 0; i < k; ++i) cand_.emplace_back(z[i], static_cast<TokenId>(i));
+    std::make_heap(cand_.begin(), cand_.end(), by_logit);
+    for (size_t i = k; i < z.size(); ++i) {
+      if (!(z[i] > cand_.front().first)) continue;
+      std::pop_heap(cand_.begin(), cand_.end(), by_logit);
+      cand_.back() = {z[i], static_cast<TokenId>(i)};
+      std::push_heap(cand_.begin(), cand_.end(), by_logit);
+    }
+    std::sort(cand_.begin(), cand_.end(), by_logit);
   } else {
+    cand_.reserve(z.size());
+    for (size_t i = 0; i < z.size(); ++i) cand_.emplace_back(z[i], static_cast<TokenId>(i));
     std::sort(cand_.begin(), cand_.end(), by_logit);
   }
-  cand_.resize(keep);
+  size_t keep = cand_.size();
   // Probabilities at temperature 1 for the p-filters (llama.cpp applies
   // top-p and min-p before temperature in its default chain).
   std::vector<double> p(keep);

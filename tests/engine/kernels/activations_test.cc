@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -133,6 +135,46 @@ TEST(ActivationKernels, RoundingToF16AndBf16MatchesReference) {
       ASSERT_EQ(Bits(gb[i]), Bits(wb[i])) << std::hex << Bits(x[i]);
     }
   }
+}
+
+// Greedy decoding's pick: the first largest logit, on every length's tail,
+// with the maximum at each end, repeated (the lowest index wins), among
+// infinities, and with NaNs (std::max_element's answer, whatever it is).
+TEST(ActivationKernels, ArgMaxIsTheFirstLargestAsMaxElement) {
+  if (HostCpu().Level() < IsaLevel::kAvx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0, 4);
+  auto expect = [&](const std::vector<float>& x, const char* what) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    const int64_t want = std::max_element(x.begin(), x.end()) - x.begin();
+    EXPECT_EQ(Ref().argmax(x.data(), n), want) << what << " n=" << n;
+    EXPECT_EQ(Simd().argmax(x.data(), n), want) << what << " n=" << n;
+  };
+  for (int64_t n : {1, 2, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100, 1000, 262144}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = nd(rng);
+    expect(x, "random");
+    x[static_cast<size_t>(n - 1)] = 100.0f;
+    expect(x, "last");
+    x[0] = 100.0f;
+    expect(x, "first and last tie");
+    if (n > 40) {
+      x[0] = 0.0f;
+      x[37] = 100.0f;  // ties at 37 and n - 1: 37
+      expect(x, "tie in the middle");
+      x[static_cast<size_t>(n / 2)] = std::numeric_limits<float>::infinity();
+      expect(x, "infinity");
+      x[5] = std::numeric_limits<float>::quiet_NaN();
+      expect(x, "NaN");
+    }
+    std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
+    expect(x, "all -inf");
+  }
+  // The answer the test expects for the middle tie really is the lowest.
+  std::vector<float> y(64, 0.0f);
+  y[40] = 1.0f;
+  y[50] = 1.0f;
+  EXPECT_EQ(Simd().argmax(y.data(), 64), 40);
 }
 
 }  // namespace

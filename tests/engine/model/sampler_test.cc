@@ -40,6 +40,29 @@ TEST(Sampler, TopKOneIsGreedyAndFiltersBound) {
   EXPECT_GT(seen[2], 0);
 }
 
+TEST(Sampler, TopKKeepsTheKLargestLowestIdsOnTies) {
+  // Five ids share the largest logit, in two runs; top-k 3 keeps the three
+  // lowest of them (1, 2, 4), as llama.cpp's sort by logit then id does.
+  std::vector<float> logits(1000, 0.0f);
+  for (int i = 0; i < 1000; ++i) logits[i] = static_cast<float>(i % 13) * 0.01f;
+  for (int id : {1, 2, 4, 600, 999}) logits[id] = 5.0f;
+  logits[3] = 4.0f;
+  Sampler s({.temperature = 1000.0f, .top_k = 3, .top_p = 1.0f, .min_p = 0.0f, .seed = 9});
+  std::map<TokenId, int> seen;
+  for (int i = 0; i < 600; ++i) ++seen[s.Sample(logits)];
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_GT(seen[1], 0);
+  EXPECT_GT(seen[2], 0);
+  EXPECT_GT(seen[4], 0);
+  // k = 4 adds the next of the tied ids (600), before the next logit down (id 3).
+  Sampler s4({.temperature = 1000.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 9});
+  seen.clear();
+  for (int i = 0; i < 800; ++i) ++seen[s4.Sample(logits)];
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_GT(seen[600], 0);
+  EXPECT_EQ(seen.count(3), 0u);
+}
+
 TEST(Sampler, RepetitionPenaltyDemotesRecentTokens) {
   std::vector<float> logits = {2.0f, 1.9f};
   Sampler s({.temperature = 0.0f, .repeat_penalty = 1.5f});

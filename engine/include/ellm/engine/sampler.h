@@ -39,6 +39,7 @@ class Sampler {
   SamplingOptions o_;
   std::mt19937_64 rng_;
   std::vector<TokenId> recent_;
+  std::vector<float> penalized_;  // the logits after the penalties
   std::vector<std::pair<float, TokenId>> cand_;
   std::map<TokenId, int> counts_;
 };
