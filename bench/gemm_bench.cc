@@ -228,6 +228,14 @@ ELLM_GEMM_BENCH(IQ4_XS, Q4_KShapes);
       ->UseRealTime()
 
 ELLM_GEMM_BENCH_LLAMA_SHAPE(Q8_0);
+// Gemma 3's output matrix with the pool (ELLM_GEMM_THREADS): decode, and
+// batched decode of 8 streams.
+BENCHMARK_CAPTURE(BM_GemmPackedLlamaShape, Q8_0_gemma_output, TensorType::kQ8_0)
+    ->Args({262144, 640, 1})
+    ->Args({262144, 640, 8})
+    ->ArgNames({"rows", "cols", "tokens"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 ELLM_GEMM_BENCH_LLAMA_SHAPE(Q5_0);
 ELLM_GEMM_BENCH_LLAMA_SHAPE(Q4_0);
 ELLM_GEMM_BENCH_LLAMA_SHAPE(Q5_1);
