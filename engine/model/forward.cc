@@ -37,7 +37,7 @@ void NormRows(const float* x, const std::vector<float>& w, float* y, int64_t row
 // per-row arithmetic is unchanged, so results are too).
 void NormRows(ThreadPool& pool, const float* x, const std::vector<float>& w, float* y, int64_t rows,
               int64_t n, float eps) {
-  pool.ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+  pool.ParallelFor(rows, ThreadPool::RowGrain(n), [&](int64_t r0, int64_t r1) {
     NormRows(x + r0 * n, w, y + r0 * n, r1 - r0, n, eps);
   });
 }
@@ -98,7 +98,7 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
     };
     // Per token: per-head q/k norms (qk_norm families), RoPE at its
     // position, q scaled by query_scale.
-    pool.ParallelFor(n, 1, [&](int64_t t0, int64_t t1) {
+    pool.ParallelFor(n, ThreadPool::RowGrain(q_row + k_row), [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const ops::RopeParams rope = m.RopeFor(l, row_segment[t]->state->cache->n_ctx());
         float* qt = s.q.data() + t * q_row;
@@ -146,7 +146,7 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
     NormRows(pool, s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
     ops::MatMul(l.gate, s.h.data(), n, s.gate.data(), pool, s.mm);
     ops::MatMul(l.up, s.h.data(), n, s.up.data(), pool, s.mm);
-    pool.ParallelFor(n, 1, [&](int64_t t0, int64_t t1) {
+    pool.ParallelFor(n, ThreadPool::RowGrain(hp.n_ff), [&](int64_t t0, int64_t t1) {
       float* g = s.gate.data() + t0 * hp.n_ff;
       const float* u = s.up.data() + t0 * hp.n_ff;
       switch (m.spec().activation) {

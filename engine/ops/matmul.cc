@@ -59,7 +59,7 @@ void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, 
     scratch.block_s.resize(static_cast<size_t>(n_tokens * nb));
     a.block_s = scratch.block_s.data();
   }
-  pool.ParallelFor(n_tokens, 1, [&](int64_t t0, int64_t t1) {
+  pool.ParallelFor(n_tokens, ThreadPool::RowGrain(pm.cols), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       QuantizeActivationRow(act_type, x + t * pm.cols, act + t * act_row_bytes, pm.cols);
     }
@@ -98,7 +98,7 @@ void MatMulRows(const Weight& w, const float* x, int64_t n_tokens, int64_t row_b
   const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), w.cols);
   scratch.act.resize(act_row_bytes * n_tokens);
   uint8_t* act = scratch.act.data();
-  pool.ParallelFor(n_tokens, 1, [&](int64_t t0, int64_t t1) {
+  pool.ParallelFor(n_tokens, ThreadPool::RowGrain(w.cols), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       QuantizeActivationRow(act_type, x + t * w.cols, act + t * act_row_bytes, w.cols);
     }

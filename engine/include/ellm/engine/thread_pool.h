@@ -57,6 +57,15 @@ class ThreadPool {
   // n <= 0 calls nothing.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  // A ParallelFor grain for rows of `row_elems` elements of light per-element
+  // work (norms, activation encoding, RoPE): at least kMinChunkElems
+  // elements per chunk. Below that, waking a worker costs more than the
+  // work: batched decode's 8-row norms ran as 8 chunks of 640 elements.
+  static constexpr int64_t kMinChunkElems = 16384;
+  static int64_t RowGrain(int64_t row_elems) {
+    return row_elems >= kMinChunkElems ? 1 : kMinChunkElems / (row_elems > 0 ? row_elems : 1);
+  }
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
