@@ -78,9 +78,8 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
     // Attention block. h [n, E] = RmsNorm(x); q [n, H*Dk], k [n, Hkv*Dk],
     // v [n, Hkv*Dv] = h . W^T (+ bias).
     NormRows(pool, s.x.data(), l.attn_norm, s.h.data(), n, E, hp.rms_eps);
-    ops::MatMul(l.q, s.h.data(), n, s.q.data(), pool, s.mm);
-    ops::MatMul(l.k, s.h.data(), n, s.k.data(), pool, s.mm);
-    ops::MatMul(l.v, s.h.data(), n, s.v.data(), pool, s.mm);
+    const ops::MatMulOutput qkv[] = {{&l.q, s.q.data()}, {&l.k, s.k.data()}, {&l.v, s.v.data()}};
+    ops::MatMulSameInput(qkv, s.h.data(), n, pool, s.mm);
     if (!l.q_bias.empty()) ops::AddRowBias(s.q.data(), l.q_bias.data(), n, q_row);
     if (!l.k_bias.empty()) ops::AddRowBias(s.k.data(), l.k_bias.data(), n, k_row);
     if (!l.v_bias.empty()) ops::AddRowBias(s.v.data(), l.v_bias.data(), n, v_row);
@@ -144,8 +143,8 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
     // Feed-forward block. gate, up [n, F] = RmsNorm(x) . W^T;
     // gate = act(gate) * up; h [n, E] = gate . Wdown^T; x += h.
     NormRows(pool, s.x.data(), l.ffn_norm, s.h.data(), n, E, hp.rms_eps);
-    ops::MatMul(l.gate, s.h.data(), n, s.gate.data(), pool, s.mm);
-    ops::MatMul(l.up, s.h.data(), n, s.up.data(), pool, s.mm);
+    const ops::MatMulOutput gate_up[] = {{&l.gate, s.gate.data()}, {&l.up, s.up.data()}};
+    ops::MatMulSameInput(gate_up, s.h.data(), n, pool, s.mm);
     pool.ParallelFor(n, ThreadPool::RowGrain(hp.n_ff), [&](int64_t t0, int64_t t1) {
       float* g = s.gate.data() + t0 * hp.n_ff;
       const float* u = s.up.data() + t0 * hp.n_ff;

@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <span>
 
 #include "kernels/activations.h"
 #include "kernels/gemm_packed.h"
@@ -31,13 +32,12 @@ void QuantizeActivationRow(quant::TensorType type, const float* x, uint8_t* dst,
 // Row groups per task: 2 groups (16 rows), as the row-wise path's grain.
 constexpr int64_t kGroupsPerTask = 2;
 
-// The packed path: activations encoded as for the row-wise kernels (plus the
-// Q8_0 block summaries), then tasks of whole row groups, all tokens each.
-void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, int64_t row_begin,
-                      int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
-  const kernels::PackedMatrix& pm = pw.matrix();
-  const quant::TensorType act_type = quant::ActivationTypeFor(pm.type);
-  const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), pm.cols);
+// The activations of a packed product, encoded as for the row-wise kernels
+// (plus the Q8_0 block summaries) into `scratch`.
+kernels::GemmActivations EncodeActivations(quant::TensorType act_type, int64_t cols, const float* x,
+                                           int64_t n_tokens, ThreadPool& pool,
+                                           MatMulScratch& scratch) {
+  const uint64_t act_row_bytes = quant::RowBytes(quant::Traits(act_type), cols);
   scratch.act.resize(act_row_bytes * n_tokens);
   uint8_t* act = scratch.act.data();
   kernels::GemmActivations a;
@@ -46,7 +46,7 @@ void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, 
   a.n_tokens = n_tokens;
   const bool q8_0 = act_type == quant::TensorType::kQ8_0;
   const bool q8_1 = act_type == quant::TensorType::kQ8_1;  // Q4_1, Q5_1 weights
-  const int64_t nb = pm.cols / 32;
+  const int64_t nb = cols / 32;
   if (q8_0 || q8_1) {
     scratch.block_d.resize(static_cast<size_t>(n_tokens * nb));
     a.block_d = scratch.block_d.data();
@@ -59,31 +59,73 @@ void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, 
     scratch.block_s.resize(static_cast<size_t>(n_tokens * nb));
     a.block_s = scratch.block_s.data();
   }
-  pool.ParallelFor(n_tokens, ThreadPool::RowGrain(pm.cols), [&](int64_t t0, int64_t t1) {
+  pool.ParallelFor(n_tokens, ThreadPool::RowGrain(cols), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      QuantizeActivationRow(act_type, x + t * pm.cols, act + t * act_row_bytes, pm.cols);
+      QuantizeActivationRow(act_type, x + t * cols, act + t * act_row_bytes, cols);
     }
     if (q8_0) {
-      kernels::SummarizeQ8_0(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, pm.cols,
+      kernels::SummarizeQ8_0(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, cols,
                              scratch.block_d.data() + t0 * nb, scratch.block_sum.data() + t0 * nb);
     }
     if (q8_1) {
-      kernels::SummarizeQ8_1(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, pm.cols,
+      kernels::SummarizeQ8_1(act + t0 * act_row_bytes, act_row_bytes, t1 - t0, cols,
                              scratch.block_d.data() + t0 * nb, scratch.block_s.data() + t0 * nb);
     }
   });
-  const kernels::GemmPackedFn gemm = kernels::GetGemmPacked(pm.type);
-  const int64_t n_rows = row_end - row_begin;
-  // Task k covers groups [g_first + k, ...) clipped to the requested rows,
-  // so every task but the first and last starts and ends on a group.
-  const int64_t g_first = row_begin / kernels::kPackRows;
-  const int64_t g_last = (row_end + kernels::kPackRows - 1) / kernels::kPackRows;
-  pool.ParallelFor(g_last - g_first, kGroupsPerTask, [&](int64_t k0, int64_t k1) {
-    const int64_t r0 = std::max(row_begin, (g_first + k0) * kernels::kPackRows);
-    const int64_t r1 = std::min(row_end, (g_first + k1) * kernels::kPackRows);
-    // Each thread reads its own node's replica when weights are replicated.
-    gemm(pw.MatrixForThisThread(), r0, r1, a, y + (r0 - row_begin), n_rows);
+  return a;
+}
+
+// Rows [row_begin, row_end) of one packed product into y ([n_tokens,
+// row_end - row_begin]).
+struct PackedJob {
+  const PackedWeight* pw;
+  int64_t row_begin, row_end;
+  float* y;
+  int64_t g_first, g_last;  // its row groups
+};
+
+PackedJob MakeJob(const PackedWeight& pw, int64_t row_begin, int64_t row_end, float* y) {
+  return {&pw,
+          row_begin,
+          row_end,
+          y,
+          row_begin / kernels::kPackRows,
+          (row_end + kernels::kPackRows - 1) / kernels::kPackRows};
+}
+
+// Every job's row groups in one pool call, tasks of whole groups (a task
+// that straddles two jobs runs its part of each), all tokens each.
+void RunPackedJobs(std::span<const PackedJob> jobs, const kernels::GemmActivations& a,
+                   ThreadPool& pool) {
+  int64_t total = 0;
+  for (const PackedJob& j : jobs) total += j.g_last - j.g_first;
+  pool.ParallelFor(total, kGroupsPerTask, [&](int64_t k0, int64_t k1) {
+    int64_t base = 0;  // the first task index of job j
+    for (const PackedJob& j : jobs) {
+      const int64_t groups = j.g_last - j.g_first;
+      const int64_t lo = std::max(k0, base) - base, hi = std::min(k1, base + groups) - base;
+      base += groups;
+      if (lo >= hi) continue;
+      // Clipped to the requested rows: every task but a job's first and
+      // last starts and ends on a group.
+      const int64_t r0 = std::max(j.row_begin, (j.g_first + lo) * kernels::kPackRows);
+      const int64_t r1 = std::min(j.row_end, (j.g_first + hi) * kernels::kPackRows);
+      // Each thread reads its own node's replica when weights are replicated.
+      kernels::GetGemmPacked(j.pw->matrix().type)(j.pw->MatrixForThisThread(), r0, r1, a,
+                                                  j.y + (r0 - j.row_begin),
+                                                  j.row_end - j.row_begin);
+    }
   });
+}
+
+// The packed path of MatMulRows.
+void PackedMatMulRows(const PackedWeight& pw, const float* x, int64_t n_tokens, int64_t row_begin,
+                      int64_t row_end, float* y, ThreadPool& pool, MatMulScratch& scratch) {
+  const kernels::PackedMatrix& pm = pw.matrix();
+  const kernels::GemmActivations a =
+      EncodeActivations(quant::ActivationTypeFor(pm.type), pm.cols, x, n_tokens, pool, scratch);
+  const PackedJob job = MakeJob(pw, row_begin, row_end, y);
+  RunPackedJobs({&job, 1}, a, pool);
 }
 
 }  // namespace
@@ -139,6 +181,27 @@ void DequantizeWeightRow(const Weight& w, int64_t r, float* out, std::vector<uin
 void MatMul(const Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch) {
   MatMulRows(w, x, n_tokens, 0, w.rows, y, pool, scratch);
+}
+
+void MatMulSameInput(std::span<const MatMulOutput> outs, const float* x, int64_t n_tokens,
+                     ThreadPool& pool, MatMulScratch& scratch) {
+  if (outs.empty()) return;
+  const Weight& w0 = *outs[0].w;
+  bool together = w0.packed != nullptr;
+  for (const MatMulOutput& o : outs) {
+    together = together && o.w->packed != nullptr && o.w->cols == w0.cols &&
+               quant::ActivationTypeFor(o.w->type) == quant::ActivationTypeFor(w0.type);
+  }
+  if (!together) {
+    for (const MatMulOutput& o : outs) MatMul(*o.w, x, n_tokens, o.y, pool, scratch);
+    return;
+  }
+  const kernels::GemmActivations a =
+      EncodeActivations(quant::ActivationTypeFor(w0.type), w0.cols, x, n_tokens, pool, scratch);
+  std::vector<PackedJob> jobs;
+  jobs.reserve(outs.size());
+  for (const MatMulOutput& o : outs) jobs.push_back(MakeJob(*o.w->packed, 0, o.w->rows, o.y));
+  RunPackedJobs(jobs, a, pool);
 }
 
 }  // namespace ellm::ops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ellm/engine/thread_pool.h"
@@ -26,6 +27,20 @@ struct MatMulScratch {
 // kernels; results agree to the tolerance stated there (not bit for bit).
 void MatMul(const Weight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch);
+
+// One product of MatMulSameInput: y = x . w^T, as MatMul's y.
+struct MatMulOutput {
+  const Weight* w;
+  float* y;
+};
+
+// MatMul for each output, all of the same x. When every weight is packed,
+// of the same width and activation encoding (a layer's q, k and v; gate
+// and up), x is encoded once and one pool call runs every product's row
+// groups: batched decode's products are small, and each pool call costs a
+// wake-up. Otherwise MatMul per output. Results equal MatMul's, bit for bit.
+void MatMulSameInput(std::span<const MatMulOutput> outs, const float* x, int64_t n_tokens,
+                     ThreadPool& pool, MatMulScratch& scratch);
 
 // As MatMul, but only for weight rows [row_begin, row_end); y is
 // [n_tokens, row_end - row_begin]. Used to compute logits in slices.

@@ -126,6 +126,50 @@ TEST(MatMulPacked, EqualsRowWiseProductWithinTolerance) {
   }
 }
 
+// Several products of one input in one pool call (q, k, v; gate and up)
+// give MatMul's bits for each: Q5_0 and Q8_0 share the Q8_0 activations, and
+// odd row counts make tasks straddle two products. A row-wise weight sends
+// the call back to MatMul per product, with the same results.
+TEST(MatMulSameInput, EqualsMatMulPerProductBitForBit) {
+  ThreadPool pool({.threads = 2});
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix q = RandomMatrix(TensorType::kQ5_0, 1024, 640, rng);
+  Matrix k = RandomMatrix(TensorType::kQ5_0, 264, 640, rng);
+  Matrix v = RandomMatrix(TensorType::kQ8_0, 77, 640, rng);
+  std::vector<PackSource> src;
+  for (Matrix* m : {&q, &k, &v}) {
+    src.push_back({m->w.type, m->w.rows, m->w.cols, m->w.data, m->w.row_bytes, false});
+  }
+  const auto packed = PackWeights(src, 2);
+  Weight pq = q.w, pk = k.w, pv = v.w;
+  pq.packed = packed[0].get();
+  pk.packed = packed[1].get();
+  pv.packed = packed[2].get();
+  for (int64_t n : {1, 8, 33}) {
+    std::vector<float> x(n * 640);
+    for (float& e : x) e = normal(rng);
+    MatMulScratch scratch;
+    std::vector<float> wq(n * 1024), wk(n * 264), wv(n * 77);
+    MatMul(pq, x.data(), n, wq.data(), pool, scratch);
+    MatMul(pk, x.data(), n, wk.data(), pool, scratch);
+    MatMul(pv, x.data(), n, wv.data(), pool, scratch);
+    std::vector<float> gq(n * 1024, -1.0f), gk(n * 264, -1.0f), gv(n * 77, -1.0f);
+    const MatMulOutput together[] = {{&pq, gq.data()}, {&pk, gk.data()}, {&pv, gv.data()}};
+    MatMulSameInput(together, x.data(), n, pool, scratch);
+    EXPECT_EQ(gq, wq) << "n=" << n;
+    EXPECT_EQ(gk, wk) << "n=" << n;
+    EXPECT_EQ(gv, wv) << "n=" << n;
+    // Row-wise q: the per-product fallback.
+    std::vector<float> rq(n * 1024), fq(n * 1024), fk(n * 264);
+    MatMul(q.w, x.data(), n, rq.data(), pool, scratch);
+    const MatMulOutput mixed[] = {{&q.w, fq.data()}, {&pk, fk.data()}};
+    MatMulSameInput(mixed, x.data(), n, pool, scratch);
+    EXPECT_EQ(fq, rq) << "n=" << n;
+    EXPECT_EQ(fk, wk) << "n=" << n;
+  }
+}
+
 // An embedding lookup in a packed matrix gives the same floats as from the
 // stored rows, in every format UnpackRow serves.
 TEST(DequantizeWeightRow, PackedRowsEqualStoredRows) {
