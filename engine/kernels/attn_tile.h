@@ -96,8 +96,13 @@ namespace internal {
 extern const AttnTileKernels kAttnTileRef;   // attn_tile_ref.cc
 extern const AttnTileKernels kAttnTileAvx2;  // attn_tile_avx2.cc
 // attn_tile_avx512.cc: puts its Scores and Accumulate kernels into `k` (no
-// change when the compiler could not build them).
+// change when the compiler could not build them), and calls
+// UseAvx512Bf16AttnTile.
 void UseAvx512AttnTile(AttnTileKernels* k);
+// attn_tile_avx512_bf16.cc: puts its ScoresBf16 and AccumulateBf16Pairs into
+// `k` where the CPU has AVX512_BF16 (no change elsewhere, or when the
+// compiler could not build them).
+void UseAvx512Bf16AttnTile(AttnTileKernels* k);
 }  // namespace internal
 
 }  // namespace ellm::kernels

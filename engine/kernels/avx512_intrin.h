@@ -15,7 +15,7 @@
 // documented lane semantics (Intel SDM).
 //
 // Defines, for the including file:
-//   ELLM_AVX512_KERNELS      F, BW, DQ, VL available (attn_tile_avx512.cc)
+//   ELLM_AVX512_KERNELS      F, BW, DQ, VL available (attn_tile_avx512*.cc)
 //   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
 //   ELLM_DOT_BF16_PAIRS      VDPBF16PS (or its emulation), in functions
 //                            marked ELLM_TARGET_AVX512_BF16
