@@ -184,18 +184,20 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
   // prefill slice or token. Records the metrics.
   const ClientConnection conn(req);
   auto run = [&st, prompt, choices, arrived, conn](int i, const ReplyTextFn& on_text) {
-    const size_t slot = st.AcquireSlot(*prompt);
+    const ServerState::AcquiredSlot slot = st.AcquireSlot(*prompt);
     StatusOr<Reply> reply = InternalError("not run");
     {
       // The reply takes the engine's turns itself: one for its prefill,
       // then one per token shared with the other sessions' (batched decode).
       ReplyOptions batched = (*choices)[static_cast<size_t>(i)].ro;
       batched.batcher = st.batcher.get();
+      // Worked out when the slot was chosen; the session is this reply's since.
+      batched.reusable_prefix = slot.reusable_prefix;
       const auto started = Clock::now();
       auto last = started;
       bool first = true;
       reply = GenerateReply(
-          *st.slots[slot].session, st.engine->tokenizer(), *prompt, batched,
+          *st.slots[slot.index].session, st.engine->tokenizer(), *prompt, batched,
           [&](std::string_view piece) {
             const auto now = Clock::now();
             {
@@ -221,7 +223,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
         st.reused_tokens += static_cast<uint64_t>(reply->reused_tokens);
       }
     }
-    st.ReleaseSlot(slot);
+    st.ReleaseSlot(slot.index);
     return reply;
   };
   // Runs every choice, the first on this thread, the others on their own

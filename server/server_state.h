@@ -86,8 +86,12 @@ struct ServerState {
 
   // The idle session that can keep most of `prompt` (ReusablePrefix: a
   // follow-up finds its conversation, a new conversation one that began with
-  // the same system prompt), else the one idle longest.
-  size_t AcquireSlot(const std::vector<TokenId>& prompt) {
+  // the same system prompt), else the one idle longest; marked busy.
+  struct AcquiredSlot {
+    size_t index = 0;
+    int64_t reusable_prefix = 0;  // ReusablePrefix(its session, prompt), for ReplyOptions
+  };
+  AcquiredSlot AcquireSlot(const std::vector<TokenId>& prompt) {
     std::unique_lock<std::mutex> lock(slots_mu);
     slots_cv.wait(lock, [&] {
       for (const Slot& s : slots) {
@@ -96,10 +100,10 @@ struct ServerState {
       return false;
     });
     size_t best = slots.size();
-    size_t best_match = 0;
+    int64_t best_match = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].busy) continue;
-      const auto match = static_cast<size_t>(ReusablePrefix(*slots[i].session, prompt));
+      const int64_t match = ReusablePrefix(*slots[i].session, prompt);
       if (best == slots.size() || match > best_match ||
           (match == best_match && slots[i].last_used < slots[best].last_used)) {
         best = i;
@@ -108,7 +112,7 @@ struct ServerState {
     }
     slots[best].busy = true;
     slots[best].last_used = ++uses;
-    return best;
+    return {best, best_match};
   }
   void ReleaseSlot(size_t i) {
     {

@@ -127,7 +127,10 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
                            " and leaves no room to reply");
   }
   // Keep what the session already holds of the prompt's start.
-  int64_t keep = options.reuse_prefix ? ReusablePrefix(session, prompt) : 0;
+  int64_t keep = 0;
+  if (options.reuse_prefix) {
+    keep = options.reusable_prefix >= 0 ? options.reusable_prefix : ReusablePrefix(session, prompt);
+  }
   if (keep > 0 && keep < session.position() && !session.Truncate(keep).ok()) keep = 0;
   if (keep == 0 && session.position() > 0) session.Reset();
   r.reused_tokens = keep;

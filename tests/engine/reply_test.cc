@@ -147,7 +147,12 @@ TEST_F(ReplyTest, ASharedSystemPromptIsKeptAndAnswersAsAFreshSession) {
   o.max_tokens = 12;
   Run(first, o);
   ASSERT_GT(session_->position(), shared);
-  Streamed kept = Run(second, o);
+  // The prefix as the HTTP server passes it, worked out when it chose the
+  // session: the same reply as one that works it out itself.
+  ReplyOptions given = o;
+  given.reusable_prefix = ReusablePrefix(*session_, second);
+  EXPECT_EQ(given.reusable_prefix, shared);
+  Streamed kept = Run(second, given);
   EXPECT_EQ(kept.reply.reused_tokens, shared);
   auto fresh_session = engine_->NewSession({.n_ctx = 1024});
   ASSERT_TRUE(fresh_session.ok());

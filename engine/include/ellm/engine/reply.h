@@ -44,6 +44,10 @@ struct ReplyOptions {
   // it, for a new conversation with the same system prompt. Otherwise (or
   // false) the session is Reset first.
   bool reuse_prefix = true;
+  // With reuse_prefix: ReusablePrefix(session, prompt) when the caller has
+  // it already (the HTTP server, choosing among its sessions) and the
+  // session has not changed since; -1: the reply works it out.
+  int64_t reusable_prefix = -1;
   // Null: the caller holds the engine's turn (EngineGate) for the whole
   // call. Set: the reply takes interactive turns itself, one for the
   // prefill and then one per token, its tokens evaluated together with
