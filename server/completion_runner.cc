@@ -4,6 +4,7 @@
 // whole or as Server-Sent Events, with log probabilities when asked.
 #include "completion_runner.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -159,7 +160,20 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
                           " requests running or queued); retry after a second",
                       "rate_limit_exceeded"));
   }
-  auto admitted = std::shared_ptr<void>(nullptr, [&st](void*) { st.admitted.fetch_sub(1); });
+  // Given back when the generation ends: a streamed reply's before its
+  // [DONE], so that a client's next request, sent on reading it, is never
+  // refused for the place its last one still held (httplib drops the
+  // stream's provider only after the client has read to the end).
+  struct Admission {
+    explicit Admission(std::atomic<int>& n) : count(n) {}
+    ~Admission() { Release(); }
+    void Release() {
+      if (!released.exchange(true)) count.fetch_sub(1);
+    }
+    std::atomic<int>& count;
+    std::atomic<bool> released{false};
+  };
+  auto admitted = std::make_shared<Admission>(st.admitted);
 
   const Tokenizer* tokp = &tok;  // the engine's: outlives the stream
   // Choice i's entries [*from, end) whose pieces begin before `upto` bytes
@@ -337,6 +351,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
     if (all_ok && sr.include_usage) {
       send(UsageChunk(sr, id, created, st.model_id, st.fingerprint, usage(replies)));
     }
+    admitted->Release();
     if (open) {
       static const std::string kDone = "data: [DONE]\n\n";
       sink.write(kDone.data(), kDone.size());
