@@ -349,63 +349,6 @@ StatusOr<std::vector<PipelineSpec>> LoadPipelineDirectory(const std::string& dir
   return out;
 }
 
-std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tokens,
-                                        const std::function<int64_t(const std::string&)>& count) {
-  static const std::regex kMarker(R"(^\[page (\d+)\]$)");
-  // Paragraphs, each remembering the page it is on.
-  std::vector<std::pair<std::string, std::string>> paras;  // (page marker, text)
-  std::string marker;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find("\n\n", at);
-    std::string p = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    at = end == std::string::npos ? text.size() + 1 : end + 2;
-    if (Trim(p).empty()) continue;
-    size_t nl = p.find('\n');
-    std::string first = p.substr(0, nl);
-    if (std::regex_match(first, kMarker)) {
-      marker = first;
-      p = nl == std::string::npos ? "" : p.substr(nl + 1);
-      if (Trim(p).empty()) continue;
-    }
-    // A paragraph too long on its own is cut at line ends, then words.
-    if (count(p) > max_tokens) {
-      std::string piece;
-      size_t i = 0;
-      while (i < p.size()) {
-        size_t j = p.find_first_of("\n ", i);
-        j = j == std::string::npos ? p.size() : j + 1;
-        std::string next = piece + p.substr(i, j - i);
-        if (!piece.empty() && count(next) > max_tokens) {
-          paras.emplace_back(marker, piece);
-          piece = p.substr(i, j - i);
-        } else {
-          piece = std::move(next);
-        }
-        i = j;
-      }
-      if (!piece.empty()) paras.emplace_back(marker, piece);
-      continue;
-    }
-    paras.emplace_back(marker, p);
-  }
-  std::vector<std::string> chunks;
-  std::string cur, cur_marker;
-  for (const auto& [m, p] : paras) {
-    std::string head = m.empty() || m == cur_marker ? "" : m + "\n";
-    std::string next = cur.empty() ? (m.empty() ? "" : m + "\n") + p : cur + "\n\n" + head + p;
-    if (!cur.empty() && count(next) > max_tokens) {
-      chunks.push_back(cur);
-      cur = (m.empty() ? "" : m + "\n") + p;
-    } else {
-      cur = std::move(next);
-    }
-    cur_marker = m;
-  }
-  if (!cur.empty()) chunks.push_back(cur);
-  return chunks;
-}
-
 Status RegisterPipelines(const std::vector<PipelineSpec>& specs, TextGenerator* generator,
                          const ingest::ExtractOptions& extract, ProcessorRegistry* registry) {
   for (const PipelineSpec& spec : specs) {

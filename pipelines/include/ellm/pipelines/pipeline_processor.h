@@ -52,7 +52,13 @@ StatusOr<std::vector<PipelineSpec>> LoadPipelineDirectory(const std::string& dir
 
 // Splits page-marked text into pieces of at most `max_tokens` tokens (by
 // `count`), at paragraph boundaries where possible. A piece that starts
-// inside a page begins with that page's "[page N]" marker again.
+// inside a page begins with that page's "[page N]" marker again. Greedy: a
+// piece takes paragraphs (of an overlong paragraph, words) while the whole
+// piece counts within the budget; the pieces are those of counting it
+// whole at every step for any `count` that never falls as text is appended.
+// `count` sees each paragraph on its own and a whole piece a few times
+// (run/split_for_budget.cc): linear in the text when a concatenation counts
+// about as its parts do, as with tokenizers.
 std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tokens,
                                         const std::function<int64_t(const std::string&)>& count);
 
