@@ -28,7 +28,8 @@ struct Unit {
 // units' own counts since) only while the estimate stays this many tokens
 // under the budget: the last additions before a cut are counted exactly. A
 // join rarely moves a count by more than a token or two (Gemma's newline
-// runs are tokens of their own, so there a join never does).
+// runs are tokens of their own, split out before BPE, so a paragraph join,
+// "\n\n", never does; the words of an overlong paragraph can merge).
 constexpr int64_t kSlack = 64;
 
 // The chunk that starts at units[begin], and in `*end` the unit after it:
