@@ -69,8 +69,9 @@ PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, cons
     }
     // Each field is asked of every chunk; the first answer found in the
     // document wins (a value is on some page, not spread over the text).
-    chunks = SplitForBudget(doc.text, available, count);
-    if (spec_.overflow == OverflowStrategy::kTruncate) chunks.resize(1);
+    chunks = spec_.overflow == OverflowStrategy::kTruncate
+                 ? std::vector<std::string>{FirstForBudget(doc.text, available, count)}
+                 : SplitForBudget(doc.text, available, count);
   }
   values->assign(spec_.fields.size(), FieldValue{});
   for (size_t k = 0; k < chunks.size(); ++k) {

@@ -81,7 +81,7 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
     const int64_t budget = std::min<int64_t>(
         kMaxSectionTokens, generator_->context() - count(head + tail) - kGistTokens - kMargin);
     if (budget < 64) break;
-    const std::string body = SplitForBudget(e.text, budget, count).front();
+    const std::string body = FirstForBudget(e.text, budget, count);
     // One prefill: the sentence, then the section's key figure.
     auto g = generator_->GenerateSections(
         spec_.system_prompt, head + body + tail, spec_.format, settings,

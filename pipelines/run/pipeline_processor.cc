@@ -609,7 +609,7 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
       const int64_t per_doc = available / n;
       for (PipelineDoc& d : docs) {
         if (d.tokens <= per_doc) continue;
-        d.text = SplitForBudget(d.text, per_doc, count).front();
+        d.text = FirstForBudget(d.text, per_doc, count);
         d.tokens = count(d.text);
       }
       r.strategy = "truncate";

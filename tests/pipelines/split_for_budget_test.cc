@@ -180,5 +180,22 @@ TEST(SplitForBudget, CountsAboutTheTextsLengthNotOnceAParagraph) {
   }
 }
 
+TEST(FirstForBudget, IsTheFirstPieceAndReadsOnlyAsFarAsItNeeds) {
+  const std::string text = Report(400, 9);
+  for (int64_t budget : {30, 250, 3072}) {
+    int64_t counted = 0;
+    const CountFn count = [&](const std::string& s) {
+      counted += static_cast<int64_t>(s.size());
+      return Words(s);
+    };
+    const std::string first = FirstForBudget(text, budget, count);
+    EXPECT_EQ(first, SplitCountingEveryStep(text, budget, Words).front()) << "budget " << budget;
+    // The piece, the paragraph after it and the piece counted whole a few
+    // times: nothing like the 400 pages.
+    EXPECT_LE(counted, 20 * static_cast<int64_t>(first.size()) + 20000) << "budget " << budget;
+  }
+  EXPECT_EQ(FirstForBudget("\n\n  \n\n", 10, Words), "");
+}
+
 }  // namespace
 }  // namespace ellm::pipelines

@@ -61,6 +61,10 @@ StatusOr<std::vector<PipelineSpec>> LoadPipelineDirectory(const std::string& dir
 // about as its parts do, as with tokenizers.
 std::vector<std::string> SplitForBudget(const std::string& text, int64_t max_tokens,
                                         const std::function<int64_t(const std::string&)>& count);
+// SplitForBudget's first piece ("" for text without any), reading and
+// counting only as far as it needs.
+std::string FirstForBudget(const std::string& text, int64_t max_tokens,
+                           const std::function<int64_t(const std::string&)>& count);
 
 // Registers a PipelineProcessor for each spec, plus the built-in
 // document-stats. `generator` must outlive `registry`; null (no model
