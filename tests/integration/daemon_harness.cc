@@ -29,6 +29,7 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& c, const std::string& 
     std::ofstream y(config_path);
     y << "model:\n  path: " << c.model_path << "\n"
       << (c.context > 0 ? "  context: " + std::to_string(c.context) + "\n" : std::string())
+      << (c.attn_scores.empty() ? std::string() : "  attn_scores: " + c.attn_scores + "\n")
       << "store:\n  path: " << c.store_path << "\n"
       << "kafka:\n  enabled: true\n  brokers: " << c.brokers << "\n  group_id: " << c.group
       << "\n  group_instance_id: " << c.instance << "\n  jobs_topic: " << c.topic

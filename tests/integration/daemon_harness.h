@@ -31,7 +31,10 @@ struct DaemonConfig {
   int max_poll_interval_ms = 300000;
   int shutdown_grace_s = 30;
   int max_attempts = 3;
-  int context = 0;            // model.context; 0 = the default
+  int context = 0;  // model.context; 0 = the default
+  // model.attn_scores; empty = the default ("auto": bf16 pair products on
+  // CPUs with AVX512_BF16, f32 elsewhere, a documented numeric difference).
+  std::string attn_scores;
   bool metrics = false;       // metrics on 127.0.0.1, a free port (see MetricsPort)
   bool transactions = true;   // kafka.transactions
   std::string pipelines_dir;  // empty: the shipped pipelines
