@@ -26,7 +26,11 @@ bool IsHex(unsigned char c) {
 }
 
 // Phases of each frame kind.
-enum DocPhase : uint8_t { kDocBefore, kDocDone };
+// The document frame. Framed: kDocOpen (pos bytes of the open tag matched),
+// kDocBefore, kDocDone (the value is whole: the close tag next), kDocClose
+// (pos bytes of it matched), kDocBetween (count blocks whole; whitespace or
+// the next open tag).
+enum DocPhase : uint8_t { kDocBefore, kDocDone, kDocOpen, kDocClose, kDocBetween };
 enum ObjPhase : uint8_t {
   kObjOpen,        // expects '{'
   kObjFirst,       // after '{': a key or '}'
@@ -88,14 +92,15 @@ bool IsWholeUtf8(std::string_view s) {
   return true;
 }
 
-JsonMatcher::JsonMatcher(const Schema& schema) : nodes_(schema.nodes()), root_(schema.root()) {
+JsonMatcher::JsonMatcher(const Schema& schema, Framing framing)
+    : nodes_(schema.nodes()), root_(schema.root()), framing_(std::move(framing)) {
   nodes_.push_back(SchemaNode{.kind = NodeKind::kString});
   key_node_ = static_cast<int>(nodes_.size()) - 1;
 }
 
 StateSet JsonMatcher::Start() const {
   Stack s;
-  s.frames.push_back(Frame{.node = -1, .phase = kDocBefore});
+  s.frames.push_back(Frame{.node = -1, .phase = framing_.open.empty() ? kDocBefore : kDocOpen});
   return {s};
 }
 
@@ -122,9 +127,27 @@ bool JsonMatcher::CanEnd(const StateSet& set) const {
       const NodeKind k = nodes_[static_cast<size_t>(top.node)].kind;
       if ((k == NodeKind::kNumber || k == NodeKind::kInteger) && NumberCanEnd(top.phase)) n = 1;
     }
-    if (n == 1 && s.frames[0].phase == kDocDone) return true;
+    if (n != 1) continue;
+    const Frame& doc = s.frames[0];
+    if (framing_.open.empty() ? doc.phase == kDocDone
+                              : doc.phase == kDocBetween && doc.count >= framing_.min_blocks) {
+      return true;
+    }
   }
   return false;
+}
+
+bool JsonMatcher::MustEnd(const StateSet& set) const {
+  if (!CanEnd(set)) return false;
+  if (framing_.open.empty()) return true;
+  for (const Stack& s : set) {
+    const Frame& doc = s.frames[0];
+    if (s.frames.size() != 1 || doc.phase != kDocBetween || framing_.max_blocks < 0 ||
+        doc.count < framing_.max_blocks) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int64_t JsonMatcher::FreeStringRoom(const StateSet& set) const {
@@ -162,6 +185,7 @@ void JsonMatcher::Push(Stack s, int node, unsigned char c, StateSet& out) const 
 void JsonMatcher::StepOne(Stack s, unsigned char c, StateSet& out) const {
   Frame& f = s.frames.back();
   if (f.node < 0) {
+    if (!framing_.open.empty()) return StepFramed(s, c, out);
     if (f.phase == kDocDone) return;
     f.phase = kDocDone;
     Push(std::move(s), root_, c, out);
@@ -182,6 +206,50 @@ void JsonMatcher::StepOne(Stack s, unsigned char c, StateSet& out) const {
     case NodeKind::kAnyOf:
       return;  // never on a stack
   }
+}
+
+void JsonMatcher::StepFramed(Stack& s, unsigned char c, StateSet& out) const {
+  Frame& f = s.frames.back();
+  const std::string& open = framing_.open;
+  const std::string& close = framing_.close;
+  switch (f.phase) {
+    case kDocBetween:
+      if (c == static_cast<unsigned char>(open[0]) &&
+          (framing_.max_blocks < 0 || f.count < framing_.max_blocks)) {
+        s.ws = 0;
+        f.phase = kDocOpen;
+        f.pos = 0;
+        break;  // matched as the open tag's first byte below
+      }
+      // Whitespace only where another block may follow.
+      if ((framing_.max_blocks < 0 || f.count < framing_.max_blocks) && NextWs(s.ws, c)) {
+        out.push_back(std::move(s));
+      }
+      return;
+    case kDocBefore:
+      f.phase = kDocDone;
+      Push(std::move(s), root_, c, out);
+      return;
+    case kDocDone:
+      f.phase = kDocClose;
+      f.pos = 0;
+      break;
+    default:
+      break;
+  }
+  const std::string& tag = f.phase == kDocOpen ? open : close;
+  if (c != static_cast<unsigned char>(tag[static_cast<size_t>(f.pos)])) return;
+  if (static_cast<size_t>(++f.pos) == tag.size()) {
+    f.pos = 0;
+    if (f.phase == kDocOpen) {
+      f.phase = kDocBefore;
+    } else {
+      f.phase = kDocBetween;
+      ++f.count;
+      s.ws = 0;
+    }
+  }
+  out.push_back(std::move(s));
 }
 
 uint64_t JsonMatcher::KeyCandidates(const SchemaNode& n, int from) const {

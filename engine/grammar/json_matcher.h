@@ -10,9 +10,15 @@
 // nothing, one space, or one or two newlines then up to 20 spaces or tabs;
 // never before the value or after it. So a model cannot stall in
 // whitespace. Numbers have at most kMaxNumberChars characters.
+//
+// Framed (Framing::open non-empty), the text is instead one or more blocks
+// `open` value `close`, as a model's native tool calls are written
+// (`<tool_call>\n{...}\n</tool_call>`): the tags byte for byte, the
+// structural whitespace rule between blocks, between min and max blocks.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,25 +54,36 @@ int Utf8Follow(unsigned char lead);
 bool Utf8ContinuationOk(unsigned char lead, unsigned char c);
 bool IsWholeUtf8(std::string_view s);
 
+// Where the documents sit in the text; empty `open`: one bare document.
+struct Framing {
+  std::string open, close;  // both non-empty when framed
+  int32_t min_blocks = 1;
+  int32_t max_blocks = 1;  // -1: no bound
+};
+
 class JsonMatcher {
  public:
   static constexpr int kMaxIndent = 20;
   static constexpr int kMaxNumberChars = 40;
   static constexpr size_t kMaxStacks = 64;
 
-  explicit JsonMatcher(const Schema& schema);
+  explicit JsonMatcher(const Schema& schema, Framing framing = {});
 
   StateSet Start() const;
   // Every state reachable from `in` by the byte c (deduplicated) into `out`.
   void Step(const StateSet& in, unsigned char c, StateSet& out) const;
   // Whether the bytes so far form a complete document.
   bool CanEnd(const StateSet& s) const;
+  // CanEnd, and no byte may follow but where a bare root number could go
+  // on (the decoder ends there all the same): framed, max_blocks are whole.
+  bool MustEnd(const StateSet& s) const;
   // When every stack is inside a free string (no shape): the fewest code
   // points any of them may still add (-1: no bound); else -2.
   int64_t FreeStringRoom(const StateSet& s) const;
 
  private:
   void StepOne(Stack s, unsigned char c, StateSet& out) const;
+  void StepFramed(Stack& s, unsigned char c, StateSet& out) const;
   void Push(Stack s, int node, unsigned char c, StateSet& out) const;
   void Pop(Stack s, StateSet& out) const { s.frames.pop_back(), out.push_back(std::move(s)); }
   void StepObject(Stack& s, unsigned char c, StateSet& out) const;
@@ -80,6 +97,7 @@ class JsonMatcher {
   std::vector<SchemaNode> nodes_;  // the schema's, plus a free string for keys
   int root_;
   int key_node_;
+  Framing framing_;
 };
 
 }  // namespace ellm::grammar

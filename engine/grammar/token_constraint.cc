@@ -6,6 +6,9 @@
 // Inside a free string, tokens without '"', '\' or control bytes are
 // allowed outright (within the length bound) and only the others are
 // stepped: that is where most of a document's tokens are spent.
+// Lazy tagged documents (TaggedJson::trigger) let every token through until
+// the text holds the trigger, but step the automaton over what a token would
+// put after it, from the trigger on, and refuse it if that breaks the block.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,8 +27,11 @@ struct SortedTokens {
 
 class ConstraintImpl {
  public:
-  ConstraintImpl(Schema schema, const Tokenizer& tok)
-      : schema_(std::move(schema)), matcher_(schema_), tok_(tok) {
+  ConstraintImpl(Schema schema, const Tokenizer& tok, const TaggedJson& tags = {})
+      : schema_(std::move(schema)),
+        matcher_(schema_, Framing{tags.open, tags.close, tags.min_blocks, tags.max_blocks}),
+        tok_(tok),
+        trigger_(tags.trigger) {
     const int32_t n = tok.vocab_size();
     pieces_.resize(static_cast<size_t>(n));
     string_safe_.assign(static_cast<size_t>(n), 0);
@@ -51,16 +57,27 @@ class ConstraintImpl {
       pieces_[static_cast<size_t>(id)] = std::move(piece);
       all.push_back(id);
       if (!safe) unsafe.push_back(id);
+      // Only a token with the trigger's last byte can complete it.
+      if (!trigger_.empty() &&
+          pieces_[static_cast<size_t>(id)].find(trigger_.back()) != std::string::npos) {
+        trigger_ends_.push_back(id);
+      }
     }
     all_ = Sort(std::move(all));
     unsafe_ = Sort(std::move(unsafe));
     Reset();
   }
 
-  void Reset() { state_ = matcher_.Start(); }
-  bool Complete() const { return matcher_.CanEnd(state_); }
+  void Reset() {
+    state_ = matcher_.Start();
+    triggered_ = trigger_.empty();
+    tail_.clear();
+  }
+  bool Complete() const { return !triggered_ || matcher_.CanEnd(state_); }
+  bool Finished() const { return triggered_ && matcher_.MustEnd(state_); }
 
   size_t Mask(std::span<float> logits) const {
+    if (!triggered_) return MaskBeforeTrigger(logits);
     std::vector<uint8_t> allowed(logits.size(), 0);
     const int64_t room = matcher_.FreeStringRoom(state_);
     if (room >= -1) {
@@ -99,6 +116,22 @@ class ConstraintImpl {
       return OkStatus();
     }
     const std::string& piece = pieces_[static_cast<size_t>(id)];
+    if (!triggered_) {
+      const std::string text = tail_ + piece;
+      const size_t at = text.find(trigger_);
+      if (at == std::string::npos) {
+        tail_ = text.substr(text.size() - std::min(text.size(), trigger_.size() - 1));
+        return OkStatus();
+      }
+      StateSet after;
+      if (!StepFromStart(std::string_view(text).substr(at), after)) {
+        return FailedPreconditionError("constrained decoding: token " + std::to_string(id) +
+                                       " breaks the block after '" + trigger_ + "'");
+      }
+      state_.swap(after);
+      triggered_ = true;
+      return OkStatus();
+    }
     if (piece.empty()) {
       return FailedPreconditionError("constrained decoding: token " + std::to_string(id) +
                                      " has no text");
@@ -116,6 +149,36 @@ class ConstraintImpl {
   }
 
  private:
+  // The state after `bytes` from the start into `out`; false if they break it.
+  bool StepFromStart(std::string_view bytes, StateSet& out) const {
+    out = matcher_.Start();
+    StateSet next;
+    for (unsigned char c : bytes) {
+      matcher_.Step(out, c, next);
+      if (next.empty()) return false;
+      out.swap(next);
+    }
+    return true;
+  }
+
+  // Lazy, before the trigger: every token but those that would complete the
+  // trigger and follow it with bytes no block starts with.
+  size_t MaskBeforeTrigger(std::span<float> logits) const {
+    size_t n = logits.size();
+    StateSet scratch;
+    for (TokenId id : trigger_ends_) {
+      if (static_cast<size_t>(id) >= logits.size()) continue;
+      const std::string text = tail_ + pieces_[static_cast<size_t>(id)];
+      const size_t at = text.find(trigger_);
+      if (at == std::string::npos || StepFromStart(std::string_view(text).substr(at), scratch)) {
+        continue;
+      }
+      logits[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+      --n;
+    }
+    return n;
+  }
+
   SortedTokens Sort(std::vector<TokenId> ids) const {
     std::sort(ids.begin(), ids.end(), [&](TokenId a, TokenId b) {
       return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)];
@@ -170,6 +233,12 @@ class ConstraintImpl {
   SortedTokens all_, unsafe_;
   StateSet state_;
   mutable std::vector<StateSet> levels_;  // scratch for Walk
+  // Lazy (trigger_ non-empty): whether the text has reached the trigger,
+  // and before it the text's last trigger_.size() - 1 bytes.
+  std::string trigger_;
+  std::vector<TokenId> trigger_ends_;  // tokens holding the trigger's last byte
+  bool triggered_ = true;
+  std::string tail_;
 };
 
 }  // namespace grammar
@@ -189,6 +258,25 @@ StatusOr<std::unique_ptr<JsonConstraint>> JsonConstraint::FromSchema(std::string
       new JsonConstraint(std::make_unique<grammar::ConstraintImpl>(std::move(schema), tokenizer)));
 }
 
+StatusOr<std::unique_ptr<JsonConstraint>> JsonConstraint::FromSchemaInTags(
+    std::string_view schema_json, const TaggedJson& tags, const Tokenizer& tokenizer) {
+  if (tags.open.empty() || tags.close.empty()) {
+    return InvalidArgumentError("tagged JSON needs an open and a close tag");
+  }
+  if (tags.min_blocks < 1 || (tags.max_blocks >= 0 && tags.max_blocks < tags.min_blocks)) {
+    return InvalidArgumentError("tagged JSON: blocks must be 1 <= min <= max (or max -1); got " +
+                                std::to_string(tags.min_blocks) + ".." +
+                                std::to_string(tags.max_blocks));
+  }
+  if (!tags.trigger.empty() && tags.open.rfind(tags.trigger, 0) != 0) {
+    return InvalidArgumentError("tagged JSON: the trigger '" + tags.trigger +
+                                "' must begin the open tag '" + tags.open + "'");
+  }
+  ELLM_ASSIGN_OR_RETURN(grammar::Schema schema, grammar::Schema::Parse(schema_json));
+  return std::unique_ptr<JsonConstraint>(new JsonConstraint(
+      std::make_unique<grammar::ConstraintImpl>(std::move(schema), tokenizer, tags)));
+}
+
 std::unique_ptr<JsonConstraint> JsonConstraint::AnyObject(const Tokenizer& tokenizer) {
   return std::unique_ptr<JsonConstraint>(new JsonConstraint(
       std::make_unique<grammar::ConstraintImpl>(grammar::Schema::AnyObject(), tokenizer)));
@@ -197,6 +285,7 @@ std::unique_ptr<JsonConstraint> JsonConstraint::AnyObject(const Tokenizer& token
 size_t JsonConstraint::Mask(std::span<float> logits) const { return impl_->Mask(logits); }
 Status JsonConstraint::Accept(TokenId id) { return impl_->Accept(id); }
 bool JsonConstraint::Complete() const { return impl_->Complete(); }
+bool JsonConstraint::Finished() const { return impl_->Finished(); }
 void JsonConstraint::Reset() { impl_->Reset(); }
 
 }  // namespace ellm

@@ -234,7 +234,7 @@ StatusOr<Reply> GenerateReply(Session& session, const Tokenizer& tok,
       r.decode_seconds = Since(t1);
       return r;
     }
-    if (constraint != nullptr && constraint->Complete()) {
+    if (constraint != nullptr && constraint->Finished()) {
       r.finish = FinishReason::kStop;  // only an end token could follow
       break;
     }

@@ -2,6 +2,9 @@
 // documents a schema allows; schemas we cannot enforce are refused by
 // keyword; and, over real vocabularies, decoding from random logits under
 // the constraint always ends in a document that parses and validates.
+// Tagged documents (a model's native tool-call blocks): the tags byte for
+// byte, the number of blocks, and the lazy trigger that leaves text free
+// until it.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,21 @@ bool Accepts(const std::string& schema_json, const std::string& text) {
   auto schema = Schema::Parse(schema_json);
   EXPECT_TRUE(schema.ok()) << schema.status().ToString();
   JsonMatcher m(*schema);
+  StateSet s = m.Start(), next;
+  for (unsigned char c : text) {
+    m.Step(s, c, next);
+    if (next.empty()) return false;
+    s.swap(next);
+  }
+  return m.CanEnd(s);
+}
+
+// The same for documents in tags.
+bool AcceptsFramed(const std::string& schema_json, const Framing& framing,
+                   const std::string& text) {
+  auto schema = Schema::Parse(schema_json);
+  EXPECT_TRUE(schema.ok()) << schema.status().ToString();
+  JsonMatcher m(*schema, framing);
   StateSet s = m.Start(), next;
   for (unsigned char c : text) {
     m.Step(s, c, next);
@@ -88,6 +106,42 @@ TEST(JsonMatcher, AnyOfRefsLiteralsAndFreeObjects) {
   EXPECT_TRUE(Accepts(strings, R"(["a\"b\\c\u0041"])"));
   EXPECT_FALSE(Accepts(strings, "[]"));
   EXPECT_FALSE(Accepts(strings, "[\"a\nb\"]"));  // a raw newline inside a string
+}
+
+// A call as Hermes' and Qwen 2.5's templates ask for it.
+constexpr const char* kCall = R"({"anyOf": [
+    {"type": "object", "properties": {"name": {"const": "get_weather"},
+     "arguments": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+                   "required": ["city"]}}, "required": ["name", "arguments"]},
+    {"type": "object", "properties": {"name": {"const": "get_time"},
+     "arguments": {"type": "object"}}, "required": ["name", "arguments"]}]})";
+
+TEST(JsonMatcher, FramedAcceptsTagsAroundEachDocument) {
+  const std::string weather =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>";
+  const std::string time = "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{}}\n</tool_call>";
+  const Framing one{"<tool_call>\n", "\n</tool_call>", 1, 1};
+  const Framing many{"<tool_call>\n", "\n</tool_call>", 1, -1};
+  EXPECT_TRUE(AcceptsFramed(kCall, one, weather));
+  EXPECT_TRUE(AcceptsFramed(kCall, one, time));
+  EXPECT_FALSE(AcceptsFramed(kCall, one, weather + "\n" + time));  // one block at most
+  EXPECT_FALSE(AcceptsFramed(kCall, one, weather + "\n"));         // nothing after the last
+  EXPECT_TRUE(AcceptsFramed(kCall, many, weather + "\n" + time));
+  EXPECT_TRUE(AcceptsFramed(kCall, many, weather + time));
+  EXPECT_TRUE(AcceptsFramed(kCall, many, weather + "\n\n" + time + "\n"));
+  EXPECT_FALSE(AcceptsFramed(kCall, many, weather + "\nand " + time));  // text between
+  EXPECT_FALSE(AcceptsFramed(kCall, many, ""));                         // at least one
+  EXPECT_FALSE(AcceptsFramed(kCall, one, "Sure. " + weather));          // not lazy: blocks only
+  EXPECT_FALSE(AcceptsFramed(
+      kCall, one, "<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>"));  // tags
+  EXPECT_FALSE(AcceptsFramed(
+      kCall, one, "<tool_call>\n{\"name\":\"get_date\",\"arguments\":{}}\n</tool_call>"));
+  EXPECT_FALSE(AcceptsFramed(
+      kCall, one, "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{}}\n</tool_call>"));
+  EXPECT_FALSE(AcceptsFramed(kCall, one, weather.substr(0, weather.size() - 1)));  // unclosed
+  // A bare number ends where the close tag begins.
+  EXPECT_TRUE(AcceptsFramed(R"({"type": "integer"})", one, "<tool_call>\n42\n</tool_call>"));
 }
 
 TEST(JsonSchema, RefusesWhatItCannotEnforceByKeyword) {
@@ -203,6 +257,120 @@ TEST(JsonConstraint, RefusesTokensThatBreakTheDocument) {
   EXPECT_GE(allowed, 1u);
   EXPECT_EQ(logits[static_cast<size_t>((*tok)->eos())], 0.0f);
   EXPECT_TRUE(std::isinf(logits[static_cast<size_t>(brace)]));
+}
+
+// The text between each open and close tag, as JSON; fails on text outside.
+std::vector<nlohmann::json> Blocks(const std::string& text, const std::string& open,
+                                   const std::string& close) {
+  std::vector<nlohmann::json> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t b = text.find(open, at);
+    if (b == std::string::npos) {
+      EXPECT_EQ(text.find_first_not_of(" \n\t", at), std::string::npos) << text;
+      break;
+    }
+    EXPECT_EQ(text.find_first_not_of(" \n\t", at), b) << text;
+    const size_t e = text.find(close, b);
+    if (e == std::string::npos) {
+      ADD_FAILURE() << "unclosed: " << text;
+      break;
+    }
+    out.push_back(
+        nlohmann::json::parse(text.substr(b + open.size(), e - b - open.size()), nullptr, false));
+    at = e + close.size();
+  }
+  return out;
+}
+
+TEST(JsonConstraint, TaggedRandomLogitsAlwaysGiveWellFormedBlocks) {
+  ELLM_REQUIRE_SHARED(shared);
+  auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-qwen2.gguf");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(*file);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  for (int32_t max_blocks : {1, -1}) {
+    SCOPED_TRACE(max_blocks);
+    const TaggedJson tags{"<tool_call>\n", "\n</tool_call>", 1, max_blocks, ""};
+    auto c = JsonConstraint::FromSchemaInTags(kCall, tags, **tok);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      const std::string text = RandomDecode(**c, **tok, seed);
+      const auto blocks = Blocks(text, tags.open, tags.close);
+      ASSERT_GE(blocks.size(), 1u) << text;
+      if (max_blocks == 1) {
+        EXPECT_EQ(blocks.size(), 1u) << text;
+      }
+      for (const auto& j : blocks) {
+        ASSERT_TRUE(j.is_object()) << text;
+        EXPECT_TRUE(j["name"] == "get_weather" || j["name"] == "get_time") << text;
+        EXPECT_TRUE(j["arguments"].is_object()) << text;
+        if (j["name"] == "get_weather") {
+          EXPECT_TRUE(j["arguments"]["city"].is_string()) << text;
+        }
+      }
+    }
+  }
+  // Refused: tags that cannot frame anything, a trigger that is not the
+  // open tag's start.
+  EXPECT_FALSE(JsonConstraint::FromSchemaInTags(kCall, {"", "x", 1, 1, ""}, **tok).ok());
+  EXPECT_FALSE(JsonConstraint::FromSchemaInTags(kCall, {"<a>", "</a>", 2, 1, ""}, **tok).ok());
+  EXPECT_FALSE(JsonConstraint::FromSchemaInTags(kCall, {"<a>", "</a>", 1, 1, "<b"}, **tok).ok());
+}
+
+TEST(JsonConstraint, LazyTagsLeaveTextFreeUntilTheTrigger) {
+  ELLM_REQUIRE_SHARED(shared);
+  auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-qwen2.gguf");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(*file);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const TaggedJson tags{"<tool_call>\n", "\n</tool_call>", 1, 1, "<tool_call>"};
+  auto made = JsonConstraint::FromSchemaInTags(kCall, tags, **tok);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  JsonConstraint& c = **made;
+  std::vector<float> logits(static_cast<size_t>((*tok)->vocab_size()), 0.0f);
+  // Free text: every token allowed, and the reply may end.
+  const size_t n_all = c.Mask(logits);
+  EXPECT_GT(n_all, logits.size() - 64);
+  for (TokenId id : (*tok)->Encode("Paris is sunny; let me check <tool", false, false)) {
+    ASSERT_TRUE(c.Accept(id).ok());
+  }
+  EXPECT_TRUE(c.Complete());
+  EXPECT_FALSE(c.Finished());
+  // "_call>" completes the trigger: only a token that then starts the
+  // block ("\n") may do it.
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  c.Mask(logits);
+  const TokenId ok_piece = (*tok)->Find("_call");
+  ASSERT_GE(ok_piece, 0);
+  EXPECT_EQ(logits[static_cast<size_t>(ok_piece)], 0.0f);  // trigger not yet whole
+  ASSERT_TRUE(c.Accept(ok_piece).ok());
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  c.Mask(logits);
+  for (const char* bad : {">{", ">.", ">\n\n"}) {
+    const TokenId id = (*tok)->Find(bad);
+    if (id >= 0) {
+      EXPECT_TRUE(std::isinf(logits[static_cast<size_t>(id)])) << bad;
+    }
+  }
+  const TokenId gt = (*tok)->Find(">");
+  ASSERT_GE(gt, 0);
+  EXPECT_EQ(logits[static_cast<size_t>(gt)], 0.0f);
+  ASSERT_TRUE(c.Accept(gt).ok());
+  // Triggered: now held to a block, which must be whole before the end.
+  EXPECT_FALSE(c.Complete());
+  EXPECT_FALSE(c.Accept((*tok)->Find("x")).ok());
+  for (TokenId id : (*tok)->Encode("\n", false, false)) ASSERT_TRUE(c.Accept(id).ok());
+  for (TokenId id : (*tok)->Encode(R"({"name": "get_time", "arguments": {}})", false, false)) {
+    ASSERT_TRUE(c.Accept(id).ok()) << (*tok)->TokenToPiece(id);
+  }
+  EXPECT_FALSE(c.Complete());
+  for (TokenId id : (*tok)->Encode("\n</tool_call>", false, false)) ASSERT_TRUE(c.Accept(id).ok());
+  EXPECT_TRUE(c.Complete());
+  EXPECT_TRUE(c.Finished());  // one block at most: only the end may follow
+  // Reset starts free again.
+  c.Reset();
+  EXPECT_TRUE(c.Accept((*tok)->Find("x")).ok());
 }
 
 }  // namespace
