@@ -40,15 +40,25 @@ StatusOr<std::string> ChatPrompt(const ChatTemplate& tmpl, const CompletionReque
   if (!r.tools.active() && !tool_turns) return tmpl.Apply(r.messages, true);
   const bool native = tmpl.handles_tools();
   const std::string tools = native && r.tools.active() ? r.tools.tools_json.dump() : "";
-  return tmpl.Apply(ToolMessages(r.messages, r.tools, native), true, tools);
+  return tmpl.Apply(ToolMessages(r.messages, r.tools, native, DetectToolSyntax(tmpl)), true, tools);
 }
 
-// A choice's reply as the response reports it: with tools, the calls or
-// the text the reply's JSON holds.
-ChoiceResult Result(const CompletionRequest& r, const Reply& reply) {
+// The constraint a reply with tools is held to, in the model's syntax.
+StatusOr<std::unique_ptr<JsonConstraint>> ToolConstraint(const ToolRequest& tools,
+                                                         ToolSyntax syntax, const Tokenizer& tok) {
+  if (syntax == ToolSyntax::kHermes) {
+    return JsonConstraint::FromSchemaInTags(ToolCallSchema(tools), HermesToolTags(tools), tok);
+  }
+  return JsonConstraint::FromSchema(ToolReplySchema(tools), tok);
+}
+
+// A choice's reply as the response reports it: with tools, the calls and
+// the text beside them (generic: the text the reply's JSON holds).
+ChoiceResult Result(const CompletionRequest& r, ToolSyntax syntax, const Reply& reply) {
   ChoiceResult c{reply.text, std::string(FinishReasonName(reply.finish)), nullptr};
   if (!r.tools.active()) return c;
-  ToolReply t = ParseToolReply(reply.text);
+  ToolReply t =
+      syntax == ToolSyntax::kHermes ? ParseHermesReply(reply.text) : ParseToolReply(reply.text);
   c.text = t.text;
   if (t.ok && !t.calls.empty()) {
     c.tool_calls = std::move(t.calls);
@@ -82,6 +92,9 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
     return fail(e);
   }
   const Tokenizer& tok = engine.tokenizer();
+  const ToolSyntax syntax = chat && engine.chat_template().ok()
+                                ? DetectToolSyntax(*engine.chat_template())
+                                : ToolSyntax::kGeneric;
   std::string text = r.prompt;
   if (chat) {
     if (!engine.chat_template().ok()) {
@@ -132,7 +145,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       }
       c.constraint = std::move(*made);
     } else if (r.tools.active()) {
-      auto made = JsonConstraint::FromSchema(ToolReplySchema(r.tools), tok);
+      auto made = ToolConstraint(r.tools, syntax, tok);
       if (!made.ok()) {
         return fail(
             InvalidRequest("tools cannot be enforced: " + made.status().message(), "tools"));
@@ -267,7 +280,7 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       if (!reply.ok()) {
         return fail(Error(500, "server_error", "generation failed: " + reply.status().ToString()));
       }
-      ChoiceResult c = Result(r, *reply);
+      ChoiceResult c = Result(r, syntax, *reply);
       if (r.logprobs) {
         size_t from = 0;
         c.logprobs = LogprobsJson(r, entries(i, &from, reply->text.size()));
@@ -284,8 +297,8 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider("text/event-stream", [&st, request, run, run_all, usage, id,
-                                                         created, admitted,
-                                                         entries](size_t, httplib::DataSink& sink) {
+                                                         created, admitted, entries,
+                                                         syntax](size_t, httplib::DataSink& sink) {
     const CompletionRequest& sr = *request;
     st.active_streams.fetch_add(1);
     // The choices' threads share the sink.
@@ -301,8 +314,8 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       bool first = true;
       size_t released = 0, logprobs_sent = 0;
       StatusOr<Reply> reply = run(i, [&](std::string_view piece) {
-        // With tools the reply is one JSON document, streamed once it is
-        // whole: as calls, or as the text it holds.
+        // With tools the reply is streamed once it is whole: as calls
+        // (and the text beside them), or as text.
         if (sr.tools.active()) return open;
         const std::string delta(piece);
         released += piece.size();
@@ -316,15 +329,21 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       if (reply.ok() && reply->finish != FinishReason::kCancelled) {
         std::string finish(FinishReasonName(reply->finish));
         if (sr.tools.active()) {
-          const ChoiceResult c = Result(sr, *reply);
+          const ChoiceResult c = Result(sr, syntax, *reply);
           finish = c.finish_reason;
-          for (const json& chunk :
-               ToolCallChunks(sr, id, created, st.model_id, st.fingerprint, c.tool_calls, i)) {
-            send(chunk);
-          }
-          if (c.tool_calls.empty() && !c.text.empty()) {
+          if (!c.text.empty()) {
             send(StreamChunk(sr, id, created, st.model_id, st.fingerprint, &c.text, true, nullptr,
                              nullptr, i));
+          }
+          std::vector<json> calls =
+              ToolCallChunks(sr, id, created, st.model_id, st.fingerprint, c.tool_calls, i);
+          for (json& chunk : calls) {
+            json& delta = chunk["choices"][0]["delta"];
+            if (!c.text.empty()) {  // the text came first, with the role
+              delta.erase("role");
+              delta.erase("content");
+            }
+            send(chunk);
           }
           first = c.tool_calls.empty() && c.text.empty();
         }

@@ -100,6 +100,32 @@ std::string CallsAsReply(const std::string& tool_calls) {
   return ordered_json{{"tool_calls", std::move(calls)}}.dump();
 }
 
+// One call: {"name", "arguments"} of a tool the choice allows.
+ordered_json CallSchema(const ToolRequest& r) {
+  ordered_json alternatives = ordered_json::array();
+  for (const Tool& t : r.tools) {
+    if (r.choice == ToolChoice::kFunction && t.name != r.function) continue;
+    const ordered_json args = t.enforceable ? t.parameters : ordered_json{{"type", "object"}};
+    alternatives.push_back({{"type", "object"},
+                            {"properties", {{"name", {{"const", t.name}}}, {"arguments", args}}},
+                            {"required", ordered_json::array({"name", "arguments"})}});
+  }
+  return alternatives.size() == 1 ? alternatives[0] : ordered_json{{"anyOf", alternatives}};
+}
+
+// Hermes' tags, as its template and Qwen 2.5's write them.
+constexpr std::string_view kCallOpen = "<tool_call>";
+constexpr std::string_view kCallClose = "</tool_call>";
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && IsSpace(s[b])) ++b;
+  while (e > b && IsSpace(s[e - 1])) --e;
+  return std::string(s.substr(b, e - b));
+}
+
 std::string NewCallId() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   static const char* kHex = "0123456789abcdef";
@@ -247,18 +273,7 @@ std::optional<ApiError> ParseToolTurn(const json& m, size_t index,
 }
 
 std::string ToolReplySchema(const ToolRequest& r) {
-  ordered_json alternatives = ordered_json::array();
-  for (const Tool& t : r.tools) {
-    if (r.choice == ToolChoice::kFunction && t.name != r.function) continue;
-    const ordered_json args = t.enforceable ? t.parameters : ordered_json{{"type", "object"}};
-    alternatives.push_back({{"type", "object"},
-                            {"properties", {{"name", {{"const", t.name}}}, {"arguments", args}}},
-                            {"required", ordered_json::array({"name", "arguments"})}});
-  }
-  ordered_json calls = {
-      {"type", "array"},
-      {"items", alternatives.size() == 1 ? alternatives[0] : ordered_json{{"anyOf", alternatives}}},
-      {"minItems", 1}};
+  ordered_json calls = {{"type", "array"}, {"items", CallSchema(r)}, {"minItems", 1}};
   if (!r.parallel) calls["maxItems"] = 1;
   const ordered_json call_reply = {{"type", "object"},
                                    {"properties", {{"tool_calls", calls}}},
@@ -270,8 +285,27 @@ std::string ToolReplySchema(const ToolRequest& r) {
   return ordered_json{{"anyOf", ordered_json::array({call_reply, text_reply})}}.dump();
 }
 
+ToolSyntax DetectToolSyntax(const ChatTemplate& tmpl) {
+  return tmpl.handles_tools() && tmpl.source().find(kCallOpen) != std::string::npos
+             ? ToolSyntax::kHermes
+             : ToolSyntax::kGeneric;
+}
+
+std::string ToolCallSchema(const ToolRequest& r) { return CallSchema(r).dump(); }
+
+TaggedJson HermesToolTags(const ToolRequest& r) {
+  TaggedJson tags;
+  tags.open = std::string(kCallOpen) + "\n";
+  tags.close = "\n" + std::string(kCallClose);
+  tags.min_blocks = 1;
+  tags.max_blocks = r.parallel ? -1 : 1;
+  if (r.choice == ToolChoice::kAuto) tags.trigger = std::string(kCallOpen);
+  return tags;
+}
+
 std::vector<ChatMessage> ToolMessages(const std::vector<ChatMessage>& messages,
-                                      const ToolRequest& r, bool template_handles_tools) {
+                                      const ToolRequest& r, bool template_handles_tools,
+                                      ToolSyntax syntax) {
   std::vector<ChatMessage> out;
   // Whether out.back() came from a tool message (and may take more text).
   bool last_from_tool = false;
@@ -309,7 +343,7 @@ std::vector<ChatMessage> ToolMessages(const std::vector<ChatMessage>& messages,
     }
     out.push_back({m.role, m.content});
   }
-  if (!r.active()) return out;
+  if (!r.active() || syntax == ToolSyntax::kHermes) return out;
   const std::string system = template_handles_tools ? Instruction(r) : ToolsDescription(r);
   if (!out.empty() && out.front().role == "system") {
     out.front().content += "\n\n" + system;
@@ -349,6 +383,47 @@ ToolReply ParseToolReply(const std::string& reply) {
   }
   out.ok = true;
   out.text.clear();
+  return out;
+}
+
+ToolReply ParseHermesReply(const std::string& reply) {
+  ToolReply out;
+  std::string text;  // the pieces outside the blocks, trimmed, one per line
+  size_t at = 0;
+  while (true) {
+    const size_t open = reply.find(kCallOpen, at);
+    const std::string piece = Trim(
+        std::string_view(reply).substr(at, open == std::string::npos ? reply.npos : open - at));
+    if (!piece.empty()) text += (text.empty() ? "" : "\n") + piece;
+    if (open == std::string::npos) break;
+    const size_t body = open + kCallOpen.size();
+    const size_t close = reply.find(kCallClose, body);
+    // Arguments keep the order the model wrote them in.
+    const ordered_json call =
+        close == std::string::npos
+            ? ordered_json()
+            : ordered_json::parse(reply.substr(body, close - body), nullptr, false);
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
+        (call.contains("arguments") && !call["arguments"].is_object() &&
+         !call["arguments"].is_string())) {
+      return ToolReply{false, {}, reply};
+    }
+    std::string args = "{}";
+    if (call.contains("arguments")) {
+      const ordered_json& a = call["arguments"];
+      if (a.is_string()) {
+        const ordered_json parsed = ordered_json::parse(a.get<std::string>(), nullptr, false);
+        if (!parsed.is_object()) return ToolReply{false, {}, reply};
+        args = parsed.dump();
+      } else {
+        args = a.dump();
+      }
+    }
+    out.calls.push_back({NewCallId(), call["name"].get<std::string>(), std::move(args)});
+    at = close + kCallClose.size();
+  }
+  out.ok = true;
+  out.text = out.calls.empty() ? reply : text;  // a plain reply as written
   return out;
 }
 

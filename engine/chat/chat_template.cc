@@ -105,6 +105,7 @@ StatusOr<ChatTemplate> ChatTemplate::FromJinja(std::string_view source, std::str
   if (tokenizer.eos() >= 0) t.eos_token_ = tokenizer.TokenToPiece(tokenizer.eos(), true);
   t.strip_bos_ = tokenizer.add_bos();
   t.handles_tools_ = MentionsTools(source);
+  t.source_ = std::string(source);
   return t;
 }
 

@@ -3,7 +3,8 @@
 // reply is held to, the generic format's prompt, the model's reply read back
 // into calls, the response and stream shapes; and a real tool-calling
 // template (Qwen 2.5's) rendered from an OpenAI request exactly as Python's
-// jinja2 renders the same conversation.
+// jinja2 renders the same conversation. The native Hermes / Qwen 2.5
+// syntax: which templates teach it, its tags, and replies read back.
 #include "ellm/server/tool_calls.h"
 
 #include <gtest/gtest.h>
@@ -235,6 +236,81 @@ TEST(ToolReply, ReadsCallsOrText) {
   EXPECT_EQ(cut_text.text, "It is sunny ");
 }
 
+TEST(HermesReply, ReadsBlocksAndTheTextBesideThem) {
+  // Two blocks, whitespace variants, text before and after.
+  ToolReply r = ParseHermesReply(
+      "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+      "{\"city\": \"Paris\", \"unit\": \"C\"}}\n</tool_call>"
+      "<tool_call>  {\"name\":\"get_time\",\"arguments\":{}}</tool_call>\n\n Done. ");
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris","unit":"C"})");  // in the model's order
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  EXPECT_EQ(r.calls[1].arguments, "{}");
+  EXPECT_EQ(r.calls[0].id.size(), 5u + 24u);
+  EXPECT_EQ(r.calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_NE(r.calls[0].id, r.calls[1].id);
+  EXPECT_EQ(r.text, "Let me look.\nDone.");  // the pieces outside, trimmed, a line each
+  // Only a block: no text. Arguments as JSON text, and none at all.
+  r = ParseHermesReply(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\"}\n</tool_call>");
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(r.calls[1].arguments, "{}");
+  EXPECT_EQ(r.text, "");
+  // No block: the text as written.
+  r = ParseHermesReply(" It is sunny.\n");
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.text, " It is sunny.\n");
+  // A malformed block makes the whole reply text.
+  for (const char* bad :
+       {"<tool_call>\n{\"name\": \"get_weather\", \"argum",          // cut by max_tokens
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}",  // unclosed
+        "ok <tool_call>\n[1, 2]\n</tool_call>",                      // not a call
+        "<tool_call>{\"arguments\": {}}</tool_call>",                // no name
+        "<tool_call>{\"name\": \"f\", \"arguments\": 3}</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": \"not json\"}</tool_call>"}) {
+    SCOPED_TRACE(bad);
+    r = ParseHermesReply(bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.text, bad);
+  }
+}
+
+TEST(HermesReply, TagsFollowTheChoice) {
+  ToolRequest r;
+  ASSERT_FALSE(
+      ParseTools(nlohmann::ordered_json::parse(json{{"tools", {kWeather, kTime}}}.dump()), &r));
+  TaggedJson tags = HermesToolTags(r);  // auto, parallel
+  EXPECT_EQ(tags.open, "<tool_call>\n");
+  EXPECT_EQ(tags.close, "\n</tool_call>");
+  EXPECT_EQ(tags.trigger, "<tool_call>");  // text may come instead
+  EXPECT_EQ(tags.max_blocks, -1);
+  r.choice = ToolChoice::kRequired;
+  r.parallel = false;
+  tags = HermesToolTags(r);
+  EXPECT_EQ(tags.trigger, "");  // a call from the first byte
+  EXPECT_EQ(tags.min_blocks, 1);
+  EXPECT_EQ(tags.max_blocks, 1);
+  r.choice = ToolChoice::kFunction;
+  r.function = "get_time";
+  const json call = json::parse(ToolCallSchema(r));
+  EXPECT_EQ(call["properties"]["name"]["const"], "get_time");
+  EXPECT_TRUE(ValidateJsonSchema(call.dump()).ok());
+  // The template instructs the model: nothing is added to the messages.
+  ParsedRequest p = Chat({{"messages", kAsk}, {"tools", {kWeather}}});
+  ASSERT_FALSE(p.error) << p.error->message;
+  const std::vector<ChatMessage> m =
+      ToolMessages(p.request.messages, p.request.tools, true, ToolSyntax::kHermes);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].content, "Weather in Paris?");
+}
+
 TEST(ToolResponse, MessageAndStreamAreOpenAis) {
   ParsedRequest p = Chat({{"messages", kAsk}, {"tools", {kWeather}}, {"stream", true}});
   ASSERT_FALSE(p.error) << p.error->message;
@@ -322,6 +398,53 @@ TEST(ToolTemplate, RendersAsJinja2DoesFromAnOpenAiRequest) {
     if (want.rfind(bos, 0) == 0) want.erase(0, bos.size());
     EXPECT_EQ(*text, want);
   }
+}
+
+// Which templates teach the <tool_call> syntax; with the tools, Qwen 2.5's
+// prompt then shows them and that syntax, and no generic JSON instruction.
+TEST(ToolTemplate, DetectsHermesSyntaxInRealTemplates) {
+  ELLM_REQUIRE_LLAMA_SRC(src);
+  ELLM_REQUIRE_MODEL(model);
+  auto file = gguf::GgufFile::Open(model);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(*file);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const std::pair<const char*, ToolSyntax> cases[] = {
+      {"Qwen-Qwen2.5-7B-Instruct.jinja", ToolSyntax::kHermes},
+      {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", ToolSyntax::kHermes},
+      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", ToolSyntax::kHermes},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", ToolSyntax::kGeneric},
+      {"google-gemma-2-2b-it.jinja", ToolSyntax::kGeneric},
+  };
+  for (const auto& [name, want] : cases) {
+    SCOPED_TRACE(name);
+    auto tmpl = ChatTemplate::FromJinja(ReadFile(src + "/models/templates/" + name), name, **tok);
+    ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
+    EXPECT_EQ(DetectToolSyntax(*tmpl), want);
+  }
+  EXPECT_EQ(DetectToolSyntax(ChatTemplate::FromFormat(ChatFormat::kChatMl)), ToolSyntax::kGeneric);
+
+  auto qwen = ChatTemplate::FromJinja(
+      ReadFile(src + "/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"), "qwen", **tok);
+  ASSERT_TRUE(qwen.ok()) << qwen.status().ToString();
+  ParsedRequest p = Chat({{"messages", kAsk}, {"tools", {kWeather}}, {"tool_choice", "required"}});
+  ASSERT_FALSE(p.error) << p.error->message;
+  auto text =
+      qwen->Apply(ToolMessages(p.request.messages, p.request.tools, true, DetectToolSyntax(*qwen)),
+                  true, p.request.tools.tools_json.dump());
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("<tools>\n{\"function\": {\"description\": \"The weather in a city\", "
+                       "\"name\": \"get_weather\""),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+                       "<args-json-object>}\n</tool_call>"),
+            std::string::npos)
+      << *text;
+  EXPECT_EQ(text->find("Respond in JSON"), std::string::npos) << *text;
+  EXPECT_NE(text->find("<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos)
+      << *text;
 }
 
 }  // namespace

@@ -87,6 +87,9 @@ class ChatTemplate {
   // calling, e.g. Qwen 2.5's, Hermes', Llama 3.1's); false for built-ins
   // and templates that ignore tools (Gemma 3's).
   bool handles_tools() const { return handles_tools_; }
+  // The Jinja source ("" for a built-in format): callers recognise a
+  // template's own conventions in it (the server, its tool-call syntax).
+  const std::string& source() const { return source_; }
 
   // "gemma (built-in)", "tokenizer.chat_template", or the .jinja path.
   const std::string& name() const { return name_; }
@@ -100,6 +103,7 @@ class ChatTemplate {
   std::string bos_token_, eos_token_;
   bool strip_bos_ = false;
   bool handles_tools_ = false;
+  std::string source_;
 };
 
 // True when `spec` names a Jinja file rather than a built-in format.

@@ -7,7 +7,13 @@
 // tool's parameters schema. The tools reach the prompt through the chat
 // template (`tools`) when it reads them; otherwise a system message
 // describes them and the expected JSON, and earlier tool calls and results
-// are written into the conversation as that JSON. Pure functions: no engine.
+// are written into the conversation as that JSON.
+//
+// A model whose template teaches it a syntax of its own answers in that
+// syntax instead (ToolSyntax): Hermes 2 Pro / 3 and Qwen 2.5 write each call
+// as a block "<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>",
+// held to the tools by the same constraint (engine TaggedJson), with plain
+// text allowed instead under tool_choice auto. Pure functions: no engine.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,10 +22,21 @@
 #include <vector>
 
 #include "ellm/engine/chat.h"
+#include "ellm/engine/constraint.h"
 
 namespace ellm::server {
 
 struct ApiError;
+
+// How a model writes its calls.
+enum class ToolSyntax {
+  kGeneric,  // llama.cpp's generic JSON document (above): any model
+  kHermes,   // <tool_call> blocks of {"name", "arguments"} JSON (Hermes, Qwen 2.5)
+};
+// The syntax a chat template teaches: kHermes when it reads `tools` and its
+// source writes "<tool_call>" (as llama.cpp recognises the Hermes 2 Pro
+// format); else kGeneric (Gemma's, Llama 3.1's, built-ins).
+ToolSyntax DetectToolSyntax(const ChatTemplate& tmpl);
 
 enum class ToolChoice {
   kNone,      // answer in text, call nothing
@@ -61,15 +78,25 @@ std::optional<ApiError> ParseToolTurn(const nlohmann::json& message, size_t inde
 
 // The JSON Schema (text) the reply must follow when tools are active.
 std::string ToolReplySchema(const ToolRequest& tools);
+// The JSON Schema of one call: {"name": a tool (the named one for
+// kFunction), "arguments": that tool's parameters}; an anyOf over tools.
+std::string ToolCallSchema(const ToolRequest& tools);
+// kHermes: where the calls (ToolCallSchema) go. One block, or one or more
+// with parallel_tool_calls; under auto lazy from "<tool_call>" (text first,
+// or instead: the model chooses), under required / a named function from
+// the reply's first byte.
+TaggedJson HermesToolTags(const ToolRequest& tools);
 
 // The messages to render when tools are active or the conversation holds
 // tool turns. `template_handles_tools`: the template renders tools and tool
 // turns itself, so only the instruction on the expected JSON is added to
 // the system message; else the tools are described there too and tool
 // turns become JSON text (an assistant's calls as it would write them, a
-// tool's result as a user message {"tool_response": ...}).
+// tool's result as a user message {"tool_response": ...}). kHermes (the
+// template handles tools and teaches its own syntax): nothing is added.
 std::vector<ChatMessage> ToolMessages(const std::vector<ChatMessage>& messages,
-                                      const ToolRequest& tools, bool template_handles_tools);
+                                      const ToolRequest& tools, bool template_handles_tools,
+                                      ToolSyntax syntax = ToolSyntax::kGeneric);
 
 // One call the model made.
 struct ToolCall {
@@ -85,6 +112,14 @@ struct ToolReply {
   std::string text;
 };
 ToolReply ParseToolReply(const std::string& reply);
+// A kHermes reply: each "<tool_call>" JSON "</tool_call>" block (whitespace
+// around the JSON free; "arguments" an object, or JSON text of one) is a
+// call; the text outside the blocks is `text` (each piece trimmed, one a
+// line; a reply without blocks as written). A block that does
+// not parse (cut by max_tokens, unclosed, not a {"name", "arguments"}
+// object) makes the whole reply text: `ok` false, no calls, `text` the
+// reply as written.
+ToolReply ParseHermesReply(const std::string& reply);
 
 // OpenAI's message.tool_calls: [{"id", "type": "function", "function":
 // {"name", "arguments"}}].
