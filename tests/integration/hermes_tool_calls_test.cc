@@ -3,7 +3,7 @@
 // its real chat template, which teaches <tool_call> blocks) served by the
 // API server `ellm serve` runs, over HTTP. Whatever the random model would
 // write, tool_choice required / a named function come back as parseable
-// calls of the request's tools, whole and streamed.
+// calls of the request's tools, whole and streamed; auto, text or calls.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -121,6 +121,26 @@ TEST_F(HermesToolCalls, RequiredGivesParseableCallsOfTheTools) {
     ASSERT_EQ(name, "get_time");
     EXPECT_TRUE(args["zone"] == "UTC" || args["zone"] == "CET") << args;
   }
+}
+
+// auto is lazy: the random model may write text; whatever it writes, the
+// response is text or calls of the tools, never a broken call.
+TEST_F(HermesToolCalls, AutoAnswersInTextOrCalls) {
+  const json resp = json::parse(Post({{"max_tokens", 24}}));
+  const json& choice = resp["choices"][0];
+  const json& message = choice["message"];
+  if (choice["finish_reason"] == "tool_calls") {
+    ASSERT_GE(message["tool_calls"].size(), 1u) << resp.dump();
+    for (const json& call : message["tool_calls"]) {
+      EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>()).is_object());
+    }
+  } else {
+    EXPECT_TRUE(choice["finish_reason"] == "stop" || choice["finish_reason"] == "length")
+        << resp.dump();
+    EXPECT_TRUE(message["content"].is_string()) << resp.dump();
+    EXPECT_FALSE(message.contains("tool_calls")) << resp.dump();
+  }
+  EXPECT_LE(resp["usage"]["completion_tokens"].get<int>(), 24) << resp.dump();
 }
 
 TEST_F(HermesToolCalls, NamedFunctionStreamsItsCall) {
