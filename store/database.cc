@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace ellm::store {
@@ -154,7 +156,19 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
   }
   // WAL: readers never block the writer. synchronous=FULL: a COMMIT has
   // reached the disk before it returns, which the Kafka offset commit relies on.
+  // Switching to WAL upgrades a read lock to an exclusive one, and SQLite
+  // answers BUSY at once, without the busy handler (deadlock avoidance),
+  // while another connection holds the write lock: a second daemon on the
+  // same store creating or migrating it at the same moment. Retried for
+  // up to busy_timeout_ms, as any other wait for the lock.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.busy_timeout_ms);
   auto mode = db->QueryText("PRAGMA journal_mode=WAL");
+  while (!mode.ok() && mode.status().code() == StatusCode::kUnavailable &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    mode = db->QueryText("PRAGMA journal_mode=WAL");
+  }
   if (!mode.ok()) return mode.status();
   if (*mode != "wal") {
     return FailedPreconditionError("SQLite database '" + path + "' cannot use WAL mode (got '" +

@@ -1,9 +1,12 @@
 #include "ellm/store/database.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "test_env.h"
 
@@ -53,6 +56,32 @@ TEST_F(DatabaseTest, ProbeWriteWritesNothingAndFailsWhileAnotherWriterHoldsTheLo
   EXPECT_NE(locked.message().find("locked"), std::string::npos) << locked.ToString();
   ASSERT_TRUE((*other)->Exec("ROLLBACK").ok());
   EXPECT_TRUE((*db)->ProbeWrite().ok());
+}
+
+// Two daemons started on one new store at the same moment: one creates and
+// migrates it while the other switches it to WAL. SQLite answers that
+// switch with BUSY at once, without the busy handler, while another
+// connection holds the write lock; Open waits for the lock (up to
+// busy_timeout_ms) instead of failing the daemon's start (seen in CI:
+// "'PRAGMA journal_mode=WAL' failed: database is locked").
+TEST_F(DatabaseTest, OpenWaitsForAnotherConnectionsWriteLockOnANewStore) {
+  const std::string path = dir_ + "/ellm.db";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE held(x); BEGIN IMMEDIATE; INSERT INTO held VALUES(1);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  std::thread release([raw] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  auto db = Database::Open(path);
+  release.join();
+  sqlite3_close(raw);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*(*db)->QueryText("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(*(*db)->QueryInt("PRAGMA user_version"), Database::SchemaVersion());
+  EXPECT_EQ(*(*db)->QueryInt("SELECT count(*) FROM held"), 1);
 }
 
 TEST_F(DatabaseTest, ReopeningKeepsDataAndDoesNotRemigrate) {
