@@ -259,7 +259,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
     if (YAML::Node n = root["kv"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "kv",
                                      {"memory_budget", "spill_dir", "spill_zstd_level",
-                                      "prefix_cache_dir", "prefix_cache_mib"}));
+                                      "spill_read", "prefix_cache_dir", "prefix_cache_mib"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_dir", c.kv.prefix_cache_dir));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "prefix_cache_mib", c.kv.prefix_cache_mib));
       SessionOptions& session = c.model.session;
@@ -271,6 +271,14 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       }
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_dir", session.spill_dir));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_zstd_level", session.spill_zstd_level));
+      if (YAML::Node r = n["spill_read"]) {
+        std::string read;
+        ELLM_RETURN_IF_ERROR(Get(src, n, "kv", "spill_read", read));
+        if (read != "copy" && read != "map") {
+          return At(src, r, "kv.spill_read must be copy or map, not '" + read + "'");
+        }
+        session.kv_spill_map = read == "map";
+      }
     }
     if (YAML::Node n = root["pipelines"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "pipelines", {"dir"}));

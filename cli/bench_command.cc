@@ -30,8 +30,8 @@ constexpr const char* kUsage =
     "         [--json]\n"
     "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16]\n"
     "         [--attn-scores auto|pairs|f32] [--kv-budget MIB]\n"
-    "         [--spill-dir DIR] [--spill-level L] [--sparse-attn K [--sparse-sink N] "
-    "[--sparse-local N]]\n";
+    "         [--spill-dir DIR] [--spill-level L] [--spill-read copy|map]\n"
+    "         [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 
 // This process's own peak: VmHWM belongs to the address space exec made.
 // getrusage's ru_maxrss is kept across execve, so a parent that forked us

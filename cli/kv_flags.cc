@@ -6,7 +6,7 @@ namespace ellm::cli {
 
 std::vector<std::string> KvFlagNames() {
   return {"kv-type",     "attn-weights", "attn-scores", "kv-budget",   "spill-dir",
-          "spill-level", "sparse-attn",  "sparse-sink", "sparse-local"};
+          "spill-level", "spill-read",   "sparse-attn", "sparse-sink", "sparse-local"};
 }
 
 Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
@@ -52,6 +52,13 @@ Status ApplyKvFlags(const Flags& f, SessionOptions* o) {
     return InvalidArgumentError("--spill-level must be 0 (raw) or a zstd level 1..19");
   }
   o->spill_zstd_level = static_cast<int>(level);
+  if (f.Has("spill-read")) {
+    const std::string r = f.Get("spill-read");
+    if (r != "copy" && r != "map") {
+      return InvalidArgumentError("--spill-read '" + r + "': expected copy or map");
+    }
+    o->kv_spill_map = r == "map";
+  }
   // The engine's own check, before any model is loaded.
   return o->Validate();
 }
@@ -64,6 +71,7 @@ void AddKvStats(const KvStats& st, nlohmann::json* out) {
 }
 
 void AddAttentionSettings(const SessionOptions& o, nlohmann::json* out) {
+  if (o.kv_memory_budget > 0) (*out)["kv_spill_read"] = o.kv_spill_map ? "map" : "copy";
   (*out)["attn_weights"] = o.bf16_attention_weights ? "bf16" : "f32";
   (*out)["attn_scores"] = AttnScoresName(AttnScoresUsed(o.kv_type, o.attn_scores));
   const SparseAttentionOptions& sp = o.sparse_attention;

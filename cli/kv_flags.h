@@ -7,6 +7,9 @@
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)
 //   --spill-level L               0: raw spilled blocks (default), 1-19: zstd
+//   --spill-read copy|map         how attention reads spilled blocks: copied
+//                                 back (default) or in place from the mapped
+//                                 file (raw blocks only; kv_cache.h)
 //   --sparse-attn K               approximate attention in full-attention layers:
 //                                 the top K blocks of 64 keys (0 = off, the default)
 //   --sparse-sink N, --sparse-local N   the keys always read: the first N, and the

@@ -19,8 +19,8 @@ constexpr const char* kUsage =
     "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
     "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16]\n"
     "         [--attn-scores auto|pairs|f32] [--kv-budget MIB]\n"
-    "         [--spill-dir DIR] [--spill-level L] [--sparse-attn K [--sparse-sink N]\n"
-    "         [--sparse-local N]]\n";
+    "         [--spill-dir DIR] [--spill-level L] [--spill-read copy|map]\n"
+    "         [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 
 Status Run(const Flags& f) {
   const std::string model_path = f.Get("model"), file = f.Get("file");

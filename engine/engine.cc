@@ -257,6 +257,11 @@ Status SessionOptions::Validate() const {
     return InvalidArgumentError("spill zstd level must be 0 (raw) or 1..19, not " +
                                 std::to_string(spill_zstd_level));
   }
+  if (kv_spill_map && spill_zstd_level != 0) {
+    return InvalidArgumentError(
+        "mapped spill reads (spill read 'map') need raw spill blocks (spill level 0), not level " +
+        std::to_string(spill_zstd_level));
+  }
   const SparseAttentionOptions& sp = sparse_attention;
   if (sp.top_k_blocks < 0 || sp.sink_tokens < 0 || sp.local_tokens < 0) {
     return InvalidArgumentError(
@@ -291,6 +296,7 @@ StatusOr<std::unique_ptr<Session>> Engine::NewSession(const SessionOptions& opti
   ko.memory_budget = o.kv_memory_budget;
   ko.spill_dir = o.spill_dir;
   ko.zstd_level = o.spill_zstd_level;
+  ko.map_spill = o.kv_spill_map;
   if (numa_plan_->mode != NumaMode::kOff) {
     const NumaPlan* plan = numa_plan_.get();
     ko.node_of = [plan](int layer, int kv_head) { return plan->KvNode(layer, kv_head); };

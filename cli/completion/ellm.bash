@@ -6,7 +6,7 @@
 
 _ellm_commands="info tokenize generate perplexity bench extract summarize compare batch submit jobs store model serve cpu version help"
 
-_ellm_kv_flags="--kv-type --attn-weights --attn-scores --kv-budget --spill-dir --spill-level --sparse-attn --sparse-sink --sparse-local"
+_ellm_kv_flags="--kv-type --attn-weights --attn-scores --kv-budget --spill-dir --spill-level --spill-read --sparse-attn --sparse-sink --sparse-local"
 
 # The long flags of subcommand $1.
 _ellm_flags() {

@@ -110,6 +110,12 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
     }
     c->layers_.push_back(std::move(layer));
   }
+  if (o.map_spill && o.zstd_level != 0) {
+    return InvalidArgumentError(
+        "mapped KV spill reads (kv.spill_map) need raw spill blocks (kv.spill_zstd_level 0), not "
+        "zstd level " +
+        std::to_string(o.zstd_level));
+  }
   if (o.memory_budget > 0) {
     if (o.spill_dir.empty()) {
       return InvalidArgumentError(
@@ -122,9 +128,11 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
     if (o.memory_budget < minimum) {
       return InvalidArgumentError("KV memory budget " + Mib(o.memory_budget) + " is below the " +
                                   Mib(minimum) + " this model needs at least (sliding windows " +
-                                  Mib(ring_bytes) + ", one block per full-attention layer and " +
-                                  std::to_string(staging_blocks) +
-                                  " blocks to read spilled ones back into)");
+                                  Mib(ring_bytes) + ", one block per full-attention layer" +
+                                  (staging_blocks > 0
+                                       ? " and " + std::to_string(staging_blocks) +
+                                             " blocks to read spilled ones back into)"
+                                       : ")"));
     }
     ELLM_ASSIGN_OR_RETURN(c->spill_, SpillFile::Open(o.spill_dir, o.zstd_level));
     c->staging_.resize(static_cast<size_t>(staging_blocks * c->BlockBytes()));
@@ -137,7 +145,7 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
                                         h * c->slice_bytes_);
       }
     }
-    if (o.prefetch) {
+    if (o.prefetch && !o.map_spill) {
       c->prefetcher_ = std::make_unique<SpillPrefetcher>(c->spill_.get(), c->BlockBytes());
     }
   }
@@ -146,8 +154,18 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
 
 KvCache::~KvCache() {
   for (Layer& l : layers_) {
-    for (Block& b : l.blocks) FreeSlices(&b);
+    for (Block& b : l.blocks) {
+      FreeSlices(&b);
+      Unmap(&b);
+    }
   }
+}
+
+void KvCache::Unmap(Block* block) {
+  if (block->map == nullptr) return;
+  SpillFile::UnmapPages(block->map, BlockBytes());
+  block->map = nullptr;
+  block->map_slices.clear();
 }
 
 void KvCache::FreeSlices(Block* block) {
@@ -209,6 +227,22 @@ Status KvCache::Spill(int il, Block* block) {
   }
   std::vector<uint8_t> enc;
   EncodeBlock(raw.data(), raw.size(), KvElemBytes(o_.type), o_.zstd_level, enc_scratch_, &enc);
+  if (o_.map_spill) {
+    // The raw bytes on a page boundary, mapped where they were written.
+    ELLM_ASSIGN_OR_RETURN(uint64_t offset,
+                          spill_->AppendPageAligned(enc.data(), enc.size(), kBlockHeaderBytes));
+    ELLM_ASSIGN_OR_RETURN(const uint8_t* map,
+                          spill_->MapPages(offset + kBlockHeaderBytes, raw.size()));
+    block->map = map;
+    for (int h = 0; h < o_.n_head_kv; ++h) block->map_slices.push_back(map + h * slice_bytes_);
+    block->spilled = true;
+    block->spill_offset = offset;
+    block->spill_bytes = enc.size();
+    stats_.spilled_bytes += raw.size();
+    stats_.spilled_encoded_bytes += enc.size();
+    FreeSlices(block);
+    return OkStatus();
+  }
   ELLM_ASSIGN_OR_RETURN(uint64_t offset, spill_->Append(enc.data(), enc.size()));
   block->spilled = true;
   block->spill_offset = offset;
@@ -251,6 +285,7 @@ StatusOr<KvCache::Block*> KvCache::BlockForWrite(int il, int64_t b) {
         std::memcpy(block.slices[h], raw.data() + h * slice_bytes_, slice_bytes_);
       }
       block.spilled = false;
+      Unmap(&block);
     }
     block.index = b;
   }
@@ -314,7 +349,7 @@ Status KvCache::Acquire(int il, int64_t b0, int64_t b1, std::vector<BlockView>* 
       return InternalError("KV block " + std::to_string(b) + " of layer " + std::to_string(il) +
                            " is not held");
     }
-    needs_staging |= block.slices.empty();
+    needs_staging |= block.slices.empty() && block.map == nullptr;
   }
   // The prefetch queued last time: use it if it is for this chunk; drop it
   // if this chunk needs the staging it writes into; else leave it running
@@ -338,6 +373,12 @@ Status KvCache::Acquire(int il, int64_t b0, int64_t b1, std::vector<BlockView>* 
     const Block& block = HeldBlock(il, b);
     if (!block.slices.empty()) {
       views->push_back({b * kBlockPositions, block.slices.data()});
+      continue;
+    }
+    if (block.map != nullptr) {
+      // Read in place from the spill file's pages.
+      stats_.read_back_bytes += BlockBytes();
+      views->push_back({b * kBlockPositions, block.map_slices.data()});
       continue;
     }
     const int64_t slot = view_half_ * kMaxChunkBlocks + (b - b0);
@@ -379,6 +420,7 @@ Status KvCache::Clear() {
   for (Layer& l : layers_) {
     for (Block& b : l.blocks) {
       FreeSlices(&b);
+      Unmap(&b);
       b = Block{};
     }
     l.written_blocks = 0;
@@ -425,6 +467,7 @@ Status KvCache::Truncate(int64_t n) {
     for (int64_t b = end; b < l.written_blocks; ++b) {
       Block& block = l.blocks[static_cast<size_t>(b)];
       FreeSlices(&block);
+      Unmap(&block);
       block = Block{};
     }
     l.written_blocks = std::min(l.written_blocks, end);

@@ -1,6 +1,7 @@
 #include "kv/spill_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -49,6 +50,26 @@ StatusOr<uint64_t> SpillFile::Append(const uint8_t* data, size_t n) {
   end_ += n;
   return at;
 }
+
+StatusOr<uint64_t> SpillFile::AppendPageAligned(const uint8_t* data, size_t n, size_t head) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t saved = end_;
+  end_ = (end_ + head + page - 1) / page * page - head;  // >= saved
+  StatusOr<uint64_t> at = Append(data, n);
+  if (!at.ok()) end_ = saved;
+  return at;
+}
+
+StatusOr<const uint8_t*> SpillFile::MapPages(uint64_t offset, size_t n) const {
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(offset));
+  if (p == MAP_FAILED) {
+    return ErrnoError(
+        errno, "mapping " + std::to_string(n) + " bytes of the KV spill file in '" + dir_ + "'");
+  }
+  return static_cast<const uint8_t*>(p);
+}
+
+void SpillFile::UnmapPages(const uint8_t* p, size_t n) { ::munmap(const_cast<uint8_t*>(p), n); }
 
 Status SpillFile::Read(uint64_t offset, size_t n, uint8_t* out) const {
   size_t done = 0;

@@ -33,6 +33,13 @@ class SpillFile {
   // RESOURCE_EXHAUSTED / errno errors naming the directory; nothing is
   // half-appended (a failed append leaves the end where it was).
   StatusOr<uint64_t> Append(const uint8_t* data, size_t n);
+  // Append, first leaving a hole so that byte `head` of the data lands on a
+  // multiple of the page size (mapped read-back: MapPages at offset + head).
+  StatusOr<uint64_t> AppendPageAligned(const uint8_t* data, size_t n, size_t head);
+  // Maps n bytes at a page-aligned offset read-only (MAP_SHARED: the
+  // file's page-cache pages themselves, no copy). Unmap with UnmapPages.
+  StatusOr<const uint8_t*> MapPages(uint64_t offset, size_t n) const;
+  static void UnmapPages(const uint8_t* p, size_t n);
   // Reads n bytes at offset into out.
   Status Read(uint64_t offset, size_t n, uint8_t* out) const;
   // Reads the encoded block [offset, offset + n) into raw (raw_bytes long):

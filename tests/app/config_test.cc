@@ -264,6 +264,20 @@ TEST(Config, ReadsKvAndNumaSettingsAndRejectsBadOnes) {
   EXPECT_EQ(c->model.session.kv_memory_budget, uint64_t{512} << 20);
   EXPECT_EQ(c->model.session.spill_dir, "/tmp/spill");
   EXPECT_EQ(c->kv.prefix_cache_dir, "/tmp/pc");
+  EXPECT_FALSE(c->model.session.kv_spill_map);
+  auto mapped = ParseConfig("kv: {memory_budget: 64, spill_dir: /tmp, spill_read: map}\n", "c");
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_TRUE(mapped->model.session.kv_spill_map);
+  auto sideways = ParseConfig("kv: {spill_read: sideways}\n", "c");
+  ASSERT_FALSE(sideways.ok());
+  EXPECT_NE(sideways.status().message().find("kv.spill_read must be copy or map"),
+            std::string::npos)
+      << sideways.status().ToString();
+  // Mapped reads need raw blocks.
+  EXPECT_FALSE(
+      ParseConfig(
+          "kv: {memory_budget: 64, spill_dir: /tmp, spill_read: map, spill_zstd_level: 3}\n", "c")
+          .ok());
   EXPECT_FALSE(ParseConfig("model: {numa: sideways}\n", "c").ok());
   EXPECT_TRUE(ParseConfig("model: {numa: replicate}\n", "c").ok());
   EXPECT_FALSE(ParseConfig("kv: {memory_budget: -1}\n", "c").ok());

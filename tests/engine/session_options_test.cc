@@ -34,6 +34,11 @@ TEST(SessionOptions, ValidateNamesTheSettingThatCannotWork) {
   ExpectInvalid(o, "zstd level");
   o.spill_zstd_level = 20;
   ExpectInvalid(o, "zstd level");
+  o.spill_zstd_level = 0;
+  o.kv_spill_map = true;  // in place: raw blocks only
+  EXPECT_TRUE(o.Validate().ok());
+  o.spill_zstd_level = 1;
+  ExpectInvalid(o, "need raw spill blocks");
   o = {};
   o.sparse_attention.sink_tokens = -1;
   ExpectInvalid(o, "sparse attention");

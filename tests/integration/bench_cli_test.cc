@@ -169,6 +169,21 @@ TEST(BenchCli, OutOfRangeSpillLevelAndStreamsAreRefusedBeforeTheModelLoads) {
         << out;
     EXPECT_EQ(out.find("nonexistent"), std::string::npos) << out;
   }
+  {
+    std::string out;
+    EXPECT_EQ(
+        RunCli("bench --model /nonexistent/model.gguf --depth 8 --gen 1 --spill-read mmap", &out),
+        2)
+        << out;
+    EXPECT_NE(out.find("--spill-read 'mmap': expected copy or map"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(RunCli("bench --model /nonexistent/model.gguf --depth 8 --gen 1 --kv-budget 64 "
+                     "--spill-read map --spill-level 3",
+                     &out),
+              2)
+        << out;
+    EXPECT_NE(out.find("need raw spill blocks"), std::string::npos) << out;
+  }
   for (const char* streams : {"0", "257"}) {
     std::string out;
     EXPECT_EQ(RunCli(std::string("bench --model /nonexistent/model.gguf --depth 8 --gen 1 "

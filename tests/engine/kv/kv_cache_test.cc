@@ -91,10 +91,12 @@ StatusOr<std::vector<float>> RunAll(KvCache& cache, int64_t n) { return RunRange
 // the window the prefix needs, truncation is refused and changes nothing.
 TEST(KvCache, TruncatedAndContinuedEqualsAStraightRun) {
   const int64_t n = 2000, prefix = 700;
-  for (bool spill : {false, true}) {
-    SCOPED_TRACE(spill ? "spilled" : "in memory");
+  for (int mode : {0, 1, 2}) {
+    const bool spill = mode > 0;
+    SCOPED_TRACE(mode == 0 ? "in memory" : mode == 1 ? "spilled, copied back" : "spilled, mapped");
     TempDir dir;
     KvCacheOptions o = Options(n, KvType::kBF16);
+    o.map_spill = mode == 2;
     if (spill) {
       auto probe = KvCache::Create(o);
       ASSERT_TRUE(probe.ok());
@@ -143,13 +145,14 @@ TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   EXPECT_EQ((*plain)->stats().spilled_bytes, 0u);
 
-  // Raw blocks (the default) and zstd ones.
-  for (int level : {0, 1}) {
-    SCOPED_TRACE("zstd level " + std::to_string(level));
+  // Raw blocks (the default), zstd ones, and raw ones read in place.
+  for (auto [level, map] : {std::pair{0, false}, std::pair{1, false}, std::pair{0, true}}) {
+    SCOPED_TRACE("zstd level " + std::to_string(level) + (map ? ", mapped" : ""));
     TempDir dir;
     KvCacheOptions o = Options(n, GetParam());
     o.spill_dir = dir.path;
     o.zstd_level = level;
+    o.map_spill = map;
     // Ring (2 blocks) + one block per full layer + staging: the minimum.
     o.memory_budget = (2 + 2 + KvCache::StagingBlocks(o)) * BlockBytes(**plain);
     auto spilled = KvCache::Create(o);
@@ -169,8 +172,13 @@ TEST_P(KvSpill, SpilledRunIsBitIdenticalAndStaysWithinBudget) {
     } else {
       EXPECT_GT(st.compression_ratio(), 1.0);
     }
-    std::printf("%s level %d: spilled %llu bytes, ratio %.3f, peak resident %llu of %llu\n",
-                std::string(KvTypeName(GetParam())).c_str(), level,
+    if (map) {
+      // Nothing to read back into: the minimum budget is 4 blocks.
+      EXPECT_EQ(KvCache::StagingBlocks(o), 0);
+      EXPECT_EQ(o.memory_budget, 4 * BlockBytes(**plain));
+    }
+    std::printf("%s level %d%s: spilled %llu bytes, ratio %.3f, peak resident %llu of %llu\n",
+                std::string(KvTypeName(GetParam())).c_str(), level, map ? " mapped" : "",
                 static_cast<unsigned long long>(st.spilled_bytes), st.compression_ratio(),
                 static_cast<unsigned long long>(st.peak_resident_bytes),
                 static_cast<unsigned long long>(o.memory_budget));
@@ -196,6 +204,20 @@ TEST(KvCache, BudgetBelowTheMinimumSaysHowMuchIsNeeded) {
   c = KvCache::Create(o);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("kv.spill_dir"), std::string::npos);
+}
+
+TEST(KvCache, MappedSpillNeedsRawBlocks) {
+  TempDir dir;
+  KvCacheOptions o = Options(4096, KvType::kBF16);
+  o.spill_dir = dir.path;
+  o.memory_budget = 64 << 20;
+  o.zstd_level = 3;
+  o.map_spill = true;
+  auto c = KvCache::Create(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("kv.spill_zstd_level 0"), std::string::npos)
+      << c.status().ToString();
 }
 
 TEST(KvCache, MissingSpillDirectoryIsNamed) {

@@ -68,9 +68,9 @@ TEST_F(KvStateModel, SmallBudgetSpillsAndGivesBitIdenticalLogits) {
   auto plain = engine_->NewSession({.n_ctx = 4096, .kv_type = KvType::kBF16});
   ASSERT_TRUE(plain.ok());
   const auto want = Eval(**plain, ids);
-  // Raw spills (the default) and zstd ones.
-  for (int level : {0, 1}) {
-    SCOPED_TRACE("zstd level " + std::to_string(level));
+  // Raw spills (the default), zstd ones, and raw ones read in place.
+  for (auto [level, map] : {std::pair{0, false}, std::pair{1, false}, std::pair{0, true}}) {
+    SCOPED_TRACE("zstd level " + std::to_string(level) + (map ? ", mapped" : ""));
     Dir dir;
     // Sliding windows (15 layers x 4 blocks x 256 KiB) + 3 full-attention
     // blocks + 4 staging blocks = 16.75 MiB; the full layers need 9 MiB more.
@@ -79,7 +79,8 @@ TEST_F(KvStateModel, SmallBudgetSpillsAndGivesBitIdenticalLogits) {
                                         .kv_type = KvType::kBF16,
                                         .kv_memory_budget = budget,
                                         .spill_dir = dir.path.string(),
-                                        .spill_zstd_level = level});
+                                        .spill_zstd_level = level,
+                                        .kv_spill_map = map});
     ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
     const auto got = Eval(**spilled, ids);
     ASSERT_EQ(got.size(), want.size());

@@ -100,6 +100,12 @@ struct SessionOptions {
   // + zstd at that level, about 30% less disk for bf16 and about twice the
   // decode time under a budget (docs/benchmarks.md).
   int spill_zstd_level = 0;
+  // Opt-in, raw spill only (level 0): attention reads spilled blocks in
+  // place from the spill file's mapped pages instead of copying them back
+  // (decode under a budget then costs about what it does in memory). The
+  // mapped pages count in the process's RSS, and an I/O error on the spill
+  // disk ends the process with SIGBUS (engine/kv/kv_cache.h: Mapped spill).
+  bool kv_spill_map = false;
   SparseAttentionOptions sparse_attention;  // off by default
 
   // InvalidArgument naming the first setting that cannot work, whatever the
