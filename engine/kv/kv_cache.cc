@@ -227,23 +227,18 @@ Status KvCache::Spill(int il, Block* block) {
   }
   std::vector<uint8_t> enc;
   EncodeBlock(raw.data(), raw.size(), KvElemBytes(o_.type), o_.zstd_level, enc_scratch_, &enc);
+  uint64_t offset = 0;
   if (o_.map_spill) {
     // The raw bytes on a page boundary, mapped where they were written.
-    ELLM_ASSIGN_OR_RETURN(uint64_t offset,
+    ELLM_ASSIGN_OR_RETURN(offset,
                           spill_->AppendPageAligned(enc.data(), enc.size(), kBlockHeaderBytes));
-    ELLM_ASSIGN_OR_RETURN(const uint8_t* map,
-                          spill_->MapPages(offset + kBlockHeaderBytes, raw.size()));
-    block->map = map;
-    for (int h = 0; h < o_.n_head_kv; ++h) block->map_slices.push_back(map + h * slice_bytes_);
-    block->spilled = true;
-    block->spill_offset = offset;
-    block->spill_bytes = enc.size();
-    stats_.spilled_bytes += raw.size();
-    stats_.spilled_encoded_bytes += enc.size();
-    FreeSlices(block);
-    return OkStatus();
+    ELLM_ASSIGN_OR_RETURN(block->map, spill_->MapPages(offset + kBlockHeaderBytes, raw.size()));
+    for (int h = 0; h < o_.n_head_kv; ++h) {
+      block->map_slices.push_back(block->map + h * slice_bytes_);
+    }
+  } else {
+    ELLM_ASSIGN_OR_RETURN(offset, spill_->Append(enc.data(), enc.size()));
   }
-  ELLM_ASSIGN_OR_RETURN(uint64_t offset, spill_->Append(enc.data(), enc.size()));
   block->spilled = true;
   block->spill_offset = offset;
   block->spill_bytes = enc.size();
