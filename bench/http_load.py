@@ -54,7 +54,8 @@ import openai
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "sk-load-0123456789"
-KAFKA_PORT = 19292  # never 19092/19192/19392: the tests' and CI's brokers use those
+# --kafka-port / --kafka-run; never 19092/19192/19392: the tests' and CI's brokers use those.
+KAFKA_PORT = 19292
 KAFKA_RUN = "/tmp/kafka-load"
 
 SUBJECTS = ["the sea", "a red bicycle", "winter mornings", "prime numbers", "a lighthouse",
@@ -401,12 +402,17 @@ def main():
                     "--doc-pages pages, as text; configs/samples/*-long.pdf is only ~1.2K tokens)")
     ap.add_argument("--doc-pages", type=int, default=150, help="~107 tokens a page; 150: ~16K")
     ap.add_argument("--job-ctx", type=int, default=32768)
+    ap.add_argument("--kafka-port", type=int, default=KAFKA_PORT,
+                    help="--with-kafka-job: its own broker's port")
+    ap.add_argument("--kafka-run", default=KAFKA_RUN,
+                    help="--with-kafka-job: its own broker's run directory")
     ap.add_argument("--llama-server", help="also run the load against this llama-server")
     ap.add_argument("--llama-ctx", type=int, default=8192)
     ap.add_argument("--llama-parallel", type=int, default=0,
                     help="llama-server -np (default: not passed, its own default)")
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     args = ap.parse_args()
+    globals().update(KAFKA_PORT=args.kafka_port, KAFKA_RUN=args.kafka_run)
     cpu = cpu_name()
     print(f"CPU: {cpu}; {os.cpu_count()} logical CPUs", file=sys.stderr)
 
