@@ -5,6 +5,7 @@
 //
 //   ellm batch MANIFEST [--pipeline P] [--model PATH] [--db PATH] [--config FILE]
 //              [--pipelines DIR] [--ctx N] [--threads N] [--chat-template NAME]
+//              [KV flags: kv_flags.h]
 //
 // Manifest, YAML:                       or CSV (header line required):
 //   id: contracts-2026-11               id,pipeline,documents...
@@ -34,6 +35,7 @@
 #include "ellm/app/run_job.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "flags.h"
+#include "kv_flags.h"
 #include "local_runtime.h"
 
 namespace ellm::cli {
@@ -241,14 +243,16 @@ Status Run(const Flags& f, int* failures) {
 }  // namespace
 
 int Batch(const Args& args) {
-  auto flags = Flags::Parse(
-      args, {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads", kChatTemplateFlag},
-      {});
+  std::set<std::string> names = {"pipeline",  "model", "db",      "config",
+                                 "pipelines", "ctx",   "threads", kChatTemplateFlag};
+  for (const std::string& n : KvFlagNames()) names.insert(n);
+  auto flags = Flags::Parse(args, names, {});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm batch: %s\nusage: ellm batch MANIFEST [--pipeline P] [--model PATH] "
                  "[--db PATH] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
-                 "                  [--chat-template gemma|llama3|chatml]\n",
+                 "                  [--chat-template gemma|llama3|chatml] [KV flags: ellm help "
+                 "bench]\n",
                  flags.status().message().c_str());
     return 2;
   }

@@ -10,6 +10,7 @@
 
 #include "chat_template_flag.h"
 #include "ellm/pipelines/pipeline_processor.h"
+#include "kv_flags.h"
 
 namespace ellm::cli {
 namespace {
@@ -43,6 +44,7 @@ StatusOr<std::unique_ptr<app::Runtime>> OpenLocalRuntime(
   // Before anything is opened or created: a wrong name costs nothing.
   ELLM_ASSIGN_OR_RETURN(config.model.engine.chat_template,
                         ChatTemplateFromFlags(f, config.model.engine.chat_template));
+  ELLM_RETURN_IF_ERROR(ApplyKvFlags(f, &config.model.session));
   app::RuntimeOverrides overrides;
   overrides.without_model =
       !pipelines.empty() &&

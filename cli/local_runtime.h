@@ -16,7 +16,8 @@ namespace ellm::cli {
 
 // The runtime (app/runtime.h) for local files. Flags it reads: --config
 // (else /etc/ellm/ellm.yaml when present, else the defaults) and over it
-// --model --db --pipelines --ctx --threads --chat-template. Without a config
+// --model --db --pipelines --ctx --threads --chat-template and the KV flags
+// (kv_flags.h, over the config's model: section). Without a config
 // file the store is $XDG_DATA_HOME/ellm/ellm.db (its directory created) with
 // the prefix cache beside it. `pipelines`: those the command will run; when
 // it names some and none of them needs a model (document-stats), no model is

@@ -2,6 +2,7 @@
 //   ellm summarize FILE... [--pipeline P] [--model PATH] [--db PATH] [--json]
 //                  [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]
 //                  [--params JSON] [--chat-template NAME] [--log-prompts FILE]
+//                  [KV flags: kv_flags.h, over the config's model: section]
 //   ellm compare A B [...same options; --pipeline defaults to compare-contracts]
 // The result is printed and stored as a job in SQLite (--db, else the
 // config's store.path, else $XDG_DATA_HOME/ellm/ellm.db). On a terminal a
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "chat_template_flag.h"
 #include "commands.h"
@@ -29,6 +31,7 @@
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
+#include "kv_flags.h"
 #include "local_runtime.h"
 
 namespace ellm::cli {
@@ -132,6 +135,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
                           {"constraint_ms", res.constraint_ms},
                           {"seconds", seconds},
                           {"store", db}};
+    AddAttentionSettings(rt->config.model.session, &out);
     if (res.output_json) out["json"] = nlohmann::json::parse(*res.output_json);
     std::cout << out.dump(2) << "\n";
   } else {
@@ -149,16 +153,16 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 }
 
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
-  auto flags = Flags::Parse(args,
-                            {"pipeline", "model", "db", "config", "pipelines", "ctx", "threads",
-                             "params", "log-prompts", kChatTemplateFlag},
-                            {"json"});
+  std::set<std::string> names = {"pipeline", "model",   "db",     "config",      "pipelines",
+                                 "ctx",      "threads", "params", "log-prompts", kChatTemplateFlag};
+  for (const std::string& n : KvFlagNames()) names.insert(n);
+  auto flags = Flags::Parse(args, names, {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr,
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
                  "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
                  "[--params JSON] [--chat-template gemma|llama3|chatml] "
-                 "[--log-prompts FILE]\n",
+                 "[--log-prompts FILE] [KV flags: ellm help bench]\n",
                  name, flags.status().message().c_str(), name);
     return 2;
   }

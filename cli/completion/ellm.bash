@@ -22,9 +22,10 @@ _ellm_flags() {
     extract) echo "--json --max-pages --max-bytes --timeout --memory-mib --config --extractor" ;;
     summarize | compare)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --params" \
-        "--chat-template --log-prompts --json" ;;
+        "--chat-template --log-prompts --json $_ellm_kv_flags" ;;
     batch)
-      echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" ;;
+      echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" \
+        "$_ellm_kv_flags" ;;
     submit) echo "--pipeline --id --params --inline --reply-to --config --brokers --topic" ;;
     jobs) echo "--status --limit --json --db --config --older-than" ;;
     store) echo "--db --config" ;;

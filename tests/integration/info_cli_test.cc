@@ -126,6 +126,29 @@ TEST(Cli, HelpNamesEveryFlagTheCommandTakes) {
   }
 }
 
+// summarize and compare take the KV flags of bench and perplexity, checked
+// before anything is opened or created (the store, the model).
+TEST(Cli, SummarizeAndCompareRefuseBadKvFlagsFirst) {
+  const std::string dir = MakeTempDir("ellm-cli-kv");
+  { std::ofstream(dir + "/a.txt") << "One two three four.\n"; }
+  const std::string doc = "'" + dir + "/a.txt' ";
+  const std::string rest = "--model '" + dir + "/none.gguf' --db '" + dir + "/w.db'";
+  std::string out;
+  EXPECT_EQ(RunCli("summarize " + doc + rest + " --attn-scores fast", &out), 2) << out;
+  EXPECT_NE(out.find("--attn-scores"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunCli("compare " + doc + doc + rest + " --kv-type f16 --attn-weights bf16", &out), 2)
+      << out;
+  EXPECT_NE(out.find("bf16 attention weights"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/w.db"));
+  // Good ones pass on to the run (here: to the missing model).
+  out.clear();
+  EXPECT_EQ(RunCli("summarize " + doc + rest + " --attn-scores f32 --kv-type bf16", &out), 1)
+      << out;
+  EXPECT_NE(out.find("no model at"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
 // Regression: `ellm summarize F --pipeline document-stats` failed with "no
 // model at ..." although document-stats runs none.
 TEST(Cli, APipelineWithoutAModelNeedsNone) {
