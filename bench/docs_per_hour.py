@@ -155,7 +155,22 @@ def replay(llm, rec, is_eog):
     settings = rec["settings"]
     nxt = eval_and_pick(rec["ids"])
     generated, answers = 0, []
-    for sec in rec["sections"]:
+    mem = llama_cpp.llama_get_memory(llm._ctx.ctx)
+    n_prompt = len(rec["ids"])
+    for i, sec in enumerate(rec["sections"]):
+        if sec.get("from_prompt") and i > 0:
+            # Back to the end of the prompt (a field's own generation), as
+            # generator.cc does with Session::Truncate; without a lead the
+            # prompt's last token is evaluated again.
+            keep = n_prompt if sec["lead_ids"] else n_prompt - 1
+            if llama_cpp.llama_memory_seq_rm(mem, 0, keep, -1):
+                llm.n_tokens = keep
+            else:  # a cache that cannot drop a suffix: prefill again
+                llm.reset()
+                llama_cpp.llama_memory_clear(mem, True)
+                llm.eval(rec["ids"][:keep])
+            if keep < n_prompt:
+                nxt = eval_and_pick(rec["ids"][keep:])
         if sec["lead_ids"]:
             nxt = eval_and_pick(sec["lead_ids"])
         out = b""

@@ -43,7 +43,8 @@ nlohmann::json PromptRecordJson(const pipelines::PromptRecord& r) {
     sections.push_back({{"lead", r.sections[i].lead},
                         {"lead_ids", r.lead_ids[i]},
                         {"max_tokens", r.sections[i].max_tokens},
-                        {"stop", r.sections[i].stop}});
+                        {"stop", r.sections[i].stop},
+                        {"from_prompt", r.sections[i].from_prompt}});
   }
   const pipelines::GenerationSettings& g = r.settings;
   return {{"text", r.text},

@@ -173,6 +173,87 @@ int BindRoles(const std::vector<PipelineSpec::Field>& fields, std::vector<FieldV
   return swaps;
 }
 
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// The first `n` words of `text` (lowercased), each without punctuation.
+std::vector<std::string> FirstWords(std::string_view text, size_t n) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (words.size() < n && at < text.size()) {
+    while (at < text.size() && !IsWordChar(text[at])) ++at;
+    size_t end = at;
+    while (end < text.size() && IsWordChar(text[end])) ++end;
+    if (end > at) words.push_back(Lower(text.substr(at, end - at)));
+    at = end;
+  }
+  return words;
+}
+
+bool NamesField(const std::vector<std::string>& words, const PipelineSpec::Field& f) {
+  for (const std::string& w : words) {
+    for (const std::string& k : f.keywords) {
+      if (!k.empty() && w.rfind(Lower(k), 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+// Words after a clause boundary looked at for another field's name: enough
+// for "and the name of the Supplier is", short enough not to reach into
+// the next sentence of a long answer.
+constexpr size_t kClauseWords = 6;
+
+}  // namespace
+
+std::string OwnAnswer(const std::vector<PipelineSpec::Field>& fields, size_t i,
+                      const std::string& answer) {
+  const std::string lower = Lower(answer);
+  size_t cut = std::string::npos;
+  // A lead begins again: its first four words (leads share their opening,
+  // "According to the contract,").
+  for (const PipelineSpec::Field& f : fields) {
+    std::vector<std::string> words = FirstWords(f.lead, 4);
+    if (words.size() < 4) continue;
+    std::string phrase = words[0];
+    for (size_t w = 1; w < words.size(); ++w) phrase += " " + words[w];
+    for (size_t at = lower.find(words[0]); at != std::string::npos && at < cut;
+         at = lower.find(words[0], at + 1)) {
+      const std::vector<std::string> here = FirstWords(std::string_view(lower).substr(at), 4);
+      if (here == words && (at == 0 || !IsWordChar(lower[at - 1]))) cut = at;
+    }
+  }
+  // A clause that names another field, and not this one.
+  for (const char* boundary : {" and ", ", ", "; ", ". "}) {
+    for (size_t at = lower.find(boundary); at != std::string::npos && at < cut;
+         at = lower.find(boundary, at + 1)) {
+      const std::vector<std::string> words =
+          FirstWords(std::string_view(lower).substr(at), kClauseWords);
+      if (NamesField(words, fields[i])) continue;
+      for (size_t j = 0; j < fields.size(); ++j) {
+        if (j != i && NamesField(words, fields[j])) {
+          cut = at;
+          break;
+        }
+      }
+    }
+  }
+  if (cut == std::string::npos) return answer;
+  std::string out = answer.substr(0, cut);
+  while (!out.empty() && (std::isspace(static_cast<unsigned char>(out.back())) ||
+                          std::string_view(",;:.-").find(out.back()) != std::string_view::npos)) {
+    out.pop_back();
+  }
+  return out;
+}
+
 FieldValue ResolveField(const PipelineSpec::Field& field, const std::string& answer,
                         const std::vector<Page>& pages) {
   FieldValue v;

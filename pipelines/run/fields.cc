@@ -50,7 +50,9 @@ PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, cons
   std::vector<TextGenerator::Section> sections;
   int64_t answer_room = 0;
   for (const PipelineSpec::Field& f : spec_.fields) {
-    sections.push_back({"\n" + f.lead, f.max_tokens, kFieldStops});
+    // Each field is asked right after the document (the document's KV is
+    // kept, not prefilled again): one runaway answer cannot lead the next.
+    sections.push_back({"\n" + f.lead, f.max_tokens, kFieldStops, /*from_prompt=*/true});
     answer_room += f.max_tokens + count(f.lead) + 4;
   }
   PipelineDoc empty = doc;
@@ -92,7 +94,8 @@ PipelineResult PipelineProcessor::ExtractFields(const PipelineRequest& job, cons
     if (g->cancelled) return PipelineResult::Cancelled();
     AddGeneration(*r, *g);
     for (size_t i = 0; i < spec_.fields.size() && i < g->sections.size(); ++i) {
-      FieldValue v = ResolveField(spec_.fields[i], g->sections[i], pages);
+      FieldValue v =
+          ResolveField(spec_.fields[i], OwnAnswer(spec_.fields, i, g->sections[i]), pages);
       FieldValue& best = (*values)[i];
       if ((v.verified() && !best.verified()) || (v.present() && !best.present()) ||
           (k == 0 && !best.present())) {

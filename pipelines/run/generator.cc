@@ -299,12 +299,35 @@ StatusOr<Generation> Generator::GenerateSections(
   out.prefill_ms = Ms(t0, Clock::now());
   int64_t total_max = 0;
   for (const Section& s : sections) total_max += s.max_tokens;
+  const int64_t prompt_end = static_cast<int64_t>(ids.size());
   for (size_t si = 0; si < sections.size(); ++si) {
     const Section& sec = sections[si];
-    if (!sec.lead.empty()) {
-      auto lead_t0 = Clock::now();
-      std::vector<TokenId> lead = tok.Encode(sec.lead, false, false);
-      ELLM_ASSIGN_OR_RETURN(bool ok, feed(lead, false));
+    auto lead_t0 = Clock::now();
+    std::vector<TokenId> lead;
+    if (!sec.lead.empty()) lead = tok.Encode(sec.lead, false, false);
+    std::vector<TokenId> to_feed = lead;
+    if (sec.from_prompt && si > 0) {
+      // Back to the end of the prompt; without a lead the prompt's last
+      // token is evaluated again, for the logits the first pick needs.
+      const int64_t keep = lead.empty() ? prompt_end - 1 : prompt_end;
+      if (session_->CanTruncate(keep)) {
+        ELLM_RETURN_IF_ERROR(session_->Truncate(keep));
+      } else {
+        // The sliding-window layers moved on (a long answer): prefill again.
+        session_->Reset();
+        ELLM_ASSIGN_OR_RETURN(bool ok,
+                              feed(std::vector<TokenId>(ids.begin(), ids.begin() + keep), false));
+        if (!ok) {
+          out.cancelled = true;
+          return out;
+        }
+      }
+      sampler = Sampler(so);  // the repetition history of the prompt alone
+      for (int64_t i = 0; i < keep; ++i) sampler.Accept(ids[static_cast<size_t>(i)]);
+      if (keep < prompt_end) to_feed.insert(to_feed.begin(), ids.back());
+    }
+    if (!to_feed.empty()) {
+      ELLM_ASSIGN_OR_RETURN(bool ok, feed(to_feed, false));
       if (prompt_log_) {
         lead_ids.resize(si + 1);
         lead_ids[si] = std::move(lead);

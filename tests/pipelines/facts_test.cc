@@ -288,6 +288,52 @@ TEST(Provenance, TheDocumentsDefinedTermsDecideWhichPartyIsWhich) {
   EXPECT_TRUE(json["buyer"].contains("role"));
 }
 
+// A small model's answer runs on into the next field ("... (the Buyer) and
+// the name of the Supplier is ..."): the answer is cut where it does, and
+// never inside a value's own words.
+TEST(Provenance, AnAnswerStopsWhereItNamesAnotherField) {
+  std::vector<PipelineSpec::Field> f = {
+      MakeField("buyer", FactKind::kText, {"buyer"}),
+      MakeField("supplier", FactKind::kText, {"supplier", "seller"}),
+      MakeField("quantity", FactKind::kNumber, {"deliver", "quantity"}),
+      MakeField("price", FactKind::kAmount, {"price", "pay"}),
+      MakeField("cap", FactKind::kPercent, {"liability", "liable"}),
+      MakeField("law", FactKind::kText, {"governed", "law"})};
+  for (PipelineSpec::Field& field : f) {
+    field.lead = "According to the contract, the " + field.name + " is";
+  }
+  EXPECT_EQ(OwnAnswer(f, 0,
+                      " Northwind Energy plc (the Buyer) and the name of the Supplier is Aero "
+                      "Turbines SA (the Supplier)"),
+            " Northwind Energy plc (the Buyer)");
+  EXPECT_EQ(OwnAnswer(f, 1, " Aero Turbines SA, and the Buyer is Northwind Energy plc"),
+            " Aero Turbines SA");
+  EXPECT_EQ(OwnAnswer(f, 3, " EUR 96 million; the Supplier's total liability is limited to 100%"),
+            " EUR 96 million");
+  // A lead begun again, in any case.
+  EXPECT_EQ(OwnAnswer(f, 5, " Spain. according to the Contract, the cap is 100%"), " Spain");
+  // The field's own words, and words that name no field, stay.
+  for (auto [i, answer] : std::vector<std::pair<size_t, std::string>>{
+           {1, " Aero Turbines SA (the Supplier), and the Seller shall deliver them"},
+           {2, " 12 wind turbines, to be delivered by 30 June 2026"},
+           {4, " 100% of the total price, except for death, personal injury or fraud"},
+           {5, " England and Wales"},
+           {0, " Smith and Jones Ltd"},
+           {0, ""}}) {
+    EXPECT_EQ(OwnAnswer(f, i, answer), answer) << f[i].name;
+  }
+  // What is left resolves to the field's own value.
+  const auto pages = SplitPages(
+      "[page 1]\nNorthwind Energy plc (the Buyer) buys from Aero "
+      "Turbines SA (the Supplier).\n");
+  FieldValue v = ResolveField(
+      f[0], OwnAnswer(f, 0, " Northwind Energy plc (the Buyer) and the name of the Supplier is X"),
+      pages);
+  EXPECT_EQ(v.answer, "Northwind Energy plc (the Buyer)");
+  EXPECT_EQ(v.value, "Northwind Energy plc");
+  EXPECT_TRUE(v.verified());
+}
+
 TEST(Provenance, FigureLinesAreCitedOrRemoved) {
   const auto pages = SplitPages(
       "[page 1]\nAbout us\n\n[page 2]\nRevenue rose 12% to EUR 4.2 billion. Net debt fell to "

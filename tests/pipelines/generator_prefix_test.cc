@@ -76,6 +76,52 @@ TEST(GeneratorPrefix, SharedFirstDocumentIsRestoredAndAnswersDoNotChange) {
   fs::remove_all(dir);
 }
 
+// A section asked from_prompt continues the prompt's KV, not the sections
+// before it: its answer is the one it gets asked alone, after a runaway
+// answer, with no lead, and after an answer so long that the
+// sliding-window layers no longer hold the prompt's end (prefilled again).
+TEST(GeneratorSections, FromPromptSectionsAnswerAsIfAskedAlone) {
+  ELLM_REQUIRE_MODEL(path);
+  GeneratorOptions o;
+  o.engine.threads = 2;
+  o.session.n_ctx = 4096;
+  auto g = Generator::Load(path, o);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const std::string prompt = Contract("The supplier", 30) + "\nKey terms:\n";
+  GenerationSettings settings;
+  settings.temperature = 0;
+  settings.repeat_penalty = 1.1;  // the penalty's history restarts with the prompt too
+  settings.stop_on_repeated_line = false;
+  std::atomic<bool> cancel{false};
+  using Section = TextGenerator::Section;
+  const Section runaway{"\nThe clauses say that", 300, {"@@@"}};
+  const Section notice{"\nEither party may terminate with", 8, {"\n"}, true};
+  const Section bare{"", 8, {"\n"}, true};
+  // Over 500 tokens past a prompt of ~1,300: the ring of 256-position
+  // blocks that holds the 512-token window has moved on.
+  const Section longer{runaway.lead, 640, runaway.stop, true};
+  auto all = (*g)->GenerateSections("", prompt, PromptFormat::kPlain, settings,
+                                    {runaway, notice, longer, bare}, cancel, nullptr);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->sections.size(), 4u);
+  EXPECT_GT(all->generated_tokens, 800) << all->sections[2];  // the runaways ran on
+  auto alone =
+      (*g)->GenerateSections("", prompt, PromptFormat::kPlain, settings, {notice}, cancel, nullptr);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_FALSE(alone->sections[0].empty());
+  EXPECT_EQ(all->sections[1], alone->sections[0]);
+  auto bare_alone =
+      (*g)->GenerateSections("", prompt, PromptFormat::kPlain, settings, {bare}, cancel, nullptr);
+  ASSERT_TRUE(bare_alone.ok());
+  EXPECT_EQ(all->sections[3], bare_alone->sections[0]);
+  // Without from_prompt the same section continues after the runaway.
+  const Section after{notice.lead, notice.max_tokens, notice.stop};
+  auto running = (*g)->GenerateSections("", prompt, PromptFormat::kPlain, settings,
+                                        {runaway, after}, cancel, nullptr);
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->sections[0], all->sections[0]);
+}
+
 // Issue 37 item 7: a saved state encodes its document. A generation that
 // does not ask for the cache (a pipeline without prefix_cache: true) writes
 // nothing, not even the directory, and answers as one that does; one that

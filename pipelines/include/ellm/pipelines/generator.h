@@ -81,12 +81,17 @@ class TextGenerator {
 
   // One prefill of `prompt`, then for each section: feed its `lead` text
   // and generate until a stop string, an end token or its max_tokens, in the
-  // same sequence (later sections see earlier answers). Generation::text is
-  // lead + answer of every section, concatenated.
+  // same sequence (later sections see earlier answers), or with
+  // `from_prompt` right after the prompt again: the prompt's KV is kept and
+  // what came after it is forgotten (Session::Truncate), so the section
+  // sees neither the leads nor the answers before it and the prompt is not
+  // prefilled again. Generation::text is lead + answer of every section,
+  // concatenated.
   struct Section {
     std::string lead;
     int max_tokens = 128;
     std::vector<std::string> stop;  // empty: settings.stop
+    bool from_prompt = false;
   };
   //
   // shared_prefix.chars > 0: the prompt is tokenized in two parts at that

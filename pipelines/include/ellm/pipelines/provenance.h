@@ -18,7 +18,7 @@ namespace ellm::pipelines {
 
 // One field as one document gives it.
 struct FieldValue {
-  std::string answer;      // the model's words after the field's lead
+  std::string answer;      // the model's words after the field's lead (the runner: OwnAnswer)
   std::string value;       // the value of the field's type in `answer`; "" none
   std::string normalized;  // Fact::Normalized(), or the lowercased words of a text value
   // Where the document states the value (the span's text is the document's
@@ -34,6 +34,18 @@ struct FieldValue {
   bool present() const { return !value.empty(); }
   bool verified() const { return source.has_value() && !role_conflict; }
 };
+
+// The part of `answer` (the model's words after fields[i]'s lead) that
+// answers field i: cut where the answer runs on into another field, a
+// small model's habit ("Northwind Energy plc (the Buyer) and the name of
+// the Supplier is Aero Turbines SA" -> "Northwind Energy plc (the Buyer)").
+// It runs on at a clause boundary (" and ", ", ", "; ", ". ") whose next
+// few words name another field (a word starting with one of that field's
+// keywords, and none of field i's), or where a field's lead begins again
+// ("According to the contract, ..."). The cut is trimmed of trailing
+// spaces and punctuation other than ")" and "%". REQUIRES: i < fields.size().
+std::string OwnAnswer(const std::vector<PipelineSpec::Field>& fields, size_t i,
+                      const std::string& answer);
 
 // Resolves the model's `answer` for `field` against `pages`: the first
 // value of the field's type in it (a text value: the answer up to its first
