@@ -197,7 +197,7 @@ Status JobConsumer::HandBack(const KafkaMessage& message, const std::atomic<bool
   // Everything after this message in its partition comes again after it.
   DropHeld(tp);
   handed_back_.emplace(tp, message.offset);
-  if (Owns(tp)) ELLM_RETURN_IF_ERROR(consumer_->Rewind(message));
+  ELLM_RETURN_IF_ERROR(RewindOwned(message));
   if (!stop.load()) {
     auto wait = NextBackoff();
     ++consecutive_retries_;
@@ -205,6 +205,22 @@ Status JobConsumer::HandBack(const KafkaMessage& message, const std::atomic<bool
     ELLM_RETURN_IF_ERROR(Serve(wait, &stop));
   }
   return OkStatus();
+}
+
+Status JobConsumer::RewindOwned(const KafkaMessage& message) {
+  const TopicPartition tp{message.topic, message.partition};
+  const auto give_up_at = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    // Not ours: its next owner starts from the committed offset, before it.
+    if (!Owns(tp)) return OkStatus();
+    Status st = consumer_->Rewind(message);
+    if (st.code() != StatusCode::kFailedPrecondition || Clock::now() > give_up_at) return st;
+    spdlog::info("kafka: {} was assigned again meanwhile; rewinding once it is fetching",
+                 Where(message));
+    ELLM_RETURN_IF_ERROR(Serve(milliseconds(100)));
+    // What the poll fetched from the new assignment comes again after the rewind.
+    DropHeld(tp);
+  }
 }
 
 Status JobConsumer::RunOne(const KafkaMessage& message, const std::atomic<bool>& stop) {

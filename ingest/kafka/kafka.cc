@@ -520,6 +520,11 @@ Status KafkaConsumer::Rewind(const KafkaMessage& message) {
   std::unique_ptr<RdKafka::TopicPartition> tp(
       RdKafka::TopicPartition::create(message.topic, message.partition, message.offset));
   RdKafka::ErrorCode rc = consumer_->seek(*tp, 5000);
+  if (rc == RdKafka::ERR__STATE) {
+    return FailedPreconditionError(
+        "Kafka: " + message.topic + "[" + std::to_string(message.partition) +
+        "] is not fetching yet (just assigned): " + RdKafka::err2str(rc));
+  }
   if (rc != RdKafka::ERR_NO_ERROR) {
     return KafkaError(rc, "cannot rewind " + message.topic + "[" +
                               std::to_string(message.partition) + "] to offset " +

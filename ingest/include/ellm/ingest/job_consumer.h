@@ -147,6 +147,11 @@ class JobConsumer : private RebalanceListener {
   Status RunOne(const KafkaMessage& message, const std::atomic<bool>& stop);
   // Delivers `message` again after the back-off (kRetryLater).
   Status HandBack(const KafkaMessage& message, const std::atomic<bool>& stop);
+  // Rewinds `message`'s partition to it while the partition is ours. A
+  // partition assigned again a moment ago (a rebalance while the job ran)
+  // cannot be rewound until librdkafka has looked up where it starts, so
+  // this polls and tries again for up to 10 s.
+  Status RewindOwned(const KafkaMessage& message);
   // Whether `message`, handed back earlier, has been committed meanwhile
   // (see the transactions note above); an error when that cannot be known.
   StatusOr<bool> CommittedMeanwhile(const KafkaMessage& message);

@@ -199,7 +199,9 @@ class KafkaConsumer {
   // watermarks, from librdkafka's cached watermarks (no broker round trip).
   int64_t Lag();
   // Makes `message` the next one fetched from its partition (to hand a job
-  // back to the queue without committing past it).
+  // back to the queue without committing past it). FAILED_PRECONDITION when
+  // the partition was assigned so recently that librdkafka does not know
+  // where it starts yet (its "Erroneous state"): try again after a poll.
   Status Rewind(const KafkaMessage& message);
   // Leaves the group cleanly (so a successor gets the partitions at once).
   Status Close();
