@@ -68,16 +68,21 @@ TEST_F(DatabaseTest, OpenWaitsForAnotherConnectionsWriteLockOnANewStore) {
   const std::string path = dir_ + "/ellm.db";
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  // As a daemon's connection, the holder waits for locks: its COMMIT needs
+  // the readers gone, and Open's retries read between their waits.
+  sqlite3_busy_timeout(raw, 5000);
   ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE held(x); BEGIN IMMEDIATE; INSERT INTO held VALUES(1);",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
-  std::thread release([raw] {
+  int committed = -1;
+  std::thread release([raw, &committed] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
+    committed = sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
   });
   auto db = Database::Open(path);
   release.join();
   sqlite3_close(raw);
+  EXPECT_EQ(committed, SQLITE_OK);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   EXPECT_EQ(*(*db)->QueryText("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(*(*db)->QueryInt("PRAGMA user_version"), Database::SchemaVersion());
