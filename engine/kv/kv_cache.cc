@@ -112,7 +112,8 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
   }
   if (o.map_spill && o.zstd_level != 0) {
     return InvalidArgumentError(
-        "mapped KV spill reads (kv.spill_map) need raw spill blocks (kv.spill_zstd_level 0), not "
+        "mapped KV spill reads (kv.spill_read: map) need raw spill blocks (kv.spill_zstd_level 0), "
+        "not "
         "zstd level " +
         std::to_string(o.zstd_level));
   }
