@@ -494,30 +494,68 @@ AttentionPlacement PlacementForLayer(const NumaPlan& plan, int il) {
   return p;
 }
 
-Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
-                 int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
-                 AttentionScratch& scratch, const AttentionPlacement& placement,
-                 SparseSummaries* summaries) {
-  Plan plan{};
+namespace {
+
+// One call's plan and state between its preparation and its Finish.
+struct Prepared {
+  const AttentionCall* call;
+  Plan plan;
+  const float* qr;  // the queries, rounded to K's precision where K is 16-bit
+  bool sparse;
+  int64_t n_key_tiles;
+  int64_t base_tasks, tasks;
+  int64_t k_first, k_last, b_first, b_last;
+  std::vector<kv::KvCache::BlockView> views;
+  // keep row of a task (sparse), else nullptr.
+  const uint8_t* KeepOf(int64_t task) const {
+    return sparse ? call->scratch->keep.data() + (task / plan.splits) * n_key_tiles : nullptr;
+  }
+  // Whether any row tile reads a key in blocks [c0, c1): a chunk none
+  // reads is not acquired (nor read back when spilled).
+  bool ChunkRead(int64_t c0, int64_t c1) const {
+    if (!sparse) return true;
+    const int64_t j0 = c0 * kBlockPositions / kKeyTile;
+    const int64_t j1 = std::min(n_key_tiles, c1 * kBlockPositions / kKeyTile);
+    for (int64_t bt = 0; bt < base_tasks; ++bt) {
+      const uint8_t* kp = call->scratch->keep.data() + bt * n_key_tiles;
+      if (std::find(kp + j0, kp + j1, uint8_t{1}) != kp + j1) return true;
+    }
+    return false;
+  }
+};
+
+// The plan, the cleared running state, the rounded queries and (sparse)
+// the key tiles each row tile reads.
+Status Prepare(const AttentionCall& c, int il, ThreadPool& pool, Prepared& p) {
+  const AttentionShape& shape = c.shape;
+  AttentionScratch& scratch = *c.scratch;
+  p.call = &c;
+  Plan& plan = p.plan;
+  plan = Plan{};
   plan.shape = shape;
-  plan.type = cache.type();
+  plan.type = c.cache->type();
   plan.group = shape.n_head / shape.n_head_kv;
   const int tile_rows = shape.window > 0 ? kRowsPerTileWindowed : kRowsPerTileFull;
-  plan.tile_tokens = std::max(1, tile_rows / plan.group);
-  plan.n_tiles = (n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
-  plan.n_tokens = n_tokens;
-  plan.pos0 = pos0;
-  const int64_t k_first = plan.Lo(pos0), k_last = pos0 + n_tokens - 1;
-  const int64_t base_tasks = shape.n_head_kv * plan.n_tiles;
+  // A call of fewer tokens than a tile (decode) gets a tile of its size:
+  // the same tasks, and running state for its rows only (a full tile's,
+  // cleared per call, was 512 KiB at Gemma 3's global layers).
+  plan.tile_tokens =
+      static_cast<int>(std::clamp<int64_t>(c.n_tokens, 1, std::max(1, tile_rows / plan.group)));
+  plan.n_tiles = (c.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+  plan.n_tokens = c.n_tokens;
+  plan.pos0 = c.pos0;
+  p.k_first = plan.Lo(c.pos0);
+  p.k_last = c.pos0 + c.n_tokens - 1;
+  p.base_tasks = shape.n_head_kv * plan.n_tiles;
   // One split per thread (at most kMaxSplits) in every call, batched or
   // not: a row's keys are always folded in the same groups and merged in
   // the same order, so prefill and one-token decode agree bit for bit.
   plan.splits = std::clamp(pool.size(), 1, kMaxSplits);
   const int rows = plan.tile_tokens * plan.group;
   plan.state_stride = int64_t{rows} * (2 + shape.head_dim_v);
-  const int64_t tasks = base_tasks * plan.splits;
-  scratch.state.resize(static_cast<size_t>(tasks * plan.state_stride));
-  for (int64_t t = 0; t < tasks; ++t) {
+  p.tasks = p.base_tasks * plan.splits;
+  scratch.state.resize(static_cast<size_t>(p.tasks * plan.state_stride));
+  for (int64_t t = 0; t < p.tasks; ++t) {
     TaskState st = StateOf(plan, scratch.state, t);
     std::fill(st.m, st.m + rows, kNegInf);
     std::fill(st.l, st.l + rows, 0.0f);
@@ -526,53 +564,53 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
   // Q rounded to the precision K is stored in, as llama.cpp rounds Q to K's
   // type before the product (q8_0 keys are dequantized instead; Q stays
   // f32); once per call, not once per task and chunk.
-  const float* qr = q;
+  p.qr = c.q;
   if (plan.type == KvType::kF16 || plan.type == KvType::kBF16) {
     const int64_t q_row = int64_t{shape.n_head} * shape.head_dim_k;
-    scratch.q.resize(static_cast<size_t>(n_tokens * q_row));
+    scratch.q.resize(static_cast<size_t>(c.n_tokens * q_row));
     const kernels::ActivationKernels& ak = kernels::GetActivationKernels();
     const auto round = plan.type == KvType::kF16 ? ak.round_f16 : ak.round_bf16;
-    pool.ParallelFor(n_tokens, 1, [&](int64_t begin, int64_t end) {
-      round(q + begin * q_row, scratch.q.data() + begin * q_row, (end - begin) * q_row);
+    pool.ParallelFor(c.n_tokens, 1, [&](int64_t begin, int64_t end) {
+      round(c.q + begin * q_row, scratch.q.data() + begin * q_row, (end - begin) * q_row);
     });
-    qr = scratch.q.data();
+    p.qr = scratch.q.data();
   }
   // Sparse: which key tiles each row tile reads (none skipped while the
   // context is short).
-  const bool sparse = shape.window == 0 && shape.sparse.top_k_blocks > 0 && summaries != nullptr;
-  const int64_t n_key_tiles = k_last / kKeyTile + 1;
-  if (sparse) {
-    ELLM_RETURN_IF_ERROR(UpdateSummaries(shape, cache, il, pos0, n_tokens, *summaries));
-    SelectKeyTiles(plan, qr, *summaries, n_key_tiles, scratch.keep, pool);
+  p.sparse = shape.window == 0 && shape.sparse.top_k_blocks > 0 && c.summaries != nullptr;
+  p.n_key_tiles = p.k_last / kKeyTile + 1;
+  if (p.sparse) {
+    ELLM_RETURN_IF_ERROR(UpdateSummaries(shape, *c.cache, il, c.pos0, c.n_tokens, *c.summaries));
+    SelectKeyTiles(plan, p.qr, *c.summaries, p.n_key_tiles, scratch.keep, pool);
   }
-  auto keep_of = [&](int64_t task) -> const uint8_t* {
-    return sparse ? scratch.keep.data() + (task / plan.splits) * n_key_tiles : nullptr;
-  };
-  // A chunk no row tile reads is not acquired (nor read back when spilled).
-  auto chunk_read = [&](int64_t c0, int64_t c1) {
-    if (!sparse) return true;
-    const int64_t j0 = c0 * kBlockPositions / kKeyTile;
-    const int64_t j1 = std::min(n_key_tiles, c1 * kBlockPositions / kKeyTile);
-    for (int64_t bt = 0; bt < base_tasks; ++bt) {
-      const uint8_t* kp = scratch.keep.data() + bt * n_key_tiles;
-      if (std::find(kp + j0, kp + j1, uint8_t{1}) != kp + j1) return true;
-    }
-    return false;
-  };
-  const bool steer = Steers(placement, shape.n_head_kv, pool.size());
-  const int64_t per_head = plan.n_tiles * plan.splits;
-  std::vector<kv::KvCache::BlockView> views;
-  const int64_t b_first = k_first / kBlockPositions, b_last = k_last / kBlockPositions;
-  for (int64_t c0 = b_first; c0 <= b_last; c0 += kv::kMaxChunkBlocks) {
-    const int64_t c1 = std::min(b_last + 1, c0 + kv::kMaxChunkBlocks);
-    if (!chunk_read(c0, c1)) continue;
-    ELLM_RETURN_IF_ERROR(cache.Acquire(il, c0, c1, &views));
-    const int64_t j_lo = std::max(k_first, c0 * kBlockPositions);
-    const int64_t j_hi = std::min(k_last, c1 * kBlockPositions - 1);
+  p.b_first = p.k_first / kBlockPositions;
+  p.b_last = p.k_last / kBlockPositions;
+  return OkStatus();
+}
+
+// Keys [j_lo, j_hi] of blocks [c0, c1): the chunk's bounds within the call.
+int64_t ChunkLo(const Prepared& p, int64_t c0) { return std::max(p.k_first, c0 * kBlockPositions); }
+int64_t ChunkHi(const Prepared& p, int64_t c1) {
+  return std::min(p.k_last, c1 * kBlockPositions - 1);
+}
+
+// One call on its own: a pool call per chunk, its tasks claimed by any
+// thread, or dealt to each KV head's threads when the placement steers.
+Status RunAlone(Prepared& p, int il, ThreadPool& pool) {
+  const AttentionCall& c = *p.call;
+  const AttentionPlacement& placement = *c.placement;
+  const bool steer = Steers(placement, c.shape.n_head_kv, pool.size());
+  const int64_t per_head = p.plan.n_tiles * p.plan.splits;
+  for (int64_t c0 = p.b_first; c0 <= p.b_last; c0 += kv::kMaxChunkBlocks) {
+    const int64_t c1 = std::min(p.b_last + 1, c0 + kv::kMaxChunkBlocks);
+    if (!p.ChunkRead(c0, c1)) continue;
+    ELLM_RETURN_IF_ERROR(c.cache->Acquire(il, c0, c1, &p.views));
+    const int64_t j_lo = ChunkLo(p, c0), j_hi = ChunkHi(p, c1);
     if (!steer) {
-      pool.ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
+      pool.ParallelFor(p.tasks, 1, [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
-          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state, keep_of(task));
+          RunTask(p.plan, *c.cache, p.views, p.qr, task, j_lo, j_hi, c.scratch->state,
+                  p.KeepOf(task));
         }
       });
       continue;
@@ -580,19 +618,100 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
     // Static: every thread must take part, but only the threads of a head's
     // node touch its slices.
     pool.Run([&](int thread, int) {
-      for (int kvh = 0; kvh < shape.n_head_kv; ++kvh) {
+      for (int kvh = 0; kvh < c.shape.n_head_kv; ++kvh) {
         const ThreadRange r = placement.kv_head_threads[kvh];
         if (!r.Contains(thread)) continue;
         for (int64_t i = thread - r.begin; i < per_head; i += r.size()) {
           if (placement.on_task) placement.on_task(thread, kvh);
           const int64_t task = kvh * per_head + i;
-          RunTask(plan, cache, views, qr, task, j_lo, j_hi, scratch.state, keep_of(task));
+          RunTask(p.plan, *c.cache, p.views, p.qr, task, j_lo, j_hi, c.scratch->state,
+                  p.KeepOf(task));
         }
       }
     });
   }
-  Finish(plan, scratch.state, out);
   return OkStatus();
+}
+
+// Several calls together: in round r every call acquires its r-th chunk
+// and all their tasks share one pool call, so batched decode's sessions
+// cost one hand-off per round instead of one per session (each task's
+// arithmetic is unchanged).
+Status RunTogether(std::vector<Prepared>& ps, int il, ThreadPool& pool) {
+  struct Part {
+    Prepared* p;
+    int64_t first_task;  // its tasks' first index in the round
+    int64_t j_lo, j_hi;
+  };
+  std::vector<Part> parts;
+  for (int64_t round = 0;; ++round) {
+    parts.clear();
+    int64_t total = 0;
+    bool more = false;
+    for (Prepared& p : ps) {
+      const int64_t c0 = p.b_first + round * kv::kMaxChunkBlocks;
+      if (c0 > p.b_last) continue;
+      more = true;
+      const int64_t c1 = std::min(p.b_last + 1, c0 + kv::kMaxChunkBlocks);
+      if (!p.ChunkRead(c0, c1)) continue;
+      ELLM_RETURN_IF_ERROR(p.call->cache->Acquire(il, c0, c1, &p.views));
+      parts.push_back({&p, total, ChunkLo(p, c0), ChunkHi(p, c1)});
+      total += p.tasks;
+    }
+    if (!more) return OkStatus();
+    pool.ParallelFor(total, 1, [&](int64_t begin, int64_t end) {
+      auto part = std::upper_bound(parts.begin(), parts.end(), begin,
+                                   [](int64_t i, const Part& x) { return i < x.first_task; });
+      --part;
+      for (int64_t i = begin; i < end; ++i) {
+        while (part + 1 != parts.end() && i >= (part + 1)->first_task) ++part;
+        Prepared& p = *part->p;
+        const int64_t task = i - part->first_task;
+        RunTask(p.plan, *p.call->cache, p.views, p.qr, task, part->j_lo, part->j_hi,
+                p.call->scratch->state, p.KeepOf(task));
+      }
+    });
+  }
+}
+
+}  // namespace
+
+Status AttentionBatch(std::span<const AttentionCall> calls, int il, ThreadPool& pool) {
+  thread_local std::vector<Prepared> ps;
+  // Together only when no call steers (NUMA placement deals its tasks
+  // statically) and no two share a cache or scratch.
+  bool together = calls.size() > 1;
+  for (size_t i = 0; i < calls.size() && together; ++i) {
+    const AttentionCall& c = calls[i];
+    together = !Steers(*c.placement, c.shape.n_head_kv, pool.size()) &&
+               std::none_of(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(i),
+                            [&](const AttentionCall& o) {
+                              return o.cache == c.cache || o.scratch == c.scratch;
+                            });
+  }
+  if (!together) {
+    ps.resize(1);
+    for (const AttentionCall& c : calls) {
+      ELLM_RETURN_IF_ERROR(Prepare(c, il, pool, ps[0]));
+      ELLM_RETURN_IF_ERROR(RunAlone(ps[0], il, pool));
+      Finish(ps[0].plan, c.scratch->state, c.out);
+    }
+    return OkStatus();
+  }
+  ps.resize(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i)
+    ELLM_RETURN_IF_ERROR(Prepare(calls[i], il, pool, ps[i]));
+  ELLM_RETURN_IF_ERROR(RunTogether(ps, il, pool));
+  for (Prepared& p : ps) Finish(p.plan, p.call->scratch->state, p.call->out);
+  return OkStatus();
+}
+
+Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const float* q,
+                 int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
+                 AttentionScratch& scratch, const AttentionPlacement& placement,
+                 SparseSummaries* summaries) {
+  const AttentionCall call{shape, &cache, q, n_tokens, pos0, out, &scratch, &placement, summaries};
+  return AttentionBatch({&call, 1}, il, pool);
 }
 
 }  // namespace ellm::model

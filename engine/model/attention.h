@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "ellm/base/status.h"
@@ -94,5 +95,25 @@ Status Attention(const AttentionShape& shape, kv::KvCache& cache, int il, const 
                  int64_t n_tokens, int64_t pos0, float* out, ThreadPool& pool,
                  AttentionScratch& scratch, const AttentionPlacement& placement = {},
                  SparseSummaries* summaries = nullptr);
+
+// One Attention call's arguments (AttentionBatch).
+struct AttentionCall {
+  AttentionShape shape;
+  kv::KvCache* cache;
+  const float* q;
+  int64_t n_tokens;
+  int64_t pos0;
+  float* out;
+  AttentionScratch* scratch;
+  const AttentionPlacement* placement;  // not null
+  SparseSummaries* summaries;
+};
+// Attention for several calls of layer il (batched decode: one per
+// session), each as Attention would run it, with the same bits. When no
+// call steers and none shares another's cache or scratch, round r acquires
+// every call's r-th chunk and runs all their tasks in one pool call: one
+// hand-off per round instead of one per call, and the threads balance
+// across calls. Otherwise the calls run one after another.
+Status AttentionBatch(std::span<const AttentionCall> calls, int il, ThreadPool& pool);
 
 }  // namespace ellm::model

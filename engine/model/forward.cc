@@ -118,21 +118,20 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
     }
     // attn [n, H*Dv] = softmax(q . K^T) . V over each segment's cached
     // positions (causal; a sliding window on sliding layers).
+    // One call for every segment (batched decode: one pool hand-off per
+    // layer for all the sessions).
+    thread_local std::vector<model::AttentionCall> calls;
+    calls.clear();
     for (const Segment& g : segments) {
       Session::State& gs = *g.state;
-      model::AttentionShape shape{hp.n_head,
-                                  hp.n_head_kv,
-                                  hp.head_dim_k,
-                                  hp.head_dim_v,
-                                  l.sliding ? hp.sliding_window : 0,
-                                  gs.bf16_weights,
-                                  gs.sparse,
-                                  gs.pair_scores};
-      ELLM_RETURN_IF_ERROR(model::Attention(shape, *gs.cache, il, s.q.data() + g.row0 * q_row,
-                                            g.rows, g.pos0, s.attn.data() + g.row0 * attn_row, pool,
-                                            gs.attn_scratch, gs.attn_placement[il],
-                                            gs.summaries.empty() ? nullptr : &gs.summaries[il]));
+      calls.push_back({model::AttentionShape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
+                                             l.sliding ? hp.sliding_window : 0, gs.bf16_weights,
+                                             gs.sparse, gs.pair_scores},
+                       gs.cache.get(), s.q.data() + g.row0 * q_row, g.rows, g.pos0,
+                       s.attn.data() + g.row0 * attn_row, &gs.attn_scratch, &gs.attn_placement[il],
+                       gs.summaries.empty() ? nullptr : &gs.summaries[il]});
     }
+    ELLM_RETURN_IF_ERROR(model::AttentionBatch(calls, il, pool));
     // h [n, E] = attn . Wo^T (post-norm for Gemma); x += h * residual_scale.
     ops::MatMul(l.o, s.attn.data(), n, s.h.data(), pool, s.mm);
     if (m.spec().norms == model::NormPlacement::kPreAndPost) {

@@ -177,3 +177,103 @@ INSTANTIATE_TEST_SUITE_P(HalfTypes, OneTokenTest,
 
 }  // namespace
 }  // namespace ellm::model
+
+namespace ellm::model {
+namespace {
+
+// Batched decode's sessions through AttentionBatch give each session the
+// bits Attention gives it alone: sessions at different depths (one over
+// three chunks of blocks, one empty taking three tokens), a full and a
+// sliding layer, f16 and bf16 keys, one session sparse; and calls that
+// share a cache (run one after another) too.
+class AttentionBatchTest : public ::testing::TestWithParam<KvType> {};
+
+TEST_P(AttentionBatchTest, SessionsTogetherEqualEachAlone) {
+  const int n_head = 4, n_kv = 1, dk = 64, dv = 64;
+  const int64_t n_ctx = 3000;
+  const int window = 300;
+  const std::vector<int64_t> depths = {2500, 700, 0};
+  const std::vector<int64_t> tokens = {1, 1, 3};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> k(n_ctx * dk), v(n_ctx * dv), q(8 * n_head * dk);
+  for (float& x : k) x = nd(rng);
+  for (float& x : v) x = nd(rng);
+  for (float& x : q) x = nd(rng) * 0.3f;
+  ThreadPool pool({.threads = 2});
+  std::vector<std::unique_ptr<kv::KvCache>> caches;
+  for (size_t i = 0; i < depths.size(); ++i) {
+    kv::KvCacheOptions ko;
+    ko.n_head_kv = n_kv;
+    ko.head_dim_k = dk;
+    ko.head_dim_v = dv;
+    ko.windows = {0, window};
+    ko.n_ctx = n_ctx;
+    ko.micro_batch = 256;
+    ko.type = GetParam();
+    auto cache = kv::KvCache::Create(ko);
+    ASSERT_TRUE(cache.ok());
+    // Session i's keys start at row 100 * i, so the sessions differ.
+    for (int64_t t = 0; t < depths[i] + tokens[i]; ++t) {
+      const int64_t r = (t + 100 * static_cast<int64_t>(i)) % n_ctx;
+      for (int il = 0; il < 2; ++il) {
+        ASSERT_TRUE((*cache)->Store(il, t, &k[r * dk], &v[r * dv]).ok());
+      }
+    }
+    caches.push_back(std::move(*cache));
+  }
+  SparseAttentionOptions sparse;
+  sparse.top_k_blocks = 4;
+  sparse.sink_tokens = 64;
+  sparse.local_tokens = 256;
+  std::vector<SparseSummaries> summaries(2);
+  const AttentionPlacement none;
+  for (int il = 0; il < 2; ++il) {
+    std::vector<AttentionScratch> scratch(depths.size() + 1);
+    std::vector<std::vector<float>> alone, together;
+    std::vector<AttentionCall> calls;
+    int64_t q_row = 0;
+    for (size_t i = 0; i < depths.size(); ++i) {
+      AttentionShape shape{n_head, n_kv, dk, dv, il == 0 ? 0 : window};
+      if (i == 0) shape.sparse = sparse;
+      alone.emplace_back(tokens[i] * n_head * dv, 0.0f);
+      together.emplace_back(tokens[i] * n_head * dv, 0.0f);
+      ASSERT_TRUE(Attention(shape, *caches[i], il, &q[q_row * n_head * dk], tokens[i], depths[i],
+                            alone.back().data(), pool, scratch[i], none,
+                            i == 0 ? &summaries[il] : nullptr)
+                      .ok());
+      calls.push_back({shape, caches[i].get(), &q[q_row * n_head * dk], tokens[i], depths[i],
+                       together.back().data(), &scratch[i], &none,
+                       i == 0 ? &summaries[il] : nullptr});
+      q_row += tokens[i];
+    }
+    ASSERT_TRUE(AttentionBatch(calls, il, pool).ok());
+    for (size_t i = 0; i < depths.size(); ++i) {
+      ASSERT_EQ(alone[i], together[i]) << "session " << i << " layer " << il;
+    }
+    // Two calls on one cache (its last token, then its first of three):
+    // one after another, each still as alone.
+    std::vector<float> first(n_head * dv), second(n_head * dv);
+    AttentionShape shape{n_head, n_kv, dk, dv, il == 0 ? 0 : window};
+    const std::vector<AttentionCall> shared = {{shape, caches[2].get(), &q[6 * n_head * dk], 1, 2,
+                                                first.data(), &scratch[2], &none, nullptr},
+                                               {shape, caches[2].get(), &q[5 * n_head * dk], 1, 0,
+                                                second.data(), &scratch[3], &none, nullptr}};
+    ASSERT_TRUE(AttentionBatch(shared, il, pool).ok());
+    std::vector<float> expect(n_head * dv);
+    ASSERT_TRUE(
+        Attention(shape, *caches[2], il, &q[6 * n_head * dk], 1, 2, expect.data(), pool, scratch[2])
+            .ok());
+    EXPECT_EQ(first, expect);
+    ASSERT_TRUE(
+        Attention(shape, *caches[2], il, &q[5 * n_head * dk], 1, 0, expect.data(), pool, scratch[2])
+            .ok());
+    EXPECT_EQ(second, expect);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HalfTypes, AttentionBatchTest,
+                         ::testing::Values(KvType::kF16, KvType::kBF16));
+
+}  // namespace
+}  // namespace ellm::model
