@@ -19,7 +19,8 @@
 //   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
 //   ELLM_DOT_BF16_PAIRS      VDPBF16PS (or its emulation), in functions
 //                            marked ELLM_TARGET_AVX512_BF16
-// and ellm::kernels::KeepInRegister(v) (a no-op when emulated).
+// and ellm::kernels::KeepInRegister(v) (a no-op when emulated) and, with
+// VNNI, DpbusdBcast(acc, w, p) (VPDPBUSD against 4 bytes broadcast from p).
 #pragma once
 
 #if defined(__x86_64__)
@@ -185,6 +186,11 @@ inline simde__m512 DotBf16Pairs(simde__m512 acc, simde__m512i a, simde__m512i b)
 #define ELLM_AVX512_BF16_EMULATED 1
 namespace ellm::kernels {
 inline void KeepInRegister(simde__m512&) {}  // a hint for the real build only
+inline simde__m512i DpbusdBcast(simde__m512i acc, simde__m512i w, const void* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return simde_mm512_dpbusd_epi32(acc, w, simde_mm512_set1_epi32(v));
+}
 }  // namespace ellm::kernels
 
 #define ELLM_AVX512_KERNELS 1
@@ -212,6 +218,15 @@ ELLM_TARGET_AVX512_BF16 inline __m512 DotBf16Pairs(__m512 acc, __m512i a, __m512
 // operand of every instruction that reads it (GCC 12 does that to save
 // registers, which can leave a loop bound by its loads). No instruction.
 inline void KeepInRegister(__m512& v) { asm("" : "+v"(v)); }
+#if defined(ELLM_AVX512_VNNI_KERNELS)
+// acc + VPDPBUSD(w, the 4 bytes at p in every dword lane), the bytes read
+// as the instruction's embedded broadcast ({1to16}): one instruction where
+// GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32 of a load.
+inline __m512i DpbusdBcast(__m512i acc, __m512i w, const void* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*static_cast<const int32_t*>(p)));
+  return acc;
+}
+#endif
 #endif
 
 #endif  // ELLM_AVX512_EMULATED

@@ -98,7 +98,7 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
     // Adds chunk c's products (weights wq) to every token's sums.
     const auto chunk = [&](__m512i wq, int c) {
       for (int t = 0; t < T; ++t) {
-        isum[t] = _mm512_dpbusd_epi32(isum[t], wq, Bcast4(act[t] + b * kActBlock + 4 * c));
+        isum[t] = DpbusdBcast(isum[t], wq, act[t] + b * kActBlock + 4 * c);
       }
     };
     if constexpr (kStored) {
@@ -280,7 +280,7 @@ void TileQ4_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
           nib = PairChunk(qp, 64 * s + 8 * g + c);
         }
         for (int t = 0; t < T; ++t) {
-          dot[t] = _mm512_dpbusd_epi32(dot[t], nib, Bcast4(act[t][s].qs + 32 * g + 4 * c));
+          dot[t] = DpbusdBcast(dot[t], nib, act[t][s].qs + 32 * g + 4 * c);
         }
       }
       // Each row's scale zero-extended to its i32 lane.
@@ -351,7 +351,7 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
         }
         for (int c = 0; c < 4; ++c) {
           for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wq[c], Bcast4(act[t][s].qs + 16 * g + 4 * c));
+            dot[t] = DpbusdBcast(dot[t], wq[c], act[t][s].qs + 16 * g + 4 * c);
           }
         }
         for (int t = 0; t < T; ++t)

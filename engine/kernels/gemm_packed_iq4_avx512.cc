@@ -84,7 +84,7 @@ void TileIq4Xs(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, cons
       for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
       const auto chunk = [&](__m512i wq, int c) {
         for (int t = 0; t < T; ++t) {
-          dot[t] = _mm512_dpbusd_epi32(dot[t], wq, Bcast4(act[t][s].qs + 32 * g + 4 * c));
+          dot[t] = DpbusdBcast(dot[t], wq, act[t][s].qs + 32 * g + 4 * c);
         }
       };
       if constexpr (kStored) {

@@ -117,7 +117,7 @@ void TileQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
         for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
         for (int c = 0; c < 4; ++c) {
           for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wq[c], Bcast4(act[t][s].qs + 16 * g + 4 * c));
+            dot[t] = DpbusdBcast(dot[t], wq[c], act[t][s].qs + 16 * g + 4 * c);
           }
         }
         for (int t = 0; t < T; ++t)
