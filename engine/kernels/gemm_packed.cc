@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -28,6 +29,12 @@
 #include "quant/q8_k.h"
 
 namespace ellm::kernels {
+
+uint64_t NewActivationsId() {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 namespace {
 
 using namespace ellm::quant;  // NOLINT(build/namespaces): block types

@@ -165,7 +165,13 @@ struct GemmActivations {
   const float* block_d = nullptr;
   const int32_t* block_sum = nullptr;
   const float* block_s = nullptr;
+  // Unique to this encoding of the activations (NewActivationsId), or 0.
+  // The calls of one product (a pool chunk each) share it, so a kernel may
+  // keep what it derives from the activations per thread across them.
+  uint64_t id = 0;
 };
+// A fresh GemmActivations::id (never 0).
+uint64_t NewActivationsId();
 
 // Fills block_d and block_sum for Q8_0 activation rows (each [n_tokens,
 // cols / 32]). REQUIRES: cols % 32 == 0.

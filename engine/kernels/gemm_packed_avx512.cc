@@ -132,6 +132,54 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- a few tokens, one group at a time (gemm_packed_avx512_common.h) ----
+
+// P token pairs (2P - 1 or 2P tokens: n) against one stored group g, its
+// chunks as the pair (g, g), the activations from DuoTable32. Each lane's
+// arithmetic is Tile32's for its row and token.
+template <int kOffset, int P>
+void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+               int64_t out_stride) {
+  const int64_t nb = w.cols / 32;
+  const size_t q_base = PackedScaleBytes32(nb);
+  const GroupPrefetch next(w, 1, nb);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    next(g, b);
+    __m512i isum[P];
+    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
+    const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
+    StoredBlock32<kOffset>(g + q, g + q, [&](__m512i wq, int c) {
+      for (int p = 0; p < P; ++p) {
+        isum[p] = _mm512_dpbusd_epi32(isum[p], wq, PairChunk(DuoRecord(table, P, b, p), c));
+      }
+    });
+    const __m512 wd = Halves16(g + 2 * kPackRows * b, g + 2 * kPackRows * b);
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* rec = DuoRecord(table, P, b, p);
+      const __m512i ints = _mm512_sub_epi32(isum[p], PairChunk(rec, 8));
+      const __m512 da = _mm512_castsi512_ps(PairChunk(rec, 9));
+      const __m512 fi = _mm512_cvtepi32_ps(ints);
+      __m512 term;
+      if constexpr (kOffset == 0) {
+        term = _mm512_mul_ps(fi, _mm512_mul_ps(wd, da));  // as Tile32
+      } else if constexpr (kOffset == 8) {
+        term = _mm512_mul_ps(_mm512_mul_ps(fi, wd), da);
+      } else {
+        term = _mm512_mul_ps(_mm512_mul_ps(wd, da), fi);
+      }
+      acc[p] = _mm512_add_ps(acc[p], term);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    _mm256_storeu_ps(out + 2 * p * out_stride, _mm512_castps512_ps256(acc[p]));
+    if (2 * p + 1 < n) {
+      _mm256_storeu_ps(out + (2 * p + 1) * out_stride, _mm512_extractf32x8_ps(acc[p], 1));
+    }
+  }
+}
+
 // ---- one token, one group (decode) ----
 
 // A ZMM holds two adjacent chunks of one group (chunk c in lanes 0-7, c + 1
@@ -499,6 +547,10 @@ void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
 // Every type's kernels, for Gemm (gemm_packed_avx512_common.h).
 template <int T>
 struct Q8_0Kernel : ActQ8_0 {
+  static constexpr auto RunDuo = Tile32Duo<0, T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTable32(a, cols, 128);
+  }
   static constexpr auto ExpandPair = ExpandPair32<0>;
   static constexpr auto Run = Tile32<0, T>;
   static constexpr auto RunStored = Tile32<0, T, true>;
@@ -506,6 +558,10 @@ struct Q8_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q5_0Kernel : ActQ8_0 {
+  static constexpr auto RunDuo = Tile32Duo<16, T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTable32(a, cols, 16);
+  }
   static constexpr auto ExpandPair = ExpandPair32<16>;
   static constexpr auto Run = Tile32<16, T>;
   static constexpr auto RunStored = Tile32<16, T, true>;
@@ -513,6 +569,10 @@ struct Q5_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_0Kernel : ActQ8_0 {
+  static constexpr auto RunDuo = Tile32Duo<8, T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTable32(a, cols, 8);
+  }
   static constexpr auto ExpandPair = ExpandPair32<8>;
   static constexpr auto Run = Tile32<8, T>;
   static constexpr auto RunStored = Tile32<8, T, true>;
@@ -534,6 +594,10 @@ struct Q4_1Kernel : ActQ8_1 {
 };
 template <int T>
 struct Iq4NlKernel : ActQ8_0 {
+  static constexpr auto RunDuo = Tile32Duo<kIq4NlOffset, T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTable32(a, cols, 128);
+  }
   static constexpr auto ExpandPair = ExpandPair32<kIq4NlOffset>;
   static constexpr auto Run = Tile32<kIq4NlOffset, T>;
   static constexpr auto RunStored = Tile32<kIq4NlOffset, T, true>;

@@ -44,6 +44,7 @@ kernels::GemmActivations EncodeActivations(quant::TensorType act_type, int64_t c
   a.rows = act;
   a.stride = act_row_bytes;
   a.n_tokens = n_tokens;
+  a.id = kernels::NewActivationsId();
   const bool q8_0 = act_type == quant::TensorType::kQ8_0;
   const bool q8_1 = act_type == quant::TensorType::kQ8_1;  // Q4_1, Q5_1 weights
   const int64_t nb = cols / 32;
