@@ -136,30 +136,31 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
 
 // P token pairs (2P - 1 or 2P tokens: n) against one stored group g, its
 // chunks as the pair (g, g), the activations from DuoTable32. Each lane's
-// arithmetic is Tile32's for its row and token.
+// arithmetic is Tile32's for its row and token, so its bits too.
 template <int kOffset, int P>
 void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
                int64_t out_stride) {
   const int64_t nb = w.cols / 32;
   const size_t q_base = PackedScaleBytes32(nb);
+  const size_t rec_bytes = DuoRecordBytes(P);
   const GroupPrefetch next(w, 1, nb);
   __m512 acc[P];
   for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     next(g, b);
+    const uint8_t* rec = table + static_cast<size_t>(b) * rec_bytes;
     __m512i isum[P];
     for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
     const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
     StoredBlock32<kOffset>(g + q, g + q, [&](__m512i wq, int c) {
       for (int p = 0; p < P; ++p) {
-        isum[p] = _mm512_dpbusd_epi32(isum[p], wq, PairChunk(DuoRecord(table, P, b, p), c));
+        isum[p] = _mm512_dpbusd_epi32(isum[p], wq, DuoChunk(rec, P, c, p));
       }
     });
     const __m512 wd = Halves16(g + 2 * kPackRows * b, g + 2 * kPackRows * b);
     for (int p = 0; p < P; ++p) {
-      const uint8_t* rec = DuoRecord(table, P, b, p);
-      const __m512i ints = _mm512_sub_epi32(isum[p], PairChunk(rec, 8));
-      const __m512 da = _mm512_castsi512_ps(PairChunk(rec, 9));
+      const __m512i ints = _mm512_sub_epi32(isum[p], DuoBias(rec, P, p));
+      const __m512 da = DuoD(rec, P, p);
       const __m512 fi = _mm512_cvtepi32_ps(ints);
       __m512 term;
       if constexpr (kOffset == 0) {

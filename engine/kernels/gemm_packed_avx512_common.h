@@ -129,29 +129,21 @@ inline void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offs
 // work per block still runs on 16 lanes, as the pair kernels'. Reading a
 // pair of groups instead means two streams 1-5 KiB apart, which the memory
 // system serves far worse than one (Gemma 3's 262144 x 640 Q8_0 output
-// matrix, one thread, Zen 5 VM: 1 token 5.4 ms; 4 tokens as pairs 8.2-9.3
-// ms, as single groups 5.9 ms).
+// matrix, one thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4 tokens 8.2-9.3 ms as
+// group pairs, 5.2-5.3 ms one group at a time; 8 tokens 8.6-8.8 -> 7.6 ms).
 //
-// The two tokens' activations differ by half, so they come from a table
-// built once per thread per product (GemmActivations::id): per block, per
-// token pair p, the 8 chunk vectors (token 2p's dword c in lanes 0-7, token
-// 2p + 1's in lanes 8-15; an odd last token pairs with zeros), then the
-// bias vector (kBias times each token's block sum, i32) and the d vector
-// (f32): kDuoVectors 64-byte vectors.
-constexpr int kDuoVectors = 10;
-// Up to 4 tokens: 2 pairs' table (25 KiB at 640 columns) stays in L1; with
-// 4 pairs (51 KiB) every VPDPBUSD read its vector from L2, 3x slower than
-// the pair kernels at 8 tokens, which read each group pair twice over but
-// broadcast the activations.
-constexpr int kDuoMaxTokens = 4;
-inline size_t DuoTableBytes(int64_t nb, int pairs) {
-  return static_cast<size_t>(nb) * static_cast<size_t>(pairs) * kDuoVectors * 64;
+// The activations come from a table built once per thread per product
+// (GemmActivations::id), one record per block: the 8 chunks' dwords of
+// every token [8][2 * pairs] (an odd last token pairs with zeros), then per
+// token pair the bias vector (kBias times each token's block sum, i32) and
+// the d vector (f32). A chunk's two-token vector is two dword broadcasts
+// (DuoChunk). Whole 64-byte vectors per chunk were tried: the table of 8
+// tokens (51 KiB at 640 columns) left L1 and ran 3x slower.
+inline size_t DuoRecordBytes(int pairs) {
+  return static_cast<size_t>(8 * 2 * pairs * 4 + pairs * 2 * 64);
 }
-inline const uint8_t* DuoRecord(const uint8_t* table, int pairs, int64_t b, int p) {
-  return table + (static_cast<size_t>(b) * pairs + p) * kDuoVectors * 64;
-}
-// This thread's table for Q8_0 activations `a` (built unless it already
-// holds a's, for the same bias).
+// This thread's table for Q8_0 activations `a`, built unless it already
+// holds a's (for the same bias; id 0 always builds).
 inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bias) {
   struct Cache {
     uint64_t id = 0;
@@ -162,27 +154,33 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   thread_local Cache cache;
   const int64_t nb = cols / 32;
   const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
-  uint8_t* table = cache.buf.Get(DuoTableBytes(nb, pairs));
+  const size_t rec_bytes = DuoRecordBytes(pairs);
+  uint8_t* table = cache.buf.Get(rec_bytes * static_cast<size_t>(nb));
   if (a.id != 0 && cache.id == a.id && cache.cols == cols && cache.bias == bias) return table;
   for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* rec = table + static_cast<size_t>(b) * rec_bytes;
+    for (int t = 0; t < 2 * pairs; ++t) {
+      const int8_t* qs =
+          t < n ? reinterpret_cast<const BlockQ8_0*>(a.rows + t * a.stride)[b].qs : nullptr;
+      for (int c = 0; c < 8; ++c) {
+        int32_t v = 0;
+        if (qs != nullptr) std::memcpy(&v, qs + 4 * c, 4);
+        std::memcpy(rec + 4 * (c * 2 * pairs + t), &v, 4);
+      }
+    }
+    uint8_t* vec = rec + 8 * 2 * pairs * 4;
     for (int p = 0; p < pairs; ++p) {
-      uint8_t* rec = table + (static_cast<size_t>(b) * pairs + p) * kDuoVectors * 64;
       const int t0 = 2 * p, t1 = 2 * p + 1;
       const bool two = t1 < n;
-      const auto* q0 = reinterpret_cast<const BlockQ8_0*>(a.rows + t0 * a.stride)[b].qs;
-      const auto* q1 = two ? reinterpret_cast<const BlockQ8_0*>(a.rows + t1 * a.stride)[b].qs : q0;
       const auto halves = [&](__m512i lo, __m512i hi) {
         return _mm512_mask_blend_epi32(0xFF00, lo, two ? hi : _mm512_setzero_si512());
       };
-      for (int c = 0; c < 8; ++c)
-        StorePairChunk(rec, c, halves(Bcast4(q0 + 4 * c), Bcast4(q1 + 4 * c)));
       const int64_t i0 = t0 * nb + b, i1 = (two ? t1 : t0) * nb + b;
-      StorePairChunk(rec, 8,
-                     halves(_mm512_set1_epi32(bias * a.block_sum[i0]),
-                            _mm512_set1_epi32(bias * a.block_sum[i1])));
-      StorePairChunk(rec, 9,
-                     halves(_mm512_castps_si512(_mm512_set1_ps(a.block_d[i0])),
-                            _mm512_castps_si512(_mm512_set1_ps(a.block_d[i1]))));
+      _mm512_storeu_si512(vec + 128 * p, halves(_mm512_set1_epi32(bias * a.block_sum[i0]),
+                                                _mm512_set1_epi32(bias * a.block_sum[i1])));
+      _mm512_storeu_si512(vec + 128 * p + 64,
+                          halves(_mm512_castps_si512(_mm512_set1_ps(a.block_d[i0])),
+                                 _mm512_castps_si512(_mm512_set1_ps(a.block_d[i1]))));
     }
   }
   cache.id = a.id;
@@ -190,9 +188,24 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   cache.bias = bias;
   return table;
 }
+// Chunk c of tokens 2p (lanes 0-7) and 2p + 1 (lanes 8-15) from a record.
+inline __m512i DuoChunk(const uint8_t* rec, int pairs, int c, int p) {
+  const uint8_t* d = rec + 4 * (c * 2 * pairs + 2 * p);
+  int32_t v0, v1;
+  std::memcpy(&v0, d, 4);
+  std::memcpy(&v1, d + 4, 4);
+  return _mm512_mask_set1_epi32(_mm512_set1_epi32(v0), 0xFF00, v1);
+}
+// The bias and d vectors of token pair p.
+inline __m512i DuoBias(const uint8_t* rec, int pairs, int p) {
+  return _mm512_loadu_si512(rec + 8 * 2 * pairs * 4 + 128 * p);
+}
+inline __m512 DuoD(const uint8_t* rec, int pairs, int p) {
+  return _mm512_loadu_ps(rec + 8 * 2 * pairs * 4 + 128 * p + 64);
+}
 
-// Runs Kernel<P>::RunDuo for P = 1 .. kDuoMaxTokens / 2 token pairs.
-template <template <int> class Kernel, int P = kDuoMaxTokens / 2>
+// Runs Kernel<P>::RunDuo for P = 1 .. kTile / 2 token pairs.
+template <template <int> class Kernel, int P = kTile / 2>
 void RunDuoN(int pairs, const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n,
              float* out, int64_t out_stride) {
   if constexpr (P > 1) {
@@ -255,7 +268,7 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
     return;
   }
   if constexpr (DuoKernel<Kernel>) {
-    if (a.n_tokens <= kDuoMaxTokens) {
+    if (a.n_tokens <= kTile) {
       const uint8_t* table = Kernel<1>::DuoTable(a, w.cols);
       const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
       alignas(64) float duo_out[kTile * kPackRows];
