@@ -134,9 +134,10 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
 
 // ---- a few tokens, one group at a time (gemm_packed_avx512_common.h) ----
 
-// P token pairs (2P - 1 or 2P tokens: n) against one stored group g, its
-// chunks as the pair (g, g), the activations from DuoTable32. Each lane's
-// arithmetic is Tile32's for its row and token, so its bits too.
+// P token pairs (2P - 1 or 2P tokens: n) against one stored group g (its
+// chunks as the pair (g, g), low halves used), the activations from
+// DuoTable32. Each lane's arithmetic is Tile32's for its row and token, so
+// its bits too.
 template <int kOffset, int P>
 void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
                int64_t out_stride) {
@@ -153,11 +154,12 @@ void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, in
     for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
     const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
     StoredBlock32<kOffset>(g + q, g + q, [&](__m512i wq, int c) {
-      for (int p = 0; p < P; ++p) {
-        isum[p] = _mm512_dpbusd_epi32(isum[p], wq, DuoChunk(rec, P, c, p));
-      }
+      const __m512i w2 = DupLanes(wq);
+      for (int p = 0; p < P; ++p)
+        isum[p] = _mm512_dpbusd_epi32(isum[p], w2, DuoChunk(rec, P, c, p));
     });
-    const __m512 wd = Halves16(g + 2 * kPackRows * b, g + 2 * kPackRows * b);
+    const __m512 wd = _mm512_castsi512_ps(DupLanes(_mm512_castps_si512(
+        _mm512_castps256_ps512(_mm256_cvtph_ps(Load128(g + 2 * kPackRows * b))))));
     for (int p = 0; p < P; ++p) {
       const __m512i ints = _mm512_sub_epi32(isum[p], DuoBias(rec, P, p));
       const __m512 da = DuoD(rec, P, p);
@@ -174,10 +176,8 @@ void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, in
     }
   }
   for (int p = 0; p < P; ++p) {
-    _mm256_storeu_ps(out + 2 * p * out_stride, _mm512_castps512_ps256(acc[p]));
-    if (2 * p + 1 < n) {
-      _mm256_storeu_ps(out + (2 * p + 1) * out_stride, _mm512_extractf32x8_ps(acc[p], 1));
-    }
+    StoreDuo(acc[p], out + 2 * p * out_stride,
+             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
   }
 }
 

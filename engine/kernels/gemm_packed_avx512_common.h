@@ -123,25 +123,22 @@ inline void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offs
 // ---- a few tokens against one group at a time (batched decode) ----
 //
 // Two to kTile tokens read the stored groups one at a time, in memory
-// order: a ZMM holds one chunk of a group's 8 rows in both halves (the pair
-// (g, g)) against two tokens, token 2p in lanes 0-7 and 2p + 1 in lanes
-// 8-15, so each VPDPBUSD still does 16 rows' worth of products and the float
-// work per block still runs on 16 lanes, as the pair kernels'. Reading a
-// pair of groups instead means two streams 1-5 KiB apart, which the memory
-// system serves far worse than one (Gemma 3's 262144 x 640 Q8_0 output
-// matrix, one thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4 tokens 8.2-9.3 ms as
-// group pairs, 5.2-5.3 ms one group at a time; 8 tokens 8.6-8.8 -> 7.6 ms).
+// order. A ZMM holds one chunk of a group's 8 rows with each row's dword
+// twice (lanes 2r and 2r + 1) against two tokens' dwords alternating
+// (token 2p in the even lanes, 2p + 1 in the odd: one 8-byte broadcast), so
+// each VPDPBUSD still does 16 lanes of products and the float work per
+// block still runs on 16 lanes, as the pair kernels'. Reading a pair of
+// groups instead means two streams 1-5 KiB apart, which the memory system
+// serves far worse than one (Gemma 3's 262144 x 640 Q8_0 output matrix, one
+// thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4 tokens 8.2-9.3 ms as group pairs,
+// 5.2-5.3 ms one group at a time).
 //
 // The activations come from a table built once per thread per product
-// (GemmActivations::id), one record per block: the 8 chunks' dwords of
-// every token [8][2 * pairs] (an odd last token pairs with zeros), then per
-// token pair the bias vector (kBias times each token's block sum, i32) and
-// the d vector (f32). A chunk's two-token vector is two dword broadcasts
-// (DuoChunk). Whole 64-byte vectors per chunk were tried: the table of 8
-// tokens (51 KiB at 640 columns) left L1 and ran 3x slower.
-inline size_t DuoRecordBytes(int pairs) {
-  return static_cast<size_t>(8 * 2 * pairs * 4 + pairs * 2 * 64);
-}
+// (GemmActivations::id), one record per block of 4-byte words: the 8
+// chunks' dwords of every token [8][2 * pairs] (an odd last token pairs
+// with zeros), then per token pair its two biases (kBias times the block
+// sum, i32), then per pair its two d (f32).
+inline size_t DuoRecordBytes(int pairs) { return static_cast<size_t>(4 * (16 + 4) * pairs); }
 // This thread's table for Q8_0 activations `a`, built unless it already
 // holds a's (for the same bias; id 0 always builds).
 inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bias) {
@@ -167,20 +164,10 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
         if (qs != nullptr) std::memcpy(&v, qs + 4 * c, 4);
         std::memcpy(rec + 4 * (c * 2 * pairs + t), &v, 4);
       }
-    }
-    uint8_t* vec = rec + 8 * 2 * pairs * 4;
-    for (int p = 0; p < pairs; ++p) {
-      const int t0 = 2 * p, t1 = 2 * p + 1;
-      const bool two = t1 < n;
-      const auto halves = [&](__m512i lo, __m512i hi) {
-        return _mm512_mask_blend_epi32(0xFF00, lo, two ? hi : _mm512_setzero_si512());
-      };
-      const int64_t i0 = t0 * nb + b, i1 = (two ? t1 : t0) * nb + b;
-      _mm512_storeu_si512(vec + 128 * p, halves(_mm512_set1_epi32(bias * a.block_sum[i0]),
-                                                _mm512_set1_epi32(bias * a.block_sum[i1])));
-      _mm512_storeu_si512(vec + 128 * p + 64,
-                          halves(_mm512_castps_si512(_mm512_set1_ps(a.block_d[i0])),
-                                 _mm512_castps_si512(_mm512_set1_ps(a.block_d[i1]))));
+      const int32_t sum = t < n ? bias * a.block_sum[t * nb + b] : 0;
+      const float d = t < n ? a.block_d[t * nb + b] : 0.0f;
+      std::memcpy(rec + 4 * (16 * pairs + t), &sum, 4);
+      std::memcpy(rec + 4 * (18 * pairs + t), &d, 4);
     }
   }
   cache.id = a.id;
@@ -188,20 +175,34 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   cache.bias = bias;
   return table;
 }
-// Chunk c of tokens 2p (lanes 0-7) and 2p + 1 (lanes 8-15) from a record.
-inline __m512i DuoChunk(const uint8_t* rec, int pairs, int c, int p) {
-  const uint8_t* d = rec + 4 * (c * 2 * pairs + 2 * p);
-  int32_t v0, v1;
-  std::memcpy(&v0, d, 4);
-  std::memcpy(&v1, d + 4, 4);
-  return _mm512_mask_set1_epi32(_mm512_set1_epi32(v0), 0xFF00, v1);
+// 8 bytes at p broadcast to every 64-bit lane.
+inline __m512i Bcast8(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi64(v);
 }
-// The bias and d vectors of token pair p.
+// Chunk c's dwords of token pair p, alternating; the pair's biases; its d.
+inline __m512i DuoChunk(const uint8_t* rec, int pairs, int c, int p) {
+  return Bcast8(rec + 4 * (c * 2 * pairs + 2 * p));
+}
 inline __m512i DuoBias(const uint8_t* rec, int pairs, int p) {
-  return _mm512_loadu_si512(rec + 8 * 2 * pairs * 4 + 128 * p);
+  return Bcast8(rec + 4 * (16 * pairs + 2 * p));
 }
 inline __m512 DuoD(const uint8_t* rec, int pairs, int p) {
-  return _mm512_loadu_ps(rec + 8 * 2 * pairs * 4 + 128 * p + 64);
+  return _mm512_castsi512_ps(Bcast8(rec + 4 * (18 * pairs + 2 * p)));
+}
+// Lanes 0-7 of v, each twice (lane r to lanes 2r and 2r + 1).
+inline __m512i DupLanes(__m512i v) {
+  return _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
+                                  v);
+}
+// Stores the even lanes of acc (token 2p's 8 rows) at out0, the odd ones at
+// out1 (nullptr: none).
+inline void StoreDuo(__m512 acc, float* out0, float* out1) {
+  const __m512i even = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512 split = _mm512_permutexvar_ps(even, acc);
+  _mm256_storeu_ps(out0, _mm512_castps512_ps256(split));
+  if (out1 != nullptr) _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(split, 1));
 }
 
 // Runs Kernel<P>::RunDuo for P = 1 .. kTile / 2 token pairs.
