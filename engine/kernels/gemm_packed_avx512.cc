@@ -416,6 +416,124 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// ---- a few tokens, one group at a time: Q4_K, Q5_K and Q6_K ----
+
+// TileQ4_K for P token pairs against one stored group g (the pair (g, g),
+// each row-derived vector's low half with every lane twice: DupLanes), the
+// activations from DuoTableK. Each lane's arithmetic is TileQ4_K's.
+template <bool kFive, int P>
+void TileQ4_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+                 int64_t out_stride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const int64_t nsb = w.cols / kQkK;
+  const size_t rec_bytes = DuoRecordBytesK(P);
+  const GroupPrefetch next(w, 1, nsb);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    constexpr size_t kSbBytes = kFive ? kQ5KPackedBytes : kQ4KPackedBytes;
+    const uint8_t* sb = g + s * kSbBytes;
+    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    __m512i isum[P];
+    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
+    for (int gi = 0; gi < 8; ++gi) {  // 32-element groups: low nibbles of pair gi/2, then high
+      const int pq = gi / 2, shift = 4 * (gi % 2);
+      __m512i dot[P];
+      for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+      [[maybe_unused]] __m512i fifth;
+      if constexpr (kFive) fifth = Load2(sb + kQ5KPackedH + 32 * gi, sb + kQ5KPackedH + 32 * gi);
+      for (int c = 0; c < 8; ++c) {
+        const size_t off = kQ4KPackedQ + 256 * pq + 32 * c;
+        const __m512i v = Load2(sb + off, sb + off);
+        __m512i nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
+        if constexpr (kFive) nib = _mm512_or_si512(nib, FifthBits(fifth, c));
+        const __m512i w2 = DupLanes(nib);
+        for (int p = 0; p < P; ++p) {
+          dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 8 * gi + c, p));
+        }
+      }
+      const __m512i sc = DupLanes(Q4_KScaleVector(sb, sb, gi));
+      for (int p = 0; p < P; ++p)
+        isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+    }
+    const __m512 d = DupLanes(Halves16(sb + kQ4KPackedD, sb + kQ4KPackedD));
+    const __m512 dmin = DupLanes(Halves16(sb + kQ4KPackedDmin, sb + kQ4KPackedDmin));
+    __m512i mins[8];
+    for (int gi = 0; gi < 8; ++gi) mins[gi] = DupLanes(Q4_KMinVector(sb, sb, gi));
+    for (int p = 0; p < P; ++p) {
+      __m512i msum = _mm512_setzero_si512();
+      for (int gi = 0; gi < 8; ++gi) {
+        msum = _mm512_dpwssd_epi32(msum, mins[gi], DuoWordK(rec, P, 64 + gi, p));
+      }
+      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+      const __m512 x =
+          _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])),
+                        _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+      acc[p] = _mm512_add_ps(acc[p], x);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    StoreDuo(acc[p], out + 2 * p * out_stride,
+             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
+  }
+}
+
+// TileQ6_K for P token pairs against one stored group g, as TileQ4_KDuo.
+template <int P>
+void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+                 int64_t out_stride) {
+  const int64_t nsb = w.cols / kQkK;
+  const size_t rec_bytes = DuoRecordBytesK(P);
+  const GroupPrefetch next(w, 1, nsb);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ6KStoredBytes;
+    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    __m512i isum[P];
+    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
+    for (int pq = 0; pq < 8; ++pq) {  // pairs of 16-element groups
+      const size_t sc_off = kQ6KPackedSc + 16 * pq;
+      const __m512i pair = _mm512_cvtepi8_epi16(Load2x16(sb + sc_off, sb + sc_off));
+      const __m512i neg32 =
+          DupLanes(_mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5)));
+      for (int p = 0; p < P; ++p) {
+        isum[p] = _mm512_dpwssd_epi32(isum[p], neg32, DuoWordK(rec, P, 64 + pq, p));
+      }
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = DupLanes(k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                           : _mm512_srai_epi32(pair, 16));
+        const int gi = 2 * pq + k;
+        __m512i dot[P];
+        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+        __m512i wq[4];
+        const size_t off = kQ6KStoredGroups + kQ6KStoredGroupBytes * gi;
+        Q6_KChunks(sb + off, sb + off, wq);
+        for (int c = 0; c < 4; ++c) {
+          const __m512i w2 = DupLanes(wq[c]);
+          for (int p = 0; p < P; ++p) {
+            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
+          }
+        }
+        for (int p = 0; p < P; ++p)
+          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+      }
+    }
+    const __m512 d = DupLanes(Halves16(sb + kQ6KPackedD, sb + kQ6KPackedD));
+    for (int p = 0; p < P; ++p) {
+      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+      acc[p] =
+          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    StoreDuo(acc[p], out + 2 * p * out_stride,
+             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
+  }
+}
+
 // ---- one token, one group (decode): Q4_K and Q6_K ----
 
 // 8 u8 (one per row) as 16 i16, each value twice (Dup8x2's lower half).
@@ -606,6 +724,10 @@ struct Iq4NlKernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_KKernel : ActQ8_K {
+  static constexpr auto RunDuo = TileQ4_KDuo<false, T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTableK(a, cols);
+  }
   static size_t PairBufferBytes(int64_t cols) {
     return static_cast<size_t>(cols / kQkK) * (kQ4KPairQuantBytes + kQ4KPairScaleBytes);
   }
@@ -616,6 +738,7 @@ struct Q4_KKernel : ActQ8_K {
 };
 template <int T>
 struct Q5_KKernel : Q4_KKernel<T> {
+  static constexpr auto RunDuo = TileQ4_KDuo<true, T>;
   static constexpr auto ExpandPair = ExpandPairK4<true>;
   static constexpr auto Run = TileQ4_K<T, false, true>;
   static constexpr auto RunStored = TileQ4_K<T, true, true>;
@@ -623,6 +746,10 @@ struct Q5_KKernel : Q4_KKernel<T> {
 };
 template <int T>
 struct Q6_KKernel : ActQ8_K {
+  static constexpr auto RunDuo = TileQ6_KDuo<T>;
+  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
+    return DuoTableK(a, cols);
+  }
   static constexpr auto ExpandPair = ExpandPairQ6_K;
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;

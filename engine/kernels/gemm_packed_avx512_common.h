@@ -175,6 +175,48 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   cache.bias = bias;
   return table;
 }
+// Q8_K activations (the K-quants): per super-block, the 64 quant dwords
+// [64][2 * pairs], the 8 bsum pairs (two i16 as one word) [8][2 * pairs],
+// then d [2 * pairs].
+inline size_t DuoRecordBytesK(int pairs) {
+  return static_cast<size_t>(4 * (64 + 8 + 1) * 2 * pairs);
+}
+inline const uint8_t* DuoTableK(const GemmActivations& a, int64_t cols) {
+  struct Cache {
+    uint64_t id = 0;
+    int64_t cols = 0;
+    ThreadBuffer buf;
+  };
+  thread_local Cache cache;
+  const int64_t ns = cols / kQkK;
+  const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
+  const size_t rec_bytes = DuoRecordBytesK(pairs);
+  uint8_t* table = cache.buf.Get(rec_bytes * static_cast<size_t>(ns));
+  if (a.id != 0 && cache.id == a.id && cache.cols == cols) return table;
+  const int w = 2 * pairs;  // words per row of the record
+  for (int64_t s = 0; s < ns; ++s) {
+    uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    for (int t = 0; t < w; ++t) {
+      const BlockQ8_K* blk =
+          t < n ? reinterpret_cast<const BlockQ8_K*>(a.rows + t * a.stride) + s : nullptr;
+      for (int k = 0; k < 64; ++k) {
+        int32_t v = 0;
+        if (blk != nullptr) std::memcpy(&v, blk->qs + 4 * k, 4);
+        std::memcpy(rec + 4 * (k * w + t), &v, 4);
+      }
+      for (int k = 0; k < 8; ++k) {
+        int32_t v = 0;
+        if (blk != nullptr) std::memcpy(&v, blk->bsums + 2 * k, 4);
+        std::memcpy(rec + 4 * ((64 + k) * w + t), &v, 4);
+      }
+      const float d = blk != nullptr ? blk->d : 0.0f;
+      std::memcpy(rec + 4 * (72 * w + t), &d, 4);
+    }
+  }
+  cache.id = a.id;
+  cache.cols = cols;
+  return table;
+}
 // 8 bytes at p broadcast to every 64-bit lane.
 inline __m512i Bcast8(const uint8_t* p) {
   int64_t v;
@@ -191,11 +233,17 @@ inline __m512i DuoBias(const uint8_t* rec, int pairs, int p) {
 inline __m512 DuoD(const uint8_t* rec, int pairs, int p) {
   return _mm512_castsi512_ps(Bcast8(rec + 4 * (18 * pairs + 2 * p)));
 }
+// Word k of a Q8_K record (quant dword k < 64, bsum pair 64 + j, d 72) of
+// token pair p, alternating.
+inline __m512i DuoWordK(const uint8_t* rec, int pairs, int k, int p) {
+  return Bcast8(rec + 4 * (k * 2 * pairs + 2 * p));
+}
 // Lanes 0-7 of v, each twice (lane r to lanes 2r and 2r + 1).
 inline __m512i DupLanes(__m512i v) {
   return _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
                                   v);
 }
+inline __m512 DupLanes(__m512 v) { return _mm512_castsi512_ps(DupLanes(_mm512_castps_si512(v))); }
 // Stores the even lanes of acc (token 2p's 8 rows) at out0, the odd ones at
 // out1 (nullptr: none).
 inline void StoreDuo(__m512 acc, float* out0, float* out1) {
