@@ -666,6 +666,7 @@ void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
 // Every type's kernels, for Gemm (gemm_packed_avx512_common.h).
 template <int T>
 struct Q8_0Kernel : ActQ8_0 {
+  static constexpr auto DuoPassBytes = DuoPassBytes32;
   static constexpr auto RunDuo = Tile32Duo<0, T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTable32(a, cols, 128);
@@ -677,6 +678,7 @@ struct Q8_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q5_0Kernel : ActQ8_0 {
+  static constexpr auto DuoPassBytes = DuoPassBytes32;
   static constexpr auto RunDuo = Tile32Duo<16, T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTable32(a, cols, 16);
@@ -688,6 +690,7 @@ struct Q5_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_0Kernel : ActQ8_0 {
+  static constexpr auto DuoPassBytes = DuoPassBytes32;
   static constexpr auto RunDuo = Tile32Duo<8, T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTable32(a, cols, 8);
@@ -713,6 +716,7 @@ struct Q4_1Kernel : ActQ8_1 {
 };
 template <int T>
 struct Iq4NlKernel : ActQ8_0 {
+  static constexpr auto DuoPassBytes = DuoPassBytes32;
   static constexpr auto RunDuo = Tile32Duo<kIq4NlOffset, T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTable32(a, cols, 128);
@@ -724,6 +728,7 @@ struct Iq4NlKernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_KKernel : ActQ8_K {
+  static constexpr auto DuoPassBytes = DuoPassBytesK;
   static constexpr auto RunDuo = TileQ4_KDuo<false, T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTableK(a, cols);
@@ -746,6 +751,7 @@ struct Q5_KKernel : Q4_KKernel<T> {
 };
 template <int T>
 struct Q6_KKernel : ActQ8_K {
+  static constexpr auto DuoPassBytes = DuoPassBytesK;
   static constexpr auto RunDuo = TileQ6_KDuo<T>;
   static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
     return DuoTableK(a, cols);

@@ -122,23 +122,27 @@ inline void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offs
 
 // ---- a few tokens against one group at a time (batched decode) ----
 //
-// Two to kTile tokens read the stored groups one at a time, in memory
-// order. A ZMM holds one chunk of a group's 8 rows with each row's dword
-// twice (lanes 2r and 2r + 1) against two tokens' dwords alternating
-// (token 2p in the even lanes, 2p + 1 in the odd: one 8-byte broadcast), so
-// each VPDPBUSD still does 16 lanes of products and the float work per
-// block still runs on 16 lanes, as the pair kernels'. Reading a pair of
-// groups instead means two streams 1-5 KiB apart, which the memory system
-// serves far worse than one (Gemma 3's 262144 x 640 Q8_0 output matrix, one
-// thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4 tokens 8.2-9.3 ms as group pairs,
-// 5.2-5.3 ms one group at a time).
+// Two to kDuoMaxTokens tokens read the stored groups one at a time, in
+// memory order (up to kTile per pass over a group). A ZMM holds one chunk of a group's 8 rows with
+// each row's dword twice (lanes 2r and 2r + 1) against two tokens' dwords alternating (token 2p in
+// the even lanes, 2p + 1 in the odd: one 8-byte broadcast), so each VPDPBUSD still does 16 lanes of
+// products and the float work per block still runs on 16 lanes, as the pair kernels'. Reading a
+// pair of groups instead means two streams 1-5 KiB apart, which the memory system serves far worse
+// than one (Gemma 3's 262144 x 640 Q8_0 output matrix, one thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4
+// tokens 8.2-9.3 ms as group pairs, 5.2-5.3 ms one group at a time).
 //
 // The activations come from a table built once per thread per product
 // (GemmActivations::id), one record per block of 4-byte words: the 8
 // chunks' dwords of every token [8][2 * pairs] (an odd last token pairs
 // with zeros), then per token pair its two biases (kBias times the block
 // sum, i32), then per pair its two d (f32).
+// Up to kDuoMaxTokens tokens run in passes of up to kTile over each group
+// (the second pass reads the group from L1); the table holds one part per
+// pass, each laid out for its own number of pairs, a pass's part
+// DuoPassBytes* apart.
+constexpr int kDuoMaxTokens = 2 * kTile;
 inline size_t DuoRecordBytes(int pairs) { return static_cast<size_t>(4 * (16 + 4) * pairs); }
+inline size_t DuoPassBytes32(int64_t cols) { return DuoRecordBytes(kTile / 2) * (cols / 32); }
 // This thread's table for Q8_0 activations `a`, built unless it already
 // holds a's (for the same bias; id 0 always builds).
 inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bias) {
@@ -150,24 +154,30 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   };
   thread_local Cache cache;
   const int64_t nb = cols / 32;
-  const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
-  const size_t rec_bytes = DuoRecordBytes(pairs);
-  uint8_t* table = cache.buf.Get(rec_bytes * static_cast<size_t>(nb));
+  const int n_all = static_cast<int>(a.n_tokens);
+  const int passes = (n_all + kTile - 1) / kTile;
+  uint8_t* table = cache.buf.Get(DuoPassBytes32(cols) * static_cast<size_t>(passes));
   if (a.id != 0 && cache.id == a.id && cache.cols == cols && cache.bias == bias) return table;
-  for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* rec = table + static_cast<size_t>(b) * rec_bytes;
-    for (int t = 0; t < 2 * pairs; ++t) {
-      const int8_t* qs =
-          t < n ? reinterpret_cast<const BlockQ8_0*>(a.rows + t * a.stride)[b].qs : nullptr;
-      for (int c = 0; c < 8; ++c) {
-        int32_t v = 0;
-        if (qs != nullptr) std::memcpy(&v, qs + 4 * c, 4);
-        std::memcpy(rec + 4 * (c * 2 * pairs + t), &v, 4);
+  for (int pass = 0; pass < passes; ++pass) {
+    const int t0 = pass * kTile, n = std::min(kTile, n_all - t0), pairs = (n + 1) / 2;
+    const size_t rec_bytes = DuoRecordBytes(pairs);
+    uint8_t* part = table + pass * DuoPassBytes32(cols);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* rec = part + static_cast<size_t>(b) * rec_bytes;
+      for (int t = 0; t < 2 * pairs; ++t) {
+        const int64_t row = t0 + t;
+        const int8_t* qs =
+            t < n ? reinterpret_cast<const BlockQ8_0*>(a.rows + row * a.stride)[b].qs : nullptr;
+        for (int c = 0; c < 8; ++c) {
+          int32_t v = 0;
+          if (qs != nullptr) std::memcpy(&v, qs + 4 * c, 4);
+          std::memcpy(rec + 4 * (c * 2 * pairs + t), &v, 4);
+        }
+        const int32_t sum = t < n ? bias * a.block_sum[row * nb + b] : 0;
+        const float d = t < n ? a.block_d[row * nb + b] : 0.0f;
+        std::memcpy(rec + 4 * (16 * pairs + t), &sum, 4);
+        std::memcpy(rec + 4 * (18 * pairs + t), &d, 4);
       }
-      const int32_t sum = t < n ? bias * a.block_sum[t * nb + b] : 0;
-      const float d = t < n ? a.block_d[t * nb + b] : 0.0f;
-      std::memcpy(rec + 4 * (16 * pairs + t), &sum, 4);
-      std::memcpy(rec + 4 * (18 * pairs + t), &d, 4);
     }
   }
   cache.id = a.id;
@@ -175,12 +185,14 @@ inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bia
   cache.bias = bias;
   return table;
 }
+
 // Q8_K activations (the K-quants): per super-block, the 64 quant dwords
 // [64][2 * pairs], the 8 bsum pairs (two i16 as one word) [8][2 * pairs],
 // then d [2 * pairs].
 inline size_t DuoRecordBytesK(int pairs) {
   return static_cast<size_t>(4 * (64 + 8 + 1) * 2 * pairs);
 }
+inline size_t DuoPassBytesK(int64_t cols) { return DuoRecordBytesK(kTile / 2) * (cols / kQkK); }
 inline const uint8_t* DuoTableK(const GemmActivations& a, int64_t cols) {
   struct Cache {
     uint64_t id = 0;
@@ -189,28 +201,33 @@ inline const uint8_t* DuoTableK(const GemmActivations& a, int64_t cols) {
   };
   thread_local Cache cache;
   const int64_t ns = cols / kQkK;
-  const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
-  const size_t rec_bytes = DuoRecordBytesK(pairs);
-  uint8_t* table = cache.buf.Get(rec_bytes * static_cast<size_t>(ns));
+  const int n_all = static_cast<int>(a.n_tokens);
+  const int passes = (n_all + kTile - 1) / kTile;
+  uint8_t* table = cache.buf.Get(DuoPassBytesK(cols) * static_cast<size_t>(passes));
   if (a.id != 0 && cache.id == a.id && cache.cols == cols) return table;
-  const int w = 2 * pairs;  // words per row of the record
-  for (int64_t s = 0; s < ns; ++s) {
-    uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
-    for (int t = 0; t < w; ++t) {
-      const BlockQ8_K* blk =
-          t < n ? reinterpret_cast<const BlockQ8_K*>(a.rows + t * a.stride) + s : nullptr;
-      for (int k = 0; k < 64; ++k) {
-        int32_t v = 0;
-        if (blk != nullptr) std::memcpy(&v, blk->qs + 4 * k, 4);
-        std::memcpy(rec + 4 * (k * w + t), &v, 4);
+  for (int pass = 0; pass < passes; ++pass) {
+    const int t0 = pass * kTile, n = std::min(kTile, n_all - t0), pairs = (n + 1) / 2;
+    const size_t rec_bytes = DuoRecordBytesK(pairs);
+    uint8_t* part = table + pass * DuoPassBytesK(cols);
+    const int w = 2 * pairs;  // words per row of the record
+    for (int64_t s = 0; s < ns; ++s) {
+      uint8_t* rec = part + static_cast<size_t>(s) * rec_bytes;
+      for (int t = 0; t < w; ++t) {
+        const BlockQ8_K* blk =
+            t < n ? reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride) + s : nullptr;
+        for (int k = 0; k < 64; ++k) {
+          int32_t v = 0;
+          if (blk != nullptr) std::memcpy(&v, blk->qs + 4 * k, 4);
+          std::memcpy(rec + 4 * (k * w + t), &v, 4);
+        }
+        for (int k = 0; k < 8; ++k) {
+          int32_t v = 0;
+          if (blk != nullptr) std::memcpy(&v, blk->bsums + 2 * k, 4);
+          std::memcpy(rec + 4 * ((64 + k) * w + t), &v, 4);
+        }
+        const float d = blk != nullptr ? blk->d : 0.0f;
+        std::memcpy(rec + 4 * (72 * w + t), &d, 4);
       }
-      for (int k = 0; k < 8; ++k) {
-        int32_t v = 0;
-        if (blk != nullptr) std::memcpy(&v, blk->bsums + 2 * k, 4);
-        std::memcpy(rec + 4 * ((64 + k) * w + t), &v, 4);
-      }
-      const float d = blk != nullptr ? blk->d : 0.0f;
-      std::memcpy(rec + 4 * (72 * w + t), &d, 4);
     }
   }
   cache.id = a.id;
@@ -317,16 +334,22 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
     return;
   }
   if constexpr (DuoKernel<Kernel>) {
-    if (a.n_tokens <= kTile) {
+    if (a.n_tokens <= kDuoMaxTokens) {
       const uint8_t* table = Kernel<1>::DuoTable(a, w.cols);
-      const int n = static_cast<int>(a.n_tokens), pairs = (n + 1) / 2;
-      alignas(64) float duo_out[kTile * kPackRows];
+      const size_t pass_bytes = Kernel<1>::DuoPassBytes(w.cols);
+      const int n = static_cast<int>(a.n_tokens);
+      alignas(64) float duo_out[kDuoMaxTokens * kPackRows];
       for (int64_t g = g_begin; g < g_end; ++g) {
         const int64_t r0 = std::max(row_begin, g * kPackRows);
         const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
         const bool whole = r1 - r0 == kPackRows;
-        RunDuoN<Kernel>(pairs, w, w.Group(g), table, n, whole ? y + (r0 - row_begin) : duo_out,
-                        whole ? y_stride : kPackRows);
+        float* out = whole ? y + (r0 - row_begin) : duo_out;
+        const int64_t os = whole ? y_stride : kPackRows;
+        for (int t0 = 0, pass = 0; t0 < n; t0 += kTile, ++pass) {
+          const int m = std::min(kTile, n - t0);
+          RunDuoN<Kernel>((m + 1) / 2, w, w.Group(g), table + pass * pass_bytes, m, out + t0 * os,
+                          os);
+        }
         if (whole) continue;
         for (int k = 0; k < n; ++k) {
           for (int64_t r = r0; r < r1; ++r) {

@@ -182,17 +182,17 @@ TEST_P(GemmPacked, Avx2EqualsRowWiseReferenceOnOddTokensAndTailRows) {
 
 // The AVX-512 VNNI kernels work on pairs of groups: row counts with an odd
 // number of groups (a lone last group) and a part-filled last group; token
-// counts on both sides of one register tile (2 to 8: stored groups unpacked
-// in registers against the few-token table; past it, a pair's quants copied
-// to the pair buffer), and one token, where every group runs alone against
-// the activation table.
+// counts on both sides of 16 (2 to 16: one group at a time against the
+// few-token table, in passes of 8; past it, a pair's quants copied to the
+// pair buffer), and one token, where every group runs alone against the
+// activation table.
 void ExpectPairedGroupsEqualRowWiseReference(TensorType type, GemmPackedFn gemm) {
   ASSERT_NE(gemm, nullptr) << "the VNNI kernel is not built";
   ASSERT_NE(gemm, GetGemmPackedAt(type, IsaLevel::kAvx2)) << "the VNNI kernel is not built";
   const VecDotFn dot = GetVecDotAt(type, IsaLevel::kScalar);
   uint32_t seed = 300;
   for (int64_t cols : Columns(type)) {
-    for (int64_t tokens : {1, 2, 3, 5, 8, 9, 17, 70}) {
+    for (int64_t tokens : {1, 2, 3, 5, 8, 9, 16, 17, 70}) {
       for (int64_t rows : {16, 21, 40, 45}) {
         const Problem p = MakeProblem(type, rows, cols, tokens, seed++);
         const auto packed = Pack(p);
