@@ -72,8 +72,11 @@ void AddKvStats(const KvStats& st, nlohmann::json* out) {
 
 void AddAttentionSettings(const SessionOptions& o, nlohmann::json* out) {
   if (o.kv_memory_budget > 0) (*out)["kv_spill_read"] = o.kv_spill_map ? "map" : "copy";
-  (*out)["attn_weights"] = o.bf16_attention_weights ? "bf16" : "f32";
-  (*out)["attn_scores"] = AttnScoresName(AttnScoresUsed(o.kv_type, o.attn_scores));
+  const AttnScores scores = AttnScoresUsed(o.kv_type, o.attn_scores);
+  // Tiles round the weights to bf16 whatever attn_weights says.
+  const bool bf16_weights = o.bf16_attention_weights || scores == AttnScores::kTiles;
+  (*out)["attn_weights"] = bf16_weights ? "bf16" : "f32";
+  (*out)["attn_scores"] = AttnScoresName(scores);
   const SparseAttentionOptions& sp = o.sparse_attention;
   (*out)["sparse_attention"] = sp.top_k_blocks;
   if (sp.top_k_blocks > 0) {

@@ -2,7 +2,7 @@
 //   --kv-type bf16|f16|f32|q8_0   KV cache storage (default bf16)
 //   --attn-weights f32|bf16       attention weights for the product with V
 //                                 (bf16: opt-in, needs --kv-type bf16)
-//   --attn-scores auto|pairs|f32  how a bf16 cache's scores are computed
+//   --attn-scores auto|pairs|f32|tiles  how a bf16 cache's scores are computed
 //                                 (auto: the faster on this CPU; AttnScores)
 //   --kv-budget MIB               resident KV limit; colder blocks spill
 //   --spill-dir DIR               where spilled blocks go (default $TMPDIR or /tmp)

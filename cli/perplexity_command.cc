@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: ellm perplexity --model M --file F --ctx N [--threads N] [--batch N] [--chunks K]\n"
     "         [--kv-type bf16|f16|f32|q8_0] [--attn-weights f32|bf16]\n"
-    "         [--attn-scores auto|pairs|f32] [--kv-budget MIB]\n"
+    "         [--attn-scores auto|pairs|f32|tiles] [--kv-budget MIB]\n"
     "         [--spill-dir DIR] [--spill-level L] [--spill-read copy|map]\n"
     "         [--sparse-attn K [--sparse-sink N] [--sparse-local N]]\n";
 

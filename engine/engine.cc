@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "ellm/engine/cpu_features.h"
 #include "ellm/engine/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_state_file.h"
@@ -271,6 +272,20 @@ Status SessionOptions::Validate() const {
     return InvalidArgumentError(
         "bf16 attention weights need the bf16 KV cache (kv_type bf16), not " +
         std::string(KvTypeName(kv_type)));
+  }
+  if (attn_scores == AttnScores::kTiles) {
+    if (kv_type != KvType::kBF16) {
+      return InvalidArgumentError(
+          "attention scores 'tiles' need the bf16 KV cache (kv_type bf16), not " +
+          std::string(KvTypeName(kv_type)));
+    }
+    const CpuFeatures& cpu = HostCpu();
+    if (cpu.Level() < IsaLevel::kAmx || !cpu.amx_bf16) {
+      return InvalidArgumentError(
+          "attention scores 'tiles' need AMX-BF16 tiles (Intel Xeon from Sapphire Rapids on, "
+          "with Linux's permission); this CPU: " +
+          cpu.ToString() + "; use auto, pairs or f32");
+    }
   }
   return OkStatus();
 }

@@ -57,7 +57,7 @@ _ellm() {
   case "$prev" in
     --kv-type) COMPREPLY=($(compgen -W "bf16 f16 f32 q8_0" -- "$cur")); return ;;
     --attn-weights) COMPREPLY=($(compgen -W "f32 bf16" -- "$cur")); return ;;
-    --attn-scores) COMPREPLY=($(compgen -W "auto pairs f32" -- "$cur")); return ;;
+    --attn-scores) COMPREPLY=($(compgen -W "auto pairs f32 tiles" -- "$cur")); return ;;
     --status) COMPREPLY=($(compgen -W "queued running succeeded failed" -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then

@@ -9,7 +9,8 @@
 // held to the same assertions, on machines without AMX or AVX-512.
 //
 // Defines ELLM_AMX_KERNELS when the AMX int8 kernels are built (AMX-TILE,
-// AMX-INT8 and the AVX-512 VNNI the epilogues use).
+// AMX-INT8 and the AVX-512 VNNI the epilogues use), and then
+// AmxTileConfig, the tile config's layout.
 #pragma once
 
 #include "kernels/avx512_intrin.h"
@@ -27,4 +28,20 @@
 #include <immintrin.h>
 #define ELLM_AMX_KERNELS 1
 
+#endif
+
+#if defined(ELLM_AMX_KERNELS)
+#include <cstdint>
+
+namespace ellm::kernels {
+// LDTILECFG's 64-byte memory operand (palette 1: tiles 0-7).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+static_assert(sizeof(AmxTileConfig) == 64);
+}  // namespace ellm::kernels
 #endif

@@ -40,6 +40,19 @@
 //     (the missing key of an odd count weighs 0), each addition one f32
 //     rounding, denormal inputs and results flushed as in ScoresBf16.
 //     The opt-in bf16 weights of attention (kernels 2x the f32 FMA rate).
+//   ScoresBf16Tiles / AccumulateBf16Tiles: Scores (K as bf16) and
+//     AccumulateBf16Pairs (V as pairs, weights taken as bf16) in AMX
+//     TDPBF16PS's arithmetic (kernels/amx_emu.h states it), the products of
+//     AttnScores::kTiles. Inputs are read as bf16 (q and p: their top
+//     halves) and zero-padded to whole chunks of 32 (dimensions for the
+//     scores, keys = 16 pairs for the weighted sum). Per output and chunk,
+//     two f32 chains (the even and the odd element of each pair) start at
+//     zero and take one fma per pair, in order; then out = out + (even +
+//     odd), the scores' out starting at +0 and the weighted sum's at o.
+//     Denormal inputs and results are zeros of their sign throughout (DAZ,
+//     FTZ). The ignored prefetch arguments keep ScoresBf16's signature.
+//     AMX where the CPU has it (attn_tile_amx.cc); the references
+//     elsewhere (engine.cc refuses kTiles without AMX: they serve tests).
 // The fused kernels also take a byte range to bring into the cache while they work
 //     (prefetch, prefetch_bytes: the next key tile's K or V in decode;
 //     nullptr, 0 for none), asked for a line or a few per step of their
@@ -85,6 +98,9 @@ struct AttnTileKernels {
   void (*accumulate_bf16_pairs)(int rows, int keys, int dim, const float* p, int64_t p_stride,
                                 const uint32_t* vp, float* o, int64_t o_stride);
   HalfScores scores_bf16_wide;
+  HalfScores scores_bf16_tiles;
+  void (*accumulate_bf16_tiles)(int rows, int keys, int dim, const float* p, int64_t p_stride,
+                                const uint32_t* vp, float* o, int64_t o_stride);
 };
 
 // The implementation for HostCpu().Level(), chosen once. The AVX-512 level
@@ -103,6 +119,10 @@ void UseAvx512AttnTile(AttnTileKernels* k);
 // `k` where the CPU has AVX512_BF16 (no change elsewhere, or when the
 // compiler could not build them).
 void UseAvx512Bf16AttnTile(AttnTileKernels* k);
+// attn_tile_amx.cc: puts its ScoresBf16Tiles and AccumulateBf16Tiles into
+// `k` (no change when the compiler could not build them). The caller has
+// checked that the CPU has AMX-BF16 and Linux granted the tiles.
+void UseAmxAttnTile(AttnTileKernels* k);
 }  // namespace internal
 
 }  // namespace ellm::kernels

@@ -680,6 +680,8 @@ const AttnTileKernels kAttnTileAvx2 = {Scores<F32Rows>,
                                        Q8_0ToF32,
                                        InterleaveBf16Pairs,
                                        AccumulateBf16Pairs,
-                                       ScoresPf<Bf16Rows>};
+                                       ScoresPf<Bf16Rows>,
+                                       nullptr,   // the tile products: the references',
+                                       nullptr};  // put in by GetAttnTileAt
 
 }  // namespace ellm::kernels::internal

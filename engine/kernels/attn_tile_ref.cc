@@ -106,6 +106,54 @@ void AccumulateBf16PairsRef(int rows, int keys, int dim, const float* p, int64_t
   }
 }
 
+// ScoresBf16Tiles / AccumulateBf16Tiles (attn_tile.h): TDPBF16PS's
+// arithmetic per output, chunk by chunk, with its flushing explicit.
+constexpr int kTileChunk = 32;  // elements of a tile row: 64 bytes of bf16
+float FlushedAdd(float a, float b) { return Flush(Flush(a) + Flush(b)); }
+
+void ScoresBf16TilesRef(int rows, int keys, int dim, const float* q, int64_t qs, const uint16_t* k,
+                        int64_t ks, float* s, int64_t ss, const void*, int64_t) {
+  for (int r = 0; r < rows; ++r) {
+    const float* qr = q + r * qs;
+    for (int j = 0; j < keys; ++j) {
+      const uint16_t* kj = k + j * ks;
+      float acc = 0.0f;
+      for (int c = 0; c < dim; c += kTileChunk) {
+        float even = 0.0f, odd = 0.0f;
+        for (int d = c; d < c + kTileChunk; d += 2) {
+          even = PairStep(d < dim ? qr[d] : 0.0f, d < dim ? kj[d] : 0, even);
+          odd = PairStep(d + 1 < dim ? qr[d + 1] : 0.0f, d + 1 < dim ? kj[d + 1] : 0, odd);
+        }
+        acc = FlushedAdd(acc, FlushedAdd(even, odd));
+      }
+      s[r * ss + j] = acc;
+    }
+  }
+}
+
+void AccumulateBf16TilesRef(int rows, int keys, int dim, const float* p, int64_t ps,
+                            const uint32_t* vp, float* o, int64_t os) {
+  const int pairs = (keys + 1) / 2;
+  for (int r = 0; r < rows; ++r) {
+    const float* pr = p + r * ps;
+    for (int d = 0; d < dim; ++d) {
+      float acc = o[r * os + d];
+      for (int m0 = 0; m0 < pairs; m0 += kTileChunk / 2) {
+        float even = 0.0f, odd = 0.0f;
+        for (int m = m0; m < m0 + kTileChunk / 2; ++m) {
+          const uint32_t pair = m < pairs ? vp[int64_t{m} * dim + d] : 0u;
+          const float w_even = 2 * m < keys ? pr[2 * m] : 0.0f;
+          const float w_odd = 2 * m + 1 < keys ? pr[2 * m + 1] : 0.0f;
+          even = PairStep(w_even, static_cast<uint16_t>(pair & 0xFFFFu), even);
+          odd = PairStep(w_odd, static_cast<uint16_t>(pair >> 16), odd);
+        }
+        acc = FlushedAdd(acc, FlushedAdd(even, odd));
+      }
+      o[r * os + d] = acc;
+    }
+  }
+}
+
 template <class T, float (*W)(T)>
 void AccumulateRef(int rows, int keys, int dim, const float* p, int64_t ps, const T* v, int64_t vs,
                    float* o, int64_t os) {
@@ -153,6 +201,8 @@ const AttnTileKernels kAttnTileRef = {ScoresRef<float, Widen>,
                                       Q8_0ToF32Ref,
                                       InterleaveBf16PairsRef,
                                       AccumulateBf16PairsRef,
-                                      ScoresHalfRef<uint16_t, WidenBf16>};
+                                      ScoresHalfRef<uint16_t, WidenBf16>,
+                                      ScoresBf16TilesRef,
+                                      AccumulateBf16TilesRef};
 
 }  // namespace ellm::kernels::internal

@@ -74,16 +74,8 @@ static_assert(kAmxMinTokens >= kAmxTokens);
 // used; A has kSliceBytes columns, B kSliceBytes / 4 rows. Constants: GCC's
 // _tile_loadconfig names only the first 8 bytes as read by its asm, so a
 // config written just before the call could be partly optimised away.
-struct alignas(64) AmxConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-static_assert(sizeof(AmxConfig) == 64);
 template <int kSliceBytes>
-constexpr AmxConfig kAmxConfig = {
+constexpr AmxTileConfig kAmxConfig = {
     1,
     0,
     {},

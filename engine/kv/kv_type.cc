@@ -45,16 +45,19 @@ std::string_view AttnScoresName(AttnScores s) {
       return "pairs";
     case AttnScores::kF32:
       return "f32";
+    case AttnScores::kTiles:
+      return "tiles";
   }
   return "?";
 }
 
 StatusOr<AttnScores> ParseAttnScores(std::string_view name) {
-  for (AttnScores s : {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32}) {
+  for (AttnScores s :
+       {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32, AttnScores::kTiles}) {
     if (AttnScoresName(s) == name) return s;
   }
   return InvalidArgumentError("unknown attention scores '" + std::string(name) +
-                              "' (expected auto, pairs or f32)");
+                              "' (expected auto, pairs, f32 or tiles)");
 }
 
 }  // namespace ellm

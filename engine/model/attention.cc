@@ -201,15 +201,20 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
   // dot products, see attn_tile.h), for every tile, so batched and
   // one-token scores agree; without, they are widened as f16 keys are.
   const bool bf16 = plan.type == KvType::kBF16;
+  // AMX tiles (AttnScores::kTiles): both products, every tile.
+  const bool tiles = bf16 && sh.bf16_tiles;
   const bool pair_scores = bf16 && sh.bf16_pair_scores;
   const bool fused = (bf16 || plan.type == KvType::kF16) && rows <= kFusedMaxRows;
-  const bool fused_k = fused || pair_scores;
-  // Opt-in bf16 weights: V as key pairs for AccumulateBf16Pairs, every tile.
-  const bool pairs = bf16 && sh.bf16_weights;
+  const bool fused_k = fused || pair_scores || tiles;
+  // Opt-in bf16 weights (and tiles): V as key pairs for AccumulateBf16Pairs
+  // (AccumulateBf16Tiles), every tile.
+  const bool pairs = bf16 && (sh.bf16_weights || tiles);
   if (pairs) vpairs.resize(static_cast<size_t>(kKeyTile / 2) * dv);
   const kernels::ActivationKernels& ak = kernels::GetActivationKernels();
-  const auto fused_scores =
-      pair_scores ? kern.scores_bf16 : (bf16 ? kern.scores_bf16_wide : kern.scores_f16);
+  const auto fused_scores = tiles         ? kern.scores_bf16_tiles
+                            : pair_scores ? kern.scores_bf16
+                            : bf16        ? kern.scores_bf16_wide
+                                          : kern.scores_f16;
   const auto fused_accumulate = bf16 ? kern.accumulate_bf16 : kern.accumulate_f16;
   TaskState st = StateOf(plan, state, task);
   const size_t k_row_bytes = cache.k_row_bytes(), v_row_bytes = cache.v_row_bytes();
@@ -257,7 +262,9 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     // With bf16 weights, keys pair up at even positions whatever the tile's
     // first key (so batched and one-token chains meet the same pairs): a
     // tile starting at an odd key leads with a pad of weight 0 and V 0.
-    const int lead = pairs ? static_cast<int>(a & 1) : 0;
+    // Tiles sum chunks of 32 keys from multiples of 32, so theirs leads
+    // with up to 31 pads (a tile never crosses its 64-key boundary).
+    const int lead = tiles ? static_cast<int>(a & 31) : pairs ? static_cast<int>(a & 1) : 0;
     float* s_keys = s + lead;
     if (fused_k) {
       fused_scores(rows, nk, dk, qbuf.data(), dk, reinterpret_cast<const uint16_t*>(k_rows), dk,
@@ -268,12 +275,16 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
     }
     if (pairs) {
       const auto* v16 = reinterpret_cast<const uint16_t*>(v_rows);
-      if (lead == 1) {
-        for (int d = 0; d < dv; ++d) vpairs[static_cast<size_t>(d)] = uint32_t{v16[d]} << 16;
-        kern.interleave_bf16_pairs(nk - 1, dv, v16 + dv, dv, vpairs.data() + dv, next_v,
-                                   next_v_bytes);
+      // Pads: whole pairs of zeros, then (odd lead) a pair of a zero and
+      // the first key; the tile's rows pair up from there.
+      uint32_t* vp = vpairs.data();
+      std::fill(vp, vp + int64_t{lead / 2} * dv, 0u);
+      vp += int64_t{lead / 2} * dv;
+      if (lead % 2 == 1) {
+        for (int d = 0; d < dv; ++d) vp[d] = uint32_t{v16[d]} << 16;
+        kern.interleave_bf16_pairs(nk - 1, dv, v16 + dv, dv, vp + dv, next_v, next_v_bytes);
       } else {
-        kern.interleave_bf16_pairs(nk, dv, v16, dv, vpairs.data(), next_v, next_v_bytes);
+        kern.interleave_bf16_pairs(nk, dv, v16, dv, vp, next_v, next_v_bytes);
       }
     } else if (!fused) {
       const bool in_place = plan.type == KvType::kF32;
@@ -329,7 +340,9 @@ void RunTask(const Plan& plan, const kv::KvCache& cache,
       }
     }
     AddRowSums(rows, s, kKeyTile, span_first.data(), span_n.data(), st.l);
-    if (pairs) {
+    if (tiles) {
+      kern.accumulate_bf16_tiles(rows, tn, dv, s, kKeyTile, vpairs.data(), st.o, dv);
+    } else if (pairs) {
       kern.accumulate_bf16_pairs(rows, tn, dv, s, kKeyTile, vpairs.data(), st.o, dv);
     } else if (fused) {
       fused_accumulate(rows, nk, dv, s, kKeyTile, reinterpret_cast<const uint16_t*>(v_rows), dv,

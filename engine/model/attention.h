@@ -50,6 +50,10 @@ struct AttentionShape {
   // With a bf16 cache: scores by bf16 pair dot products (attn_tile.h
   // ScoresBf16); false: keys widened to f32, as f16 (AttnScores::kF32).
   bool bf16_pair_scores = true;
+  // With a bf16 cache: both products on bf16 tiles (AttnScores::kTiles,
+  // attn_tile.h ScoresBf16Tiles / AccumulateBf16Tiles), weights rounded to
+  // bf16; overrides the two flags above.
+  bool bf16_tiles = false;
 };
 
 // Per layer, for sparse attention: the bounds of every complete block of

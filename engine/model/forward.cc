@@ -126,7 +126,7 @@ Status ForwardLayers(const model::Model& m, ThreadPool& pool, Session::State& s,
       Session::State& gs = *g.state;
       calls.push_back({model::AttentionShape{hp.n_head, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v,
                                              l.sliding ? hp.sliding_window : 0, gs.bf16_weights,
-                                             gs.sparse, gs.pair_scores},
+                                             gs.sparse, gs.pair_scores, gs.tiles},
                        gs.cache.get(), s.q.data() + g.row0 * q_row, g.rows, g.pos0,
                        s.attn.data() + g.row0 * attn_row, &gs.attn_scratch, &gs.attn_placement[il],
                        gs.summaries.empty() ? nullptr : &gs.summaries[il]});

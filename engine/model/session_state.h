@@ -21,6 +21,7 @@ struct Session::State {
       : cache(std::move(kv)),
         bf16_weights(o.bf16_attention_weights),
         pair_scores(ResolveAttnScores(o.attn_scores) == AttnScores::kPairs),
+        tiles(ResolveAttnScores(o.attn_scores) == AttnScores::kTiles),
         sparse(o.sparse_attention) {
     const model::HParams& hp = m.hparams();
     const int64_t mb = o.micro_batch;
@@ -38,6 +39,7 @@ struct Session::State {
   std::unique_ptr<kv::KvCache> cache;
   bool bf16_weights = false;  // SessionOptions::bf16_attention_weights
   bool pair_scores = true;    // SessionOptions::attn_scores, resolved
+  bool tiles = false;         // the same: AttnScores::kTiles
   SparseAttentionOptions sparse;
   std::vector<model::SparseSummaries> summaries;  // per layer, with sparse attention
   // The cache's contents were replaced: every block's bounds are recomputed.

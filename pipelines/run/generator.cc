@@ -96,8 +96,10 @@ std::string Generator::PrefixPath(std::span<const TokenId> prefix) const {
   const SessionOptions& so = options_.session;
   const bool f32_scores =
       so.kv_type == KvType::kBF16 && AttnScoresUsed(so.kv_type, so.attn_scores) == AttnScores::kF32;
-  const int type =
-      static_cast<int>(so.kv_type) | (so.bf16_attention_weights ? 256 : 0) | (f32_scores ? 512 : 0);
+  const bool tile_scores = so.kv_type == KvType::kBF16 &&
+                           AttnScoresUsed(so.kv_type, so.attn_scores) == AttnScores::kTiles;
+  const int type = static_cast<int>(so.kv_type) | (so.bf16_attention_weights ? 256 : 0) |
+                   (f32_scores ? 512 : 0) | (tile_scores ? 1024 : 0);
   mix(&type, sizeof(type));
   const SparseAttentionOptions& sp = so.sparse_attention;
   if (sp.top_k_blocks > 0) {

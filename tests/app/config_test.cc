@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ellm/engine/cpu_features.h"
 #include "ellm/ingest/kafka.h"
 
 #include "test_env.h"
@@ -135,6 +136,17 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
             AttnScores::kPairs);
   EXPECT_EQ(ParseConfig("model: {attn_scores: f32}\n", "c")->model.session.attn_scores,
             AttnScores::kF32);
+  // Tiles need AMX-BF16: accepted where the CPU has it, refused elsewhere
+  // with a message that says so.
+  auto tiles = ParseConfig("model: {attn_scores: tiles}\n", "c");
+  if (HostCpu().Level() >= IsaLevel::kAmx && HostCpu().amx_bf16) {
+    ASSERT_TRUE(tiles.ok()) << tiles.status().ToString();
+    EXPECT_EQ(tiles->model.session.attn_scores, AttnScores::kTiles);
+  } else {
+    ASSERT_FALSE(tiles.ok());
+    EXPECT_NE(tiles.status().message().find("AMX-BF16"), std::string::npos)
+        << tiles.status().ToString();
+  }
   auto scores = ParseConfig("model: {attn_scores: fast}\n", "c");
   ASSERT_FALSE(scores.ok());
   EXPECT_NE(scores.status().message().find("model.attn_scores"), std::string::npos);

@@ -83,7 +83,20 @@ TEST(BenchCli, AttnScoresReportWhatRan) {
   EXPECT_EQ(LastLineJson(out).at("attn_scores"), "f32");
   out.clear();
   EXPECT_NE(RunCli(base + " --attn-scores bf16", &out), 0) << out;
-  EXPECT_NE(out.find("auto, pairs or f32"), std::string::npos) << out;
+  EXPECT_NE(out.find("auto, pairs, f32 or tiles"), std::string::npos) << out;
+  // AMX tiles: both products on tiles (bf16 weights) where the CPU has
+  // AMX-BF16, refused with the reason elsewhere.
+  out.clear();
+  const int tiles = RunCli(base + " --attn-scores tiles", &out);
+  if (HostCpu().Level() >= IsaLevel::kAmx && HostCpu().amx_bf16) {
+    ASSERT_EQ(tiles, 0) << out;
+    const nlohmann::json j = LastLineJson(out);
+    EXPECT_EQ(j.at("attn_scores"), "tiles");
+    EXPECT_EQ(j.at("attn_weights"), "bf16");
+  } else {
+    EXPECT_EQ(tiles, 2) << out;
+    EXPECT_NE(out.find("need AMX-BF16"), std::string::npos) << out;
+  }
 }
 
 // The opt-in bf16 attention weights run with the bf16 cache and are refused,

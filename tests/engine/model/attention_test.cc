@@ -31,8 +31,14 @@ std::vector<float> Naive(const float* q, const std::vector<std::vector<float>>& 
   return out;
 }
 
-// (window, KV type, bf16 attention weights, bf16 pair scores)
-class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType, bool, bool>> {};
+// How a bf16 cache's products run, as AttentionShape says it.
+void SetScores(AttnScores scores, AttentionShape* shape) {
+  shape->bf16_pair_scores = scores == AttnScores::kPairs;
+  shape->bf16_tiles = scores == AttnScores::kTiles;
+}
+
+// (window, KV type, bf16 attention weights, a bf16 cache's scores)
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, KvType, bool, AttnScores>> {};
 
 // Ring-buffered sliding windows, grouped-query heads and several
 // micro-batches, against the definition computed in double.
@@ -40,7 +46,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   const int window = std::get<0>(GetParam());
   const KvType type = std::get<1>(GetParam());
   const bool bf16_weights = std::get<2>(GetParam());
-  const bool pair_scores = std::get<3>(GetParam());
+  const AttnScores scores = std::get<3>(GetParam());
   const int n_head = 4, n_kv = 2, dk = 32, dv = 64;
   // 700 positions wrap the two-block ring of the small windows.
   const int64_t n_ctx = 700, micro = 96;
@@ -74,7 +80,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
     std::vector<float> q(n * n_head * dk), out(n * n_head * dv);
     for (float& x : q) x = nd(rng) * 0.5f;
     AttentionShape shape{n_head, n_kv, dk, dv, window, bf16_weights};
-    shape.bf16_pair_scores = pair_scores;
+    SetScores(scores, &shape);
     ASSERT_TRUE(Attention(shape, cache, 0, q.data(), n, pos0, out.data(), pool, scratch).ok());
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos0 + t;
@@ -98,17 +104,20 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxWithWindowAndGqa) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WindowsAndTypes, AttentionTest,
-                         ::testing::Combine(::testing::Values(0, 1, 37, 300),
-                                            ::testing::Values(KvType::kF32, KvType::kF16,
-                                                              KvType::kBF16, KvType::kQ8_0),
-                                            ::testing::Values(false), ::testing::Values(true)));
+INSTANTIATE_TEST_SUITE_P(
+    WindowsAndTypes, AttentionTest,
+    ::testing::Combine(::testing::Values(0, 1, 37, 300),
+                       ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8_0),
+                       ::testing::Values(false), ::testing::Values(AttnScores::kPairs)));
 // The opt-in bf16 weights (2^-8 relative per weight): within bf16's
-// tolerance; and a bf16 cache's scores by widened keys (AttnScores::kF32).
+// tolerance; a bf16 cache's scores by widened keys (AttnScores::kF32); and
+// both products on bf16 tiles (AttnScores::kTiles: AMX, or the reference
+// kernels where the CPU has none).
 INSTANTIATE_TEST_SUITE_P(Bf16WeightsAndScores, AttentionTest,
                          ::testing::Combine(::testing::Values(0, 1, 37, 300),
                                             ::testing::Values(KvType::kBF16), ::testing::Bool(),
-                                            ::testing::Bool()));
+                                            ::testing::Values(AttnScores::kPairs, AttnScores::kF32,
+                                                              AttnScores::kTiles)));
 
 }  // namespace
 }  // namespace ellm::model
@@ -119,13 +128,18 @@ namespace {
 // Decoding one token at a time gives exactly what a batched prefill gives,
 // for f16 K/V (widened, then f32 products), bf16 (bf16 pair dot products
 // for the scores, or widened keys) and bf16 with bf16 weights (pair dot
-// products for both). (KV type, bf16 weights, bf16 pair scores)
-class OneTokenTest : public ::testing::TestWithParam<std::tuple<KvType, bool, bool>> {};
+// products for both), and bf16 on tiles (key tiles starting anywhere in a
+// chunk of 32). (KV type, bf16 weights, a bf16 cache's scores)
+class OneTokenTest : public ::testing::TestWithParam<std::tuple<KvType, bool, AttnScores>> {};
 
 TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
   const int n_head = 4, n_kv = 1, dk = 64, dv = 64;
-  const int64_t n_ctx = 1500;
-  const int window = 300;  // and a sliding layer, whose lower bound moves
+  // Tiles run the scalar references where the CPU has no AMX: fewer
+  // positions (still seven key tiles, the window's bound moving through
+  // them).
+  const bool tiles = std::get<2>(GetParam()) == AttnScores::kTiles;
+  const int64_t n_ctx = tiles ? 450 : 1500;
+  const int window = tiles ? 100 : 300;  // and a sliding layer, whose lower bound moves
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0, 1);
   std::vector<float> k(n_ctx * dk), v(n_ctx * dv), q(n_ctx * n_head * dk);
@@ -154,7 +168,7 @@ TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
           ASSERT_TRUE((*cache)->Store(il, t, &k[t * dk], &v[t * dv]).ok());
         }
         AttentionShape shape{n_head, n_kv, dk, dv, il == 0 ? 0 : window, std::get<1>(GetParam())};
-        shape.bf16_pair_scores = std::get<2>(GetParam());
+        SetScores(std::get<2>(GetParam()), &shape);
         ASSERT_TRUE(Attention(shape, **cache, il, &q[pos0 * n_head * dk], n, pos0,
                               &out[(il * n_ctx + pos0) * n_head * dv], pool, scratch)
                         .ok());
@@ -169,11 +183,12 @@ TEST_P(OneTokenTest, OneTokenAtATimeEqualsBatched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HalfTypes, OneTokenTest,
-                         ::testing::Values(std::tuple{KvType::kF16, false, true},
-                                           std::tuple{KvType::kBF16, false, true},
-                                           std::tuple{KvType::kBF16, false, false},
-                                           std::tuple{KvType::kBF16, true, true},
-                                           std::tuple{KvType::kBF16, true, false}));
+                         ::testing::Values(std::tuple{KvType::kF16, false, AttnScores::kPairs},
+                                           std::tuple{KvType::kBF16, false, AttnScores::kPairs},
+                                           std::tuple{KvType::kBF16, false, AttnScores::kF32},
+                                           std::tuple{KvType::kBF16, true, AttnScores::kPairs},
+                                           std::tuple{KvType::kBF16, true, AttnScores::kF32},
+                                           std::tuple{KvType::kBF16, false, AttnScores::kTiles}));
 
 }  // namespace
 }  // namespace ellm::model

@@ -27,7 +27,7 @@ enum class KvType {
 std::string_view KvTypeName(KvType type);
 StatusOr<KvType> ParseKvType(std::string_view name);
 
-// How a bf16 cache's attention scores (Q.K) are computed. Both multiply
+// How a bf16 cache's attention scores (Q.K) are computed. All multiply
 // the same bf16 values exactly and add in f32; they differ only in the
 // order of the additions (so in last bits):
 //   kPairs: bf16 pair dot products, as VDPBF16PS and llama.cpp's
@@ -36,13 +36,18 @@ StatusOr<KvType> ParseKvType(std::string_view name);
 //   kAuto:  whichever is faster on this CPU (CpuFeatures::FastBf16Dot:
 //           pairs on AMD with AVX512_BF16, twice the FMA rate there; f32 on
 //           Intel, where pairs measured 0.6x, and without AVX512_BF16).
+//   kTiles: AMX bf16 tiles (TDPBF16PS: sums per chunk of 32 products,
+//           kernels/attn_tile.h ScoresBf16Tiles), and the weighted sum of V
+//           on tiles too, with the weights rounded to bf16 (as the opt-in
+//           bf16 weights are). Needs AMX-BF16 (Sapphire Rapids and later);
+//           opt-in (kAuto never picks it).
 // Prefill and decode always use the same one, so they agree bit for bit.
-enum class AttnScores { kAuto = 0, kPairs = 1, kF32 = 2 };
+enum class AttnScores { kAuto = 0, kPairs = 1, kF32 = 2, kTiles = 3 };
 AttnScores ResolveAttnScores(AttnScores s);  // kAuto -> this CPU's choice
 // What a cache of kv_type computes its scores with: ResolveAttnScores(s)
 // for bf16, kF32 (keys widened or stored as f32) for every other type.
 AttnScores AttnScoresUsed(KvType kv_type, AttnScores s);
-// "auto", "pairs", "f32"; and back (error naming the accepted names).
+// "auto", "pairs", "f32", "tiles"; and back (error naming the accepted names).
 std::string_view AttnScoresName(AttnScores s);
 StatusOr<AttnScores> ParseAttnScores(std::string_view name);
 
