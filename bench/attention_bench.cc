@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "ellm/engine/cpu_features.h"
 #include "ellm/engine/thread_pool.h"
 #include "kernels/attn_tile.h"
 #include "kv/kv_cache.h"
@@ -24,6 +25,10 @@
 #include "quant/fp16.h"
 
 namespace {
+
+bool HasAmxBf16() {
+  return ellm::HostCpu().Level() >= ellm::IsaLevel::kAmx && ellm::HostCpu().amx_bf16;
+}
 
 struct Shape {
   int n_head, n_kv, dim, layers;
@@ -63,11 +68,17 @@ std::unique_ptr<ellm::kv::KvCache> FilledCache(const Shape& s, int64_t depth, el
 // range(0): shape index; range(1): depth; range(2): query tokens (1 = decode);
 // range(3): threads; range(4): KV type index in kTypes (0 bf16, 1 f16, 2 q8_0;
 // 3 bf16 with the opt-in bf16 weights; 4 bf16 with f32 scores, keys widened:
-// AttnScores::kF32, where 0 and 3 use pair dot products).
+// AttnScores::kF32, where 0 and 3 use pair dot products; 5 bf16 on AMX
+// tiles, AttnScores::kTiles, where the CPU has AMX-BF16).
 void BM_Attention(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const int64_t depth = state.range(1), n = state.range(2);
   const bool bf16_weights = state.range(4) == 3, f32_scores = state.range(4) == 4;
+  const bool tiles = state.range(4) == 5;
+  if (tiles && !HasAmxBf16()) {
+    state.SkipWithError("no AMX-BF16 here (tiles would run the scalar references)");
+    return;
+  }
   auto cache =
       FilledCache(s, depth, state.range(4) >= 3 ? ellm::KvType::kBF16 : kTypes[state.range(4)]);
   if (cache == nullptr) {
@@ -83,6 +94,7 @@ void BM_Attention(benchmark::State& state) {
   const int64_t pos0 = depth - n;
   ellm::model::AttentionShape shape{s.n_head, s.n_kv, s.dim, s.dim, 0, bf16_weights};
   shape.bf16_pair_scores = !f32_scores;
+  shape.bf16_tiles = tiles;
   for (auto _ : state) {
     for (int il = 0; il < s.layers; ++il) {
       auto st =
@@ -104,7 +116,7 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"shape", "depth", "tokens", "threads", "kv"})
-    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1}, {4096, 32768}, {1, 256}, {1, 2}, {0, 1, 2, 3, 4, 5}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -119,12 +131,19 @@ namespace {
 // converts to), 1 f16 rows widened as read (what decode reads), 2 bf16 rows
 // (Scores: bf16 pair dot products, prefill and decode; Accumulate: widened
 // as read, decode), 3 bf16 weights and V pairs (AccumulateBf16Pairs, after
-// InterleaveBf16Pairs, which is timed too). 64 keys.
+// InterleaveBf16Pairs, which is timed too), 4 AMX tiles (ScoresBf16Tiles;
+// InterleaveBf16Pairs and AccumulateBf16Tiles), where the CPU has AMX-BF16.
+// 64 keys.
 // Counter GMAC/s, beside the f32 FMA peak.
 void BM_AttnTile(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0)), rows = static_cast<int>(state.range(2));
   const int keys = 64;
   const bool half = state.range(3) == 1, bf16 = state.range(3) == 2, pairs = state.range(3) == 3;
+  const bool tiles = state.range(3) == 4;
+  if (tiles && !HasAmxBf16()) {
+    state.SkipWithError("no AMX-BF16 here (tiles would run the scalar references)");
+    return;
+  }
   const ellm::kernels::AttnTileKernels& k = ellm::kernels::GetAttnTile();
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0, 0.3f);
@@ -138,13 +157,16 @@ void BM_AttnTile(benchmark::State& state) {
     kv16[i] = _cvtss_sh(kv[i], 0);
     kvb[i] = ellm::quant::Fp32ToBf16(kv[i]);
   }
-  if (bf16 || pairs) {
+  if (bf16 || pairs || tiles) {
     for (float& x : q) x = ellm::quant::Bf16ToFp32(ellm::quant::Fp32ToBf16(x));
   }
   for (float& x : s) x = std::abs(nd(rng));
   for (auto _ : state) {
     if (state.range(1) == 0) {
-      if (bf16) {
+      if (tiles) {
+        k.scores_bf16_tiles(rows, keys, dim, q.data(), dim, kvb.data(), dim, s.data(), keys,
+                            nullptr, 0);
+      } else if (bf16) {
         k.scores_bf16(rows, keys, dim, q.data(), dim, kvb.data(), dim, s.data(), keys, nullptr, 0);
       } else if (half) {
         k.scores_f16(rows, keys, dim, q.data(), dim, kv16.data(), dim, s.data(), keys, nullptr, 0);
@@ -153,9 +175,13 @@ void BM_AttnTile(benchmark::State& state) {
       }
       benchmark::DoNotOptimize(s.data());
     } else {
-      if (pairs) {
+      if (pairs || tiles) {
         k.interleave_bf16_pairs(keys, dim, kvb.data(), dim, vp.data(), nullptr, 0);
-        k.accumulate_bf16_pairs(rows, keys, dim, s.data(), keys, vp.data(), o.data(), dim);
+        if (tiles) {
+          k.accumulate_bf16_tiles(rows, keys, dim, s.data(), keys, vp.data(), o.data(), dim);
+        } else {
+          k.accumulate_bf16_pairs(rows, keys, dim, s.data(), keys, vp.data(), o.data(), dim);
+        }
       } else if (bf16) {
         k.accumulate_bf16(rows, keys, dim, s.data(), keys, kvb.data(), dim, o.data(), dim, nullptr,
                           0);
@@ -177,6 +203,7 @@ BENCHMARK(BM_AttnTile)
     ->ArgsProduct({{64, 256}, {0, 1}, {4}, {1}})
     ->ArgsProduct({{64, 256}, {0}, {256, 4}, {2}})
     ->ArgsProduct({{64, 256}, {1}, {4}, {2}})
-    ->ArgsProduct({{64, 256}, {1}, {256, 4}, {3}});
+    ->ArgsProduct({{64, 256}, {1}, {256, 4}, {3}})
+    ->ArgsProduct({{64, 256}, {0, 1}, {256, 4}, {4}});
 
 }  // namespace

@@ -386,4 +386,39 @@ void BM_Int8PeakAmx(benchmark::State& state) {
 }
 BENCHMARK(BM_Int8PeakAmx)->Threads(1)->Threads(2)->UseRealTime();
 
+// The AMX bf16 ceiling (attention's tiles, --attn-scores tiles): TDPBF16PS
+// the same way, 16 x 16 x 32 multiply-adds a tile product.
+__attribute__((target("amx-tile,amx-bf16"))) void Bf16PeakAmxLoop(benchmark::State& state) {
+  constexpr int64_t kSteps = 1 << 12;
+  alignas(64) uint16_t a[16 * 32], b[16 * 32];
+  std::fill(a, a + 16 * 32, uint16_t{0x3F80});  // 1.0
+  std::fill(b, b + 16 * 32, uint16_t{0x0000});  // +0: the sums stay finite
+  asm volatile("" ::: "memory");
+  _tile_loadconfig(&kAmxPeakConfig);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kSteps; ++i) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_release();
+  state.counters["MAC"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * 4 * 16 * 16 * 32,
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void BM_Bf16PeakAmx(benchmark::State& state) {
+  if (ellm::HostCpu().Level() < IsaLevel::kAmx || !ellm::HostCpu().amx_bf16) {
+    state.SkipWithError("no AMX-BF16, or Linux refused the tile state");
+    return;
+  }
+  Bf16PeakAmxLoop(state);
+}
+BENCHMARK(BM_Bf16PeakAmx)->Threads(1)->Threads(2)->UseRealTime();
+
 }  // namespace
