@@ -353,11 +353,13 @@ struct alignas(64) AmxPeakConfig {
 };
 constexpr AmxPeakConfig kAmxPeakConfig = {
     1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-__attribute__((target("amx-tile,amx-int8"))) void Int8PeakAmxLoop(benchmark::State& state) {
+// kSteps x `four` (four tile products: tiles 0-3 from A tiles 4, 5 and B
+// tiles 6, 7, loaded from a and b) per iteration; counts MACs.
+template <class Four>
+__attribute__((target("amx-tile"))) void AmxPeakLoop(benchmark::State& state, const void* a,
+                                                     const void* b, double macs_per_product,
+                                                     Four four) {
   constexpr int64_t kSteps = 1 << 12;
-  alignas(64) int8_t a[16 * 64], b[16 * 64];
-  std::memset(a, 3, sizeof(a));
-  std::memset(b, -5, sizeof(b));
   asm volatile("" ::: "memory");  // _tile_loadd does not say it reads a and b
   _tile_loadconfig(&kAmxPeakConfig);
   _tile_loadd(4, a, 64);
@@ -365,17 +367,23 @@ __attribute__((target("amx-tile,amx-int8"))) void Int8PeakAmxLoop(benchmark::Sta
   _tile_loadd(6, b, 64);
   _tile_loadd(7, b, 64);
   for (auto _ : state) {
-    for (int64_t i = 0; i < kSteps; ++i) {
-      _tile_dpbssd(0, 4, 6);
-      _tile_dpbssd(1, 4, 7);
-      _tile_dpbssd(2, 5, 6);
-      _tile_dpbssd(3, 5, 7);
-    }
+    for (int64_t i = 0; i < kSteps; ++i) four();
   }
   _tile_release();
   state.counters["MAC"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * 4 * 16 * 16 * 64,
+      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * 4 * macs_per_product,
                          benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void Int8PeakAmxLoop(benchmark::State& state) {
+  alignas(64) int8_t a[16 * 64], b[16 * 64];
+  std::memset(a, 3, sizeof(a));
+  std::memset(b, -5, sizeof(b));
+  AmxPeakLoop(state, a, b, 16 * 16 * 64, [] {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  });
 }
 void BM_Int8PeakAmx(benchmark::State& state) {
   if (ellm::HostCpu().Level() < IsaLevel::kAmx) {
@@ -388,29 +396,16 @@ BENCHMARK(BM_Int8PeakAmx)->Threads(1)->Threads(2)->UseRealTime();
 
 // The AMX bf16 ceiling (attention's tiles, --attn-scores tiles): TDPBF16PS
 // the same way, 16 x 16 x 32 multiply-adds a tile product.
-__attribute__((target("amx-tile,amx-bf16"))) void Bf16PeakAmxLoop(benchmark::State& state) {
-  constexpr int64_t kSteps = 1 << 12;
+void Bf16PeakAmxLoop(benchmark::State& state) {
   alignas(64) uint16_t a[16 * 32], b[16 * 32];
   std::fill(a, a + 16 * 32, uint16_t{0x3F80});  // 1.0
   std::fill(b, b + 16 * 32, uint16_t{0x0000});  // +0: the sums stay finite
-  asm volatile("" ::: "memory");
-  _tile_loadconfig(&kAmxPeakConfig);
-  _tile_loadd(4, a, 64);
-  _tile_loadd(5, a, 64);
-  _tile_loadd(6, b, 64);
-  _tile_loadd(7, b, 64);
-  for (auto _ : state) {
-    for (int64_t i = 0; i < kSteps; ++i) {
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_release();
-  state.counters["MAC"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * kSteps * 4 * 16 * 16 * 32,
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  AmxPeakLoop(state, a, b, 16 * 16 * 32, [] {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  });
 }
 void BM_Bf16PeakAmx(benchmark::State& state) {
   if (ellm::HostCpu().Level() < IsaLevel::kAmx || !ellm::HostCpu().amx_bf16) {
