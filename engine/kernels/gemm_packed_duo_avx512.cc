@@ -165,13 +165,19 @@ inline __m512i DupLanes(__m512i v) {
                                   v);
 }
 inline __m512 DupLanes(__m512 v) { return _mm512_castsi512_ps(DupLanes(_mm512_castps_si512(v))); }
-// Stores the even lanes of acc (token 2p's 8 rows) at out0, the odd ones at
-// out1 (nullptr: none).
-inline void StoreDuo(__m512 acc, float* out0, float* out1) {
+// Stores P token pairs' sums, n tokens (2P - 1 or 2P): the even lanes of
+// acc[p] (token 2p's 8 rows) at out + 2p * out_stride, the odd ones (token
+// 2p + 1) at out + (2p + 1) * out_stride unless that token is past n.
+template <int P>
+inline void StoreDuos(const __m512 (&acc)[P], int n, float* out, int64_t out_stride) {
   const __m512i even = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512 split = _mm512_permutexvar_ps(even, acc);
-  _mm256_storeu_ps(out0, _mm512_castps512_ps256(split));
-  if (out1 != nullptr) _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(split, 1));
+  for (int p = 0; p < P; ++p) {
+    const __m512 split = _mm512_permutexvar_ps(even, acc[p]);
+    _mm256_storeu_ps(out + 2 * p * out_stride, _mm512_castps512_ps256(split));
+    if (2 * p + 1 < n) {
+      _mm256_storeu_ps(out + (2 * p + 1) * out_stride, _mm512_extractf32x8_ps(split, 1));
+    }
+  }
 }
 
 // ---- Q8_0, Q5_0, Q4_0, IQ4_NL against Q8_0 ----
@@ -217,10 +223,7 @@ void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, in
       acc[p] = _mm512_add_ps(acc[p], term);
     }
   }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
+  StoreDuos(acc, n, out, out_stride);
 }
 
 // ---- Q4_K, Q5_K and Q6_K against Q8_K ----
@@ -280,10 +283,7 @@ void TileQ4_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
       acc[p] = _mm512_add_ps(acc[p], x);
     }
   }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
+  StoreDuos(acc, n, out, out_stride);
 }
 
 // TileQ6_K for P token pairs against one stored group g, as TileQ4_KDuo.
@@ -335,10 +335,7 @@ void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
           _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
     }
   }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
+  StoreDuos(acc, n, out, out_stride);
 }
 
 // ---- the loop over groups and passes ----
