@@ -28,9 +28,10 @@
 // The loop over pairs and tokens (Gemm) and the helpers every type's
 // kernels share are in gemm_packed_avx512_common.h, the pair buffer's
 // copies (ExpandPair*, shared with the AMX kernels) in
-// gemm_packed_avx512_pairs.h; IQ4_XS's kernels in
-// gemm_packed_iq4_avx512.cc, Q3_K's and Q2_K's in gemm_packed_q3_k_avx512.cc
-// and gemm_packed_q2_k_avx512.cc.
+// gemm_packed_avx512_pairs.h; the kernels for 2 to 16 tokens (batched
+// decode, one group at a time) in gemm_packed_duo_avx512.cc; IQ4_XS's
+// kernels in gemm_packed_iq4_avx512.cc, Q3_K's and Q2_K's in
+// gemm_packed_q3_k_avx512.cc and gemm_packed_q2_k_avx512.cc.
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
@@ -130,55 +131,6 @@ void Tile32(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const u
     }
   }
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
-}
-
-// ---- a few tokens, one group at a time (gemm_packed_avx512_common.h) ----
-
-// P token pairs (2P - 1 or 2P tokens: n) against one stored group g (its
-// chunks as the pair (g, g), low halves used), the activations from
-// DuoTable32. Each lane's arithmetic is Tile32's for its row and token, so
-// its bits too.
-template <int kOffset, int P>
-void Tile32Duo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
-               int64_t out_stride) {
-  const int64_t nb = w.cols / 32;
-  const size_t q_base = PackedScaleBytes32(nb);
-  const size_t rec_bytes = DuoRecordBytes(P);
-  const GroupPrefetch next(w, 1, nb);
-  __m512 acc[P];
-  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    next(g, b);
-    const uint8_t* rec = table + static_cast<size_t>(b) * rec_bytes;
-    __m512i isum[P];
-    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
-    const size_t q = q_base + static_cast<size_t>(b) * StoredBlock32Bytes(kOffset);
-    StoredBlock32<kOffset>(g + q, g + q, [&](__m512i wq, int c) {
-      const __m512i w2 = DupLanes(wq);
-      for (int p = 0; p < P; ++p)
-        isum[p] = _mm512_dpbusd_epi32(isum[p], w2, DuoChunk(rec, P, c, p));
-    });
-    const __m512 wd = _mm512_castsi512_ps(DupLanes(_mm512_castps_si512(
-        _mm512_castps256_ps512(_mm256_cvtph_ps(Load128(g + 2 * kPackRows * b))))));
-    for (int p = 0; p < P; ++p) {
-      const __m512i ints = _mm512_sub_epi32(isum[p], DuoBias(rec, P, p));
-      const __m512 da = DuoD(rec, P, p);
-      const __m512 fi = _mm512_cvtepi32_ps(ints);
-      __m512 term;
-      if constexpr (kOffset == 0) {
-        term = _mm512_mul_ps(fi, _mm512_mul_ps(wd, da));  // as Tile32
-      } else if constexpr (kOffset == 8) {
-        term = _mm512_mul_ps(_mm512_mul_ps(fi, wd), da);
-      } else {
-        term = _mm512_mul_ps(_mm512_mul_ps(wd, da), fi);
-      }
-      acc[p] = _mm512_add_ps(acc[p], term);
-    }
-  }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
 }
 
 // ---- one token, one group (decode) ----
@@ -416,124 +368,6 @@ void TileQ6_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
-// ---- a few tokens, one group at a time: Q4_K, Q5_K and Q6_K ----
-
-// TileQ4_K for P token pairs against one stored group g (the pair (g, g),
-// each row-derived vector's low half with every lane twice: DupLanes), the
-// activations from DuoTableK. Each lane's arithmetic is TileQ4_K's.
-template <bool kFive, int P>
-void TileQ4_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
-                 int64_t out_stride) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const int64_t nsb = w.cols / kQkK;
-  const size_t rec_bytes = DuoRecordBytesK(P);
-  const GroupPrefetch next(w, 1, nsb);
-  __m512 acc[P];
-  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nsb; ++s) {
-    next(g, s);
-    constexpr size_t kSbBytes = kFive ? kQ5KPackedBytes : kQ4KPackedBytes;
-    const uint8_t* sb = g + s * kSbBytes;
-    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
-    __m512i isum[P];
-    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
-    for (int gi = 0; gi < 8; ++gi) {  // 32-element groups: low nibbles of pair gi/2, then high
-      const int pq = gi / 2, shift = 4 * (gi % 2);
-      __m512i dot[P];
-      for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
-      [[maybe_unused]] __m512i fifth;
-      if constexpr (kFive) fifth = Load2(sb + kQ5KPackedH + 32 * gi, sb + kQ5KPackedH + 32 * gi);
-      for (int c = 0; c < 8; ++c) {
-        const size_t off = kQ4KPackedQ + 256 * pq + 32 * c;
-        const __m512i v = Load2(sb + off, sb + off);
-        __m512i nib = _mm512_and_si512(shift ? _mm512_srli_epi16(v, 4) : v, m4);
-        if constexpr (kFive) nib = _mm512_or_si512(nib, FifthBits(fifth, c));
-        const __m512i w2 = DupLanes(nib);
-        for (int p = 0; p < P; ++p) {
-          dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 8 * gi + c, p));
-        }
-      }
-      const __m512i sc = DupLanes(Q4_KScaleVector(sb, sb, gi));
-      for (int p = 0; p < P; ++p)
-        isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
-    }
-    const __m512 d = DupLanes(Halves16(sb + kQ4KPackedD, sb + kQ4KPackedD));
-    const __m512 dmin = DupLanes(Halves16(sb + kQ4KPackedDmin, sb + kQ4KPackedDmin));
-    __m512i mins[8];
-    for (int gi = 0; gi < 8; ++gi) mins[gi] = DupLanes(Q4_KMinVector(sb, sb, gi));
-    for (int p = 0; p < P; ++p) {
-      __m512i msum = _mm512_setzero_si512();
-      for (int gi = 0; gi < 8; ++gi) {
-        msum = _mm512_dpwssd_epi32(msum, mins[gi], DuoWordK(rec, P, 64 + gi, p));
-      }
-      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
-      const __m512 x =
-          _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])),
-                        _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
-      acc[p] = _mm512_add_ps(acc[p], x);
-    }
-  }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
-}
-
-// TileQ6_K for P token pairs against one stored group g, as TileQ4_KDuo.
-template <int P>
-void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
-                 int64_t out_stride) {
-  const int64_t nsb = w.cols / kQkK;
-  const size_t rec_bytes = DuoRecordBytesK(P);
-  const GroupPrefetch next(w, 1, nsb);
-  __m512 acc[P];
-  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nsb; ++s) {
-    next(g, s);
-    const uint8_t* sb = g + s * kQ6KStoredBytes;
-    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
-    __m512i isum[P];
-    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
-    for (int pq = 0; pq < 8; ++pq) {  // pairs of 16-element groups
-      const size_t sc_off = kQ6KPackedSc + 16 * pq;
-      const __m512i pair = _mm512_cvtepi8_epi16(Load2x16(sb + sc_off, sb + sc_off));
-      const __m512i neg32 =
-          DupLanes(_mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 5)));
-      for (int p = 0; p < P; ++p) {
-        isum[p] = _mm512_dpwssd_epi32(isum[p], neg32, DuoWordK(rec, P, 64 + pq, p));
-      }
-      for (int k = 0; k < 2; ++k) {
-        const __m512i sc = DupLanes(k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
-                                           : _mm512_srai_epi32(pair, 16));
-        const int gi = 2 * pq + k;
-        __m512i dot[P];
-        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
-        __m512i wq[4];
-        const size_t off = kQ6KStoredGroups + kQ6KStoredGroupBytes * gi;
-        Q6_KChunks(sb + off, sb + off, wq);
-        for (int c = 0; c < 4; ++c) {
-          const __m512i w2 = DupLanes(wq[c]);
-          for (int p = 0; p < P; ++p) {
-            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
-          }
-        }
-        for (int p = 0; p < P; ++p)
-          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
-      }
-    }
-    const __m512 d = DupLanes(Halves16(sb + kQ6KPackedD, sb + kQ6KPackedD));
-    for (int p = 0; p < P; ++p) {
-      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
-      acc[p] =
-          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
-    }
-  }
-  for (int p = 0; p < P; ++p) {
-    StoreDuo(acc[p], out + 2 * p * out_stride,
-             2 * p + 1 < n ? out + (2 * p + 1) * out_stride : nullptr);
-  }
-}
-
 // ---- one token, one group (decode): Q4_K and Q6_K ----
 
 // 8 u8 (one per row) as 16 i16, each value twice (Dup8x2's lower half).
@@ -663,14 +497,11 @@ void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
   _mm256_storeu_ps(out, acc);
 }
 
-// Every type's kernels, for Gemm (gemm_packed_avx512_common.h).
+// Every type's kernels, for Gemm (gemm_packed_avx512_common.h); kDuoType:
+// its few-token kernels are gemm_packed_duo_avx512.cc's for that type.
 template <int T>
 struct Q8_0Kernel : ActQ8_0 {
-  static constexpr auto DuoPassBytes = DuoPassBytes32;
-  static constexpr auto RunDuo = Tile32Duo<0, T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTable32(a, cols, 128);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ8_0;
   static constexpr auto ExpandPair = ExpandPair32<0>;
   static constexpr auto Run = Tile32<0, T>;
   static constexpr auto RunStored = Tile32<0, T, true>;
@@ -678,11 +509,7 @@ struct Q8_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q5_0Kernel : ActQ8_0 {
-  static constexpr auto DuoPassBytes = DuoPassBytes32;
-  static constexpr auto RunDuo = Tile32Duo<16, T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTable32(a, cols, 16);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ5_0;
   static constexpr auto ExpandPair = ExpandPair32<16>;
   static constexpr auto Run = Tile32<16, T>;
   static constexpr auto RunStored = Tile32<16, T, true>;
@@ -690,11 +517,7 @@ struct Q5_0Kernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_0Kernel : ActQ8_0 {
-  static constexpr auto DuoPassBytes = DuoPassBytes32;
-  static constexpr auto RunDuo = Tile32Duo<8, T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTable32(a, cols, 8);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ4_0;
   static constexpr auto ExpandPair = ExpandPair32<8>;
   static constexpr auto Run = Tile32<8, T>;
   static constexpr auto RunStored = Tile32<8, T, true>;
@@ -716,11 +539,7 @@ struct Q4_1Kernel : ActQ8_1 {
 };
 template <int T>
 struct Iq4NlKernel : ActQ8_0 {
-  static constexpr auto DuoPassBytes = DuoPassBytes32;
-  static constexpr auto RunDuo = Tile32Duo<kIq4NlOffset, T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTable32(a, cols, 128);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kIQ4_NL;
   static constexpr auto ExpandPair = ExpandPair32<kIq4NlOffset>;
   static constexpr auto Run = Tile32<kIq4NlOffset, T>;
   static constexpr auto RunStored = Tile32<kIq4NlOffset, T, true>;
@@ -728,11 +547,7 @@ struct Iq4NlKernel : ActQ8_0 {
 };
 template <int T>
 struct Q4_KKernel : ActQ8_K {
-  static constexpr auto DuoPassBytes = DuoPassBytesK;
-  static constexpr auto RunDuo = TileQ4_KDuo<false, T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTableK(a, cols);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ4_K;
   static size_t PairBufferBytes(int64_t cols) {
     return static_cast<size_t>(cols / kQkK) * (kQ4KPairQuantBytes + kQ4KPairScaleBytes);
   }
@@ -743,7 +558,7 @@ struct Q4_KKernel : ActQ8_K {
 };
 template <int T>
 struct Q5_KKernel : Q4_KKernel<T> {
-  static constexpr auto RunDuo = TileQ4_KDuo<true, T>;
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ5_K;
   static constexpr auto ExpandPair = ExpandPairK4<true>;
   static constexpr auto Run = TileQ4_K<T, false, true>;
   static constexpr auto RunStored = TileQ4_K<T, true, true>;
@@ -751,11 +566,7 @@ struct Q5_KKernel : Q4_KKernel<T> {
 };
 template <int T>
 struct Q6_KKernel : ActQ8_K {
-  static constexpr auto DuoPassBytes = DuoPassBytesK;
-  static constexpr auto RunDuo = TileQ6_KDuo<T>;
-  static const uint8_t* DuoTable(const GemmActivations& a, int64_t cols) {
-    return DuoTableK(a, cols);
-  }
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ6_K;
   static constexpr auto ExpandPair = ExpandPairQ6_K;
   static constexpr auto Run = TileQ6_K<T>;
   static constexpr auto RunStored = TileQ6_K<T, true>;

@@ -1,5 +1,5 @@
 // Internal to the AVX-512 VNNI packed GEMM files (gemm_packed_avx512.cc,
-// gemm_packed_iq4_avx512.cc): the register-tile constants, loads, the pair
+// gemm_packed_*_avx512.cc): the register-tile constants, loads, the pair
 // buffer's chunks, the one-token activation table and the loop over group
 // pairs and tokens that every type's kernels plug into. Include it only
 // where ELLM_AVX512_VNNI_KERNELS is defined (after avx512_intrin.h). Its
@@ -123,166 +123,13 @@ inline void BuildActTable(const uint8_t* row, size_t block_bytes, size_t qs_offs
 // ---- a few tokens against one group at a time (batched decode) ----
 //
 // Two to kDuoMaxTokens tokens read the stored groups one at a time, in
-// memory order (up to kTile per pass over a group). A ZMM holds one chunk of a group's 8 rows with
-// each row's dword twice (lanes 2r and 2r + 1) against two tokens' dwords alternating (token 2p in
-// the even lanes, 2p + 1 in the odd: one 8-byte broadcast), so each VPDPBUSD still does 16 lanes of
-// products and the float work per block still runs on 16 lanes, as the pair kernels'. Reading a
-// pair of groups instead means two streams 1-5 KiB apart, which the memory system serves far worse
-// than one (Gemma 3's 262144 x 640 Q8_0 output matrix, one thread, Zen 5 VM: 1 token 5.0-5.2 ms; 4
-// tokens 8.2-9.3 ms as group pairs, 5.2-5.3 ms one group at a time).
-//
-// The activations come from a table built once per thread per product
-// (GemmActivations::id), one record per block of 4-byte words: the 8
-// chunks' dwords of every token [8][2 * pairs] (an odd last token pairs
-// with zeros), then per token pair its two biases (kBias times the block
-// sum, i32), then per pair its two d (f32).
-// Up to kDuoMaxTokens tokens run in passes of up to kTile over each group
-// (the second pass reads the group from L1); the table holds one part per
-// pass, each laid out for its own number of pairs, a pass's part
-// DuoPassBytes* apart.
+// passes of up to kTile tokens (gemm_packed_duo_avx512.cc). Gemm hands them
+// there for the kernels that name their type as kDuoType.
 constexpr int kDuoMaxTokens = 2 * kTile;
-inline size_t DuoRecordBytes(int pairs) { return static_cast<size_t>(4 * (16 + 4) * pairs); }
-inline size_t DuoPassBytes32(int64_t cols) { return DuoRecordBytes(kTile / 2) * (cols / 32); }
-// This thread's table for Q8_0 activations `a`, built unless it already
-// holds a's (for the same bias; id 0 always builds).
-inline const uint8_t* DuoTable32(const GemmActivations& a, int64_t cols, int bias) {
-  struct Cache {
-    uint64_t id = 0;
-    int64_t cols = 0;
-    int bias = 0;
-    ThreadBuffer buf;
-  };
-  thread_local Cache cache;
-  const int64_t nb = cols / 32;
-  const int n_all = static_cast<int>(a.n_tokens);
-  const int passes = (n_all + kTile - 1) / kTile;
-  uint8_t* table = cache.buf.Get(DuoPassBytes32(cols) * static_cast<size_t>(passes));
-  if (a.id != 0 && cache.id == a.id && cache.cols == cols && cache.bias == bias) return table;
-  for (int pass = 0; pass < passes; ++pass) {
-    const int t0 = pass * kTile, n = std::min(kTile, n_all - t0), pairs = (n + 1) / 2;
-    const size_t rec_bytes = DuoRecordBytes(pairs);
-    uint8_t* part = table + pass * DuoPassBytes32(cols);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* rec = part + static_cast<size_t>(b) * rec_bytes;
-      for (int t = 0; t < 2 * pairs; ++t) {
-        const int64_t row = t0 + t;
-        const int8_t* qs =
-            t < n ? reinterpret_cast<const BlockQ8_0*>(a.rows + row * a.stride)[b].qs : nullptr;
-        for (int c = 0; c < 8; ++c) {
-          int32_t v = 0;
-          if (qs != nullptr) std::memcpy(&v, qs + 4 * c, 4);
-          std::memcpy(rec + 4 * (c * 2 * pairs + t), &v, 4);
-        }
-        const int32_t sum = t < n ? bias * a.block_sum[row * nb + b] : 0;
-        const float d = t < n ? a.block_d[row * nb + b] : 0.0f;
-        std::memcpy(rec + 4 * (16 * pairs + t), &sum, 4);
-        std::memcpy(rec + 4 * (18 * pairs + t), &d, 4);
-      }
-    }
-  }
-  cache.id = a.id;
-  cache.cols = cols;
-  cache.bias = bias;
-  return table;
-}
-
-// Q8_K activations (the K-quants): per super-block, the 64 quant dwords
-// [64][2 * pairs], the 8 bsum pairs (two i16 as one word) [8][2 * pairs],
-// then d [2 * pairs].
-inline size_t DuoRecordBytesK(int pairs) {
-  return static_cast<size_t>(4 * (64 + 8 + 1) * 2 * pairs);
-}
-inline size_t DuoPassBytesK(int64_t cols) { return DuoRecordBytesK(kTile / 2) * (cols / kQkK); }
-inline const uint8_t* DuoTableK(const GemmActivations& a, int64_t cols) {
-  struct Cache {
-    uint64_t id = 0;
-    int64_t cols = 0;
-    ThreadBuffer buf;
-  };
-  thread_local Cache cache;
-  const int64_t ns = cols / kQkK;
-  const int n_all = static_cast<int>(a.n_tokens);
-  const int passes = (n_all + kTile - 1) / kTile;
-  uint8_t* table = cache.buf.Get(DuoPassBytesK(cols) * static_cast<size_t>(passes));
-  if (a.id != 0 && cache.id == a.id && cache.cols == cols) return table;
-  for (int pass = 0; pass < passes; ++pass) {
-    const int t0 = pass * kTile, n = std::min(kTile, n_all - t0), pairs = (n + 1) / 2;
-    const size_t rec_bytes = DuoRecordBytesK(pairs);
-    uint8_t* part = table + pass * DuoPassBytesK(cols);
-    const int w = 2 * pairs;  // words per row of the record
-    for (int64_t s = 0; s < ns; ++s) {
-      uint8_t* rec = part + static_cast<size_t>(s) * rec_bytes;
-      for (int t = 0; t < w; ++t) {
-        const BlockQ8_K* blk =
-            t < n ? reinterpret_cast<const BlockQ8_K*>(a.rows + (t0 + t) * a.stride) + s : nullptr;
-        for (int k = 0; k < 64; ++k) {
-          int32_t v = 0;
-          if (blk != nullptr) std::memcpy(&v, blk->qs + 4 * k, 4);
-          std::memcpy(rec + 4 * (k * w + t), &v, 4);
-        }
-        for (int k = 0; k < 8; ++k) {
-          int32_t v = 0;
-          if (blk != nullptr) std::memcpy(&v, blk->bsums + 2 * k, 4);
-          std::memcpy(rec + 4 * ((64 + k) * w + t), &v, 4);
-        }
-        const float d = blk != nullptr ? blk->d : 0.0f;
-        std::memcpy(rec + 4 * (72 * w + t), &d, 4);
-      }
-    }
-  }
-  cache.id = a.id;
-  cache.cols = cols;
-  return table;
-}
-// 8 bytes at p broadcast to every 64-bit lane.
-inline __m512i Bcast8(const uint8_t* p) {
-  int64_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm512_set1_epi64(v);
-}
-// Chunk c's dwords of token pair p, alternating; the pair's biases; its d.
-inline __m512i DuoChunk(const uint8_t* rec, int pairs, int c, int p) {
-  return Bcast8(rec + 4 * (c * 2 * pairs + 2 * p));
-}
-inline __m512i DuoBias(const uint8_t* rec, int pairs, int p) {
-  return Bcast8(rec + 4 * (16 * pairs + 2 * p));
-}
-inline __m512 DuoD(const uint8_t* rec, int pairs, int p) {
-  return _mm512_castsi512_ps(Bcast8(rec + 4 * (18 * pairs + 2 * p)));
-}
-// Word k of a Q8_K record (quant dword k < 64, bsum pair 64 + j, d 72) of
-// token pair p, alternating.
-inline __m512i DuoWordK(const uint8_t* rec, int pairs, int k, int p) {
-  return Bcast8(rec + 4 * (k * 2 * pairs + 2 * p));
-}
-// Lanes 0-7 of v, each twice (lane r to lanes 2r and 2r + 1).
-inline __m512i DupLanes(__m512i v) {
-  return _mm512_permutexvar_epi32(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
-                                  v);
-}
-inline __m512 DupLanes(__m512 v) { return _mm512_castsi512_ps(DupLanes(_mm512_castps_si512(v))); }
-// Stores the even lanes of acc (token 2p's 8 rows) at out0, the odd ones at
-// out1 (nullptr: none).
-inline void StoreDuo(__m512 acc, float* out0, float* out1) {
-  const __m512i even = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512 split = _mm512_permutexvar_ps(even, acc);
-  _mm256_storeu_ps(out0, _mm512_castps512_ps256(split));
-  if (out1 != nullptr) _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(split, 1));
-}
-
-// Runs Kernel<P>::RunDuo for P = 1 .. kTile / 2 token pairs.
-template <template <int> class Kernel, int P = kTile / 2>
-void RunDuoN(int pairs, const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n,
-             float* out, int64_t out_stride) {
-  if constexpr (P > 1) {
-    if (pairs < P) return RunDuoN<Kernel, P - 1>(pairs, w, g, table, n, out, out_stride);
-  }
-  Kernel<P>::RunDuo(w, g, table, n, out, out_stride);
-}
 
 template <template <int> class Kernel>
 concept DuoKernel = requires {
-  Kernel<1>::RunDuo;
+  Kernel<1>::kDuoType;
 };
 
 // ---- the loop over group pairs and tokens, shared by every type ----
@@ -335,29 +182,8 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
   }
   if constexpr (DuoKernel<Kernel>) {
     if (a.n_tokens <= kDuoMaxTokens) {
-      const uint8_t* table = Kernel<1>::DuoTable(a, w.cols);
-      const size_t pass_bytes = Kernel<1>::DuoPassBytes(w.cols);
-      const int n = static_cast<int>(a.n_tokens);
-      alignas(64) float duo_out[kDuoMaxTokens * kPackRows];
-      for (int64_t g = g_begin; g < g_end; ++g) {
-        const int64_t r0 = std::max(row_begin, g * kPackRows);
-        const int64_t r1 = std::min(row_end, (g + 1) * kPackRows);
-        const bool whole = r1 - r0 == kPackRows;
-        float* out = whole ? y + (r0 - row_begin) : duo_out;
-        const int64_t os = whole ? y_stride : kPackRows;
-        for (int t0 = 0, pass = 0; t0 < n; t0 += kTile, ++pass) {
-          const int m = std::min(kTile, n - t0);
-          RunDuoN<Kernel>((m + 1) / 2, w, w.Group(g), table + pass * pass_bytes, m, out + t0 * os,
-                          os);
-        }
-        if (whole) continue;
-        for (int k = 0; k < n; ++k) {
-          for (int64_t r = r0; r < r1; ++r) {
-            y[k * y_stride + (r - row_begin)] = duo_out[k * kPackRows + (r - g * kPackRows)];
-          }
-        }
-      }
-      return;
+      static const GemmPackedFn duo = Avx512VnniGemmPackedDuo(Kernel<1>::kDuoType);
+      return duo(w, row_begin, row_end, a, y, y_stride);
     }
   }
   // Up to one register tile of tokens reads the stored groups and unpacks
@@ -401,7 +227,8 @@ void Gemm(const PackedMatrix& w, int64_t row_begin, int64_t row_end, const GemmA
 
 // Run reads the pair buffer (ExpandPair fills it), RunStored the matrix's
 // stored groups, RunOne one token against one stored group (decode) with
-// the activation table (its blocks: kAct*).
+// the activation table (its blocks: kAct*); kDuoType, where a kernel has
+// one, names the type whose few-token kernels Gemm runs (DuoKernel).
 struct ActQ8_0 {
   static size_t PairBufferBytes(int64_t cols) { return static_cast<size_t>(kPairRows * cols); }
   static constexpr size_t kActBlockBytes = sizeof(BlockQ8_0);

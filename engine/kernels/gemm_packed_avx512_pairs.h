@@ -1,11 +1,11 @@
 // Internal to the AVX-512 VNNI and AMX packed GEMM files
-// (gemm_packed_avx512.cc, gemm_packed_amx.cc): unpacking the stored groups
-// of the 32-element formats, Q4_K / Q5_K and Q6_K two groups at a time, and
-// the pair buffer those copies fill for prefill (ExpandPair*; its layout is
-// in gemm_packed_avx512_common.h). A pair-buffer chunk is also one row of an
-// AMX B tile: 16 weight rows x 4 consecutive quants. Include after
-// gemm_packed_avx512_common.h, only where ELLM_AVX512_VNNI_KERNELS is
-// defined; internal linkage, as that header's.
+// (gemm_packed_avx512.cc, gemm_packed_duo_avx512.cc, gemm_packed_amx.cc):
+// unpacking the stored groups of the 32-element formats, Q4_K / Q5_K and
+// Q6_K two groups at a time, and the pair buffer those copies fill for
+// prefill (ExpandPair*; its layout is in gemm_packed_avx512_common.h). A
+// pair-buffer chunk is also one row of an AMX B tile: 16 weight rows x 4
+// consecutive quants. Include after gemm_packed_avx512_common.h, only where
+// ELLM_AVX512_VNNI_KERNELS is defined; internal linkage, as that header's.
 #pragma once
 
 #include <cstddef>

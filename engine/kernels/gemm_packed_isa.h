@@ -156,6 +156,11 @@ GemmPackedFn Avx512VnniGemmPackedIq4Xs();
 // likewise.
 GemmPackedFn Avx512VnniGemmPackedQ3_K();
 GemmPackedFn Avx512VnniGemmPackedQ2_K();
+// The products of 2 to 16 tokens (batched decode) at that level
+// (gemm_packed_duo_avx512.cc), for Avx512VnniGemmPacked's kernels of Q8_0,
+// Q5_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K; null for other types.
+// REQUIRES: 2 <= a.n_tokens <= 16.
+GemmPackedFn Avx512VnniGemmPackedDuo(quant::TensorType type);
 // gemm_packed_amx.cc: AMX int8 tiles for prefill (at least kAmxMinTokens
 // tokens), the VNNI kernel below that; null for the types it does not cover
 // (Q2_K, Q3_K, IQ4_XS) or when the compiler could not build it.

@@ -79,6 +79,16 @@ void JoinPlanes(const uint8_t* planes, size_t n, uint32_t e, uint8_t* raw) {
 
 uint64_t Checksum(const uint8_t* raw, size_t n) { return XXH3_64bits(raw, n); }
 
+// Writes a block's header (block_codec.h) at h.
+void PutHeader(uint8_t* h, uint32_t codec, int elem_bytes, size_t raw_bytes,
+               uint32_t payload_bytes) {
+  std::memcpy(h, kMagic, 4);
+  Put<uint32_t>(h + 4, codec);
+  Put<uint32_t>(h + 8, static_cast<uint32_t>(elem_bytes));
+  Put<uint64_t>(h + 12, raw_bytes);
+  Put<uint32_t>(h + 20, payload_bytes);
+}
+
 // The header's element size and raw size against what the reader expects.
 Status CheckSizes(const uint8_t* header, size_t raw_bytes) {
   const uint32_t elem = Get<uint32_t>(header + 8);
@@ -128,11 +138,8 @@ void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_
     const size_t at = out->size();
     out->resize(at + RawBlockBytes(raw_bytes));
     uint8_t* h = out->data() + at;
-    std::memcpy(h, kMagic, 4);
-    Put<uint32_t>(h + 4, kCodecRaw);
-    Put<uint32_t>(h + 8, static_cast<uint32_t>(elem_bytes));
-    Put<uint64_t>(h + 12, raw_bytes);
-    Put<uint32_t>(h + 20, static_cast<uint32_t>(raw_bytes + kRawBlockTrailerBytes));
+    PutHeader(h, kCodecRaw, elem_bytes, raw_bytes,
+              static_cast<uint32_t>(raw_bytes + kRawBlockTrailerBytes));
     std::memcpy(h + kBlockHeaderBytes, raw, raw_bytes);
     Put<uint64_t>(h + kBlockHeaderBytes + raw_bytes, Checksum(raw, raw_bytes));
     return;
@@ -153,12 +160,7 @@ void EncodeBlock(const uint8_t* raw, size_t raw_bytes, int elem_bytes, int zstd_
       ZSTD_compress2(cctx, out->data() + at + kBlockHeaderBytes, bound, src, raw_bytes);
   ZSTD_freeCCtx(cctx);
   // Compressing into a ZSTD_compressBound buffer cannot fail.
-  uint8_t* h = out->data() + at;
-  std::memcpy(h, kMagic, 4);
-  Put<uint32_t>(h + 4, kCodecZstd);
-  Put<uint32_t>(h + 8, static_cast<uint32_t>(elem_bytes));
-  Put<uint64_t>(h + 12, raw_bytes);
-  Put<uint32_t>(h + 20, static_cast<uint32_t>(z));
+  PutHeader(out->data() + at, kCodecZstd, elem_bytes, raw_bytes, static_cast<uint32_t>(z));
   out->resize(at + kBlockHeaderBytes + z);
 }
 

@@ -155,11 +155,14 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
 
 KvCache::~KvCache() {
   for (Layer& l : layers_) {
-    for (Block& b : l.blocks) {
-      FreeSlices(&b);
-      Unmap(&b);
-    }
+    for (Block& b : l.blocks) Drop(&b);
   }
+}
+
+void KvCache::Drop(Block* block) {
+  FreeSlices(block);
+  Unmap(block);
+  *block = Block{};
 }
 
 void KvCache::Unmap(Block* block) {
@@ -414,11 +417,7 @@ Status KvCache::Clear() {
     prefetcher_->Cancel();
   }
   for (Layer& l : layers_) {
-    for (Block& b : l.blocks) {
-      FreeSlices(&b);
-      Unmap(&b);
-      b = Block{};
-    }
+    for (Block& b : l.blocks) Drop(&b);
     l.written_blocks = 0;
   }
   // Spill counters describe one sequence; residency carries on.
@@ -454,18 +453,11 @@ Status KvCache::Truncate(int64_t n) {
   for (Layer& l : layers_) {
     if (l.window > 0) {
       for (Block& slot : l.blocks) {
-        if (slot.index < end) continue;
-        FreeSlices(&slot);
-        slot = Block{};
+        if (slot.index >= end) Drop(&slot);
       }
       continue;
     }
-    for (int64_t b = end; b < l.written_blocks; ++b) {
-      Block& block = l.blocks[static_cast<size_t>(b)];
-      FreeSlices(&block);
-      Unmap(&block);
-      block = Block{};
-    }
+    for (int64_t b = end; b < l.written_blocks; ++b) Drop(&l.blocks[static_cast<size_t>(b)]);
     l.written_blocks = std::min(l.written_blocks, end);
   }
   return OkStatus();

@@ -215,6 +215,9 @@ class KvCache {
   void FreeSlices(Block* block);
   // Forgets a spilled block's mapping, if any.
   void Unmap(Block* block);
+  // FreeSlices, Unmap, and the block emptied (Block{}); a spilled block's
+  // bytes stay in the spill file.
+  void Drop(Block* block);
   Status MakeRoom(uint64_t bytes);
   Status Spill(int il, Block* block);
   Status ReadBack(int il, const Block& block, uint8_t* dst) const;
