@@ -101,16 +101,21 @@ TEST(CpuFeatures, FastBf16DotOnlyOnAmdWithAvx512Bf16) {
 }
 
 TEST(CpuFeatures, AttnScoresNamesAndTheAutomaticChoice) {
-  for (AttnScores s : {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32}) {
+  for (AttnScores s :
+       {AttnScores::kAuto, AttnScores::kPairs, AttnScores::kF32, AttnScores::kTiles}) {
     auto back = ParseAttnScores(AttnScoresName(s));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, s);
   }
+  EXPECT_EQ(AttnScoresName(AttnScores::kTiles), "tiles");
   auto bad = ParseAttnScores("bf16");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("auto, pairs or f32"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("auto, pairs, f32 or tiles"), std::string::npos);
   EXPECT_EQ(ResolveAttnScores(AttnScores::kPairs), AttnScores::kPairs);
   EXPECT_EQ(ResolveAttnScores(AttnScores::kF32), AttnScores::kF32);
+  // Tiles are opt-in: named, they stay; auto never picks them.
+  EXPECT_EQ(ResolveAttnScores(AttnScores::kTiles), AttnScores::kTiles);
+  EXPECT_NE(ResolveAttnScores(AttnScores::kAuto), AttnScores::kTiles);
   unsetenv("ELLM_ISA");
   EXPECT_EQ(ResolveAttnScores(AttnScores::kAuto),
             HostCpu().FastBf16Dot() ? AttnScores::kPairs : AttnScores::kF32);
