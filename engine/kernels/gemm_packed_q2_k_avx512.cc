@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/gemm_packed_avx512_common.h"
+#include "kernels/gemm_packed_avx512_pairs.h"
 
 namespace ellm::kernels::internal {
 namespace {
@@ -107,13 +108,62 @@ void TileQ2_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
-// One token, one group (decode): the pair kernel on the pair (g, g), its
-// upper half dropped (as IQ4_XS's; not yet a two-chunks-per-ZMM kernel).
+// TileQ2_K for one token and one stored group (decode), read once in
+// memory order: a 16-element group's four chunks as two vectors (chunks 0,
+// 1 and 2, 3), each half shifted from the same 2-bit vector (broadcast to
+// both halves) by its own count, against the activation table's chunk
+// pairs; the group's 8 rows' scales in both halves, the halves' sums added
+// at the end of each super-block. Integer sums are exact and the float
+// work per super-block is the pair kernel's: every row gets its bits.
 void TileQ2_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
-                 const uint8_t* /*table*/, float* out) {
-  alignas(64) float pair[kPairRows];
-  TileQ2_K<1, true>(w, g, g, nullptr, a, t0, pair, kPairRows);
-  std::memcpy(out, pair, kPackRows * sizeof(float));
+                 const uint8_t* table, float* out) {
+  const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
+  const auto both = [](const uint8_t* p) {
+    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  };
+  const __m512i shift01 = HalfCounts(0, 2), shift23 = HalfCounts(4, 6);
+  const __m512i three = _mm512_set1_epi8(3);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const int64_t nsb = w.cols / kQkK;
+  const GroupPrefetch next(w, 2, nsb);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ2KStoredBytes;
+    __m512i isum = _mm512_setzero_si512();
+    __m256i msum = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      const uint8_t* sc_p = sb + kQ2KPackedSc + 16 * p;
+      const __m256i raw = Load2x16(sc_p, sc_p);
+      const __m512i pair = _mm512_cvtepu8_epi16(_mm256_and_si256(raw, m4));
+      const __m512i mins = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+      int32_t bsums;
+      std::memcpy(&bsums, act[s].bsums + 2 * p, 4);
+      msum = _mm256_dpwssd_epi32(msum, _mm512_castsi512_si256(mins), _mm256_set1_epi32(bsums));
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = k == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff))
+                                  : _mm512_srli_epi32(pair, 16);
+        const int gi = 2 * p + k;
+        const __m512i q = both(sb + kQ2KPackedQ + 32 * gi);
+        const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q, shift01), three);
+        const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q, shift23), three);
+        __m512i dot =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, PairChunk(table, 32 * s + 2 * gi));
+        dot = _mm512_dpbusd_epi32(dot, q23, PairChunk(table, 32 * s + 2 * gi + 1));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    const __m256i sums =
+        _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+    const __m256 d = _mm256_cvtph_ps(Load128(sb + kQ2KPackedD));
+    const __m256 dmin = _mm256_cvtph_ps(Load128(sb + kQ2KPackedDmin));
+    const __m256 da = _mm256_set1_ps(act[s].d);
+    const __m256 x =
+        _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sums)),
+                      _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+    acc = _mm256_add_ps(acc, x);
+  }
+  _mm256_storeu_ps(out, acc);
 }
 
 template <int T>

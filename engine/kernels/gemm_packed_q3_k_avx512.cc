@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/gemm_packed_avx512_common.h"
+#include "kernels/gemm_packed_avx512_pairs.h"
 
 namespace ellm::kernels::internal {
 namespace {
@@ -133,13 +134,72 @@ void TileQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
-// One token, one group (decode): the pair kernel on the pair (g, g), its
-// upper half dropped (as IQ4_XS's; not yet a two-chunks-per-ZMM kernel).
+// TileQ3_K for one token and one stored group (decode), read once in
+// memory order: a 16-element group's four chunks as two vectors (chunks 0,
+// 1 and 2, 3), each half unpacked from the same 2-bit lows and third bits
+// (broadcast to both halves) with its own shift counts, against the
+// activation table's chunk pairs; the group's 8 rows' scales in both
+// halves, the halves' sums added at the end of each super-block. Integer
+// sums are exact and the float work per super-block is the pair kernel's,
+// so every row gets the bits it gets there.
 void TileQ3_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
-                 const uint8_t* /*table*/, float* out) {
-  alignas(64) float pair[kPairRows];
-  TileQ3_K<1, true>(w, g, g, nullptr, a, t0, pair, kPairRows);
-  std::memcpy(out, pair, kPackRows * sizeof(float));
+                 const uint8_t* table, float* out) {
+  const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
+  const auto both = [](const uint8_t* p) {
+    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  };
+  // Chunk j's 2-bit lows are bits 2j, 2j + 1 (down to 0, 1); its third bit
+  // is bit 4 * (g % 2) + j of the group pair's vector (to bit 2): even
+  // groups up 2, 1 (chunks 0, 1) and down 0, 1 (2, 3); odd ones down 2, 3
+  // and 4, 5. As MoveBits in Q3_KChunks, per half.
+  const __m512i low01 = HalfCounts(0, 2), low23 = HalfCounts(4, 6);
+  const __m512i even01 = HalfCounts(2, 1), even23 = HalfCounts(0, 1);
+  const __m512i odd01 = HalfCounts(2, 3), odd23 = HalfCounts(4, 5);
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const auto quants = [&](__m512i low, __m512i low_shift, __m512i high_moved) {
+    return _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(low, low_shift), three),
+                           _mm512_and_si512(high_moved, four));
+  };
+  const int64_t nsb = w.cols / kQkK;
+  const GroupPrefetch next(w, 2, nsb);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ3KStoredBytes;
+    __m512i isum = _mm512_setzero_si512();
+    __m256i bias = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {  // pairs of 16-element groups
+      const __m128i sc16 = Q3_KScales16(sb, p);
+      const __m512i pair =
+          _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(sc16), sc16, 1));
+      // The stored u is q + 4: subtract 4 * sum_g sc_g * bsums_g (8 lanes).
+      const __m512i neg4 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2));
+      int32_t bsums;
+      std::memcpy(&bsums, act[s].bsums + 2 * p, 4);
+      bias = _mm256_dpwssd_epi32(bias, _mm512_castsi512_si256(neg4), _mm256_set1_epi32(bsums));
+      const __m512i high = both(sb + kQ3KStoredHigh + 32 * p);
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                  : _mm512_srai_epi32(pair, 16);
+        const int gi = 2 * p + k;
+        const __m512i low = both(sb + kQ3KStoredLow + 32 * gi);
+        const __m512i q01 = quants(
+            low, low01, k == 0 ? _mm512_sllv_epi16(high, even01) : _mm512_srlv_epi16(high, odd01));
+        const __m512i q23 = quants(
+            low, low23, k == 0 ? _mm512_srlv_epi16(high, even23) : _mm512_srlv_epi16(high, odd23));
+        __m512i dot =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, PairChunk(table, 32 * s + 2 * gi));
+        dot = _mm512_dpbusd_epi32(dot, q23, PairChunk(table, 32 * s + 2 * gi + 1));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    const __m256i sums = _mm256_add_epi32(
+        _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)), bias);
+    const __m256 d = _mm256_cvtph_ps(Load128(sb));
+    acc = _mm256_add_ps(
+        acc, _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[s].d)), _mm256_cvtepi32_ps(sums)));
+  }
+  _mm256_storeu_ps(out, acc);
 }
 
 template <int T>
