@@ -1,5 +1,5 @@
 // AVX-512 VNNI packed GEMM for 2 to kDuoMaxTokens tokens (batched decode):
-// Q8_0, Q5_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K. The driver of
+// Q8_0, Q5_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, Q3_K and Q2_K. The driver of
 // gemm_packed_avx512_common.h (Gemm) hands these products here for the
 // kernels of gemm_packed_avx512.cc that name a kDuoType.
 //
@@ -338,6 +338,117 @@ void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
   StoreDuos(acc, n, out, out_stride);
 }
 
+// TileQ3_K for P token pairs against one stored group g (its chunks as the
+// pair (g, g), low halves used, each lane twice: DupLanes), as TileQ6_KDuo;
+// each lane's arithmetic is TileQ3_K's.
+template <int P>
+void TileQ3_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+                 int64_t out_stride) {
+  const int64_t nsb = w.cols / kQkK;
+  const size_t rec_bytes = DuoRecordBytesK(P);
+  const GroupPrefetch next(w, 1, nsb);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ3KStoredBytes;
+    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    __m512i isum[P];
+    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
+    for (int pq = 0; pq < 8; ++pq) {  // pairs of 16-element groups
+      const __m128i sc16 = Q3_KScales16(sb, pq);
+      const __m512i pair =
+          _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(sc16), sc16, 1));
+      const __m512i neg4 =
+          DupLanes(_mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2)));
+      for (int p = 0; p < P; ++p) {
+        isum[p] = _mm512_dpwssd_epi32(isum[p], neg4, DuoWordK(rec, P, 64 + pq, p));
+      }
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = DupLanes(k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
+                                           : _mm512_srai_epi32(pair, 16));
+        const int gi = 2 * pq + k;
+        __m512i dot[P];
+        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+        __m512i wq[4];
+        Q3_KChunks(sb, sb, gi, wq);
+        for (int c = 0; c < 4; ++c) {
+          const __m512i w2 = DupLanes(wq[c]);
+          for (int p = 0; p < P; ++p) {
+            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
+          }
+        }
+        for (int p = 0; p < P; ++p)
+          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+      }
+    }
+    const __m512 d = DupLanes(Halves16(sb, sb));
+    for (int p = 0; p < P; ++p) {
+      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+      acc[p] =
+          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
+    }
+  }
+  StoreDuos(acc, n, out, out_stride);
+}
+
+// TileQ2_K for P token pairs against one stored group g, as TileQ3_KDuo;
+// each lane's arithmetic is TileQ2_K's.
+template <int P>
+void TileQ2_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+                 int64_t out_stride) {
+  const int64_t nsb = w.cols / kQkK;
+  const size_t rec_bytes = DuoRecordBytesK(P);
+  const GroupPrefetch next(w, 1, nsb);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kQ2KStoredBytes;
+    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    __m512i isum[P], msum[P];
+    for (int p = 0; p < P; ++p) isum[p] = msum[p] = _mm512_setzero_si512();
+    for (int pq = 0; pq < 8; ++pq) {  // pairs of 16-element groups
+      const size_t off = kQ2KPackedSc + 16 * pq;
+      const __m256i raw = Load2x16(sb + off, sb + off);
+      const __m512i pair = _mm512_cvtepu8_epi16(_mm256_and_si256(raw, m4));
+      const __m512i mins =
+          DupLanes(_mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4)));
+      for (int p = 0; p < P; ++p) {
+        msum[p] = _mm512_dpwssd_epi32(msum[p], mins, DuoWordK(rec, P, 64 + pq, p));
+      }
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = DupLanes(k == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff))
+                                           : _mm512_srli_epi32(pair, 16));
+        const int gi = 2 * pq + k;
+        __m512i dot[P];
+        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+        __m512i wq[4];
+        Q2_KChunks(sb, sb, gi, wq);
+        for (int c = 0; c < 4; ++c) {
+          const __m512i w2 = DupLanes(wq[c]);
+          for (int p = 0; p < P; ++p) {
+            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
+          }
+        }
+        for (int p = 0; p < P; ++p)
+          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+      }
+    }
+    const __m512 d = DupLanes(Halves16(sb + kQ2KPackedD, sb + kQ2KPackedD));
+    const __m512 dmin = DupLanes(Halves16(sb + kQ2KPackedDmin, sb + kQ2KPackedDmin));
+    for (int p = 0; p < P; ++p) {
+      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+      const __m512 x =
+          _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])),
+                        _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum[p])));
+      acc[p] = _mm512_add_ps(acc[p], x);
+    }
+  }
+  StoreDuos(acc, n, out, out_stride);
+}
+
 // ---- the loop over groups and passes ----
 
 // Runs Kernel::Run<P> for P = 1 .. kTile / 2 token pairs.
@@ -407,6 +518,18 @@ struct Q6_KDuo {
   static constexpr auto Run = TileQ6_KDuo<P>;
   static constexpr auto Table = DuoTableK;
 };
+struct Q3_KDuo {
+  static constexpr auto PassBytes = DuoPassBytesK;
+  template <int P>
+  static constexpr auto Run = TileQ3_KDuo<P>;
+  static constexpr auto Table = DuoTableK;
+};
+struct Q2_KDuo {
+  static constexpr auto PassBytes = DuoPassBytesK;
+  template <int P>
+  static constexpr auto Run = TileQ2_KDuo<P>;
+  static constexpr auto Table = DuoTableK;
+};
 
 }  // namespace
 
@@ -427,6 +550,10 @@ GemmPackedFn Avx512VnniGemmPackedDuo(quant::TensorType type) {
       return GemmDuo<Q4_KDuo<true>>;
     case TT::kQ6_K:
       return GemmDuo<Q6_KDuo>;
+    case TT::kQ3_K:
+      return GemmDuo<Q3_KDuo>;
+    case TT::kQ2_K:
+      return GemmDuo<Q2_KDuo>;
     default:
       return nullptr;
   }

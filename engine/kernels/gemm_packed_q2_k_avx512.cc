@@ -22,16 +22,6 @@
 namespace ellm::kernels::internal {
 namespace {
 
-// The 4 chunks (q in [0, 3]) of 16-element group g of the stored
-// super-blocks sb0 (lanes 0-7) and sb1 (lanes 8-15).
-inline void Q2_KChunks(const uint8_t* sb0, const uint8_t* sb1, int g, __m512i q[4]) {
-  const size_t off = kQ2KPackedQ + 32 * g;
-  const __m512i low = Load2(sb0 + off, sb1 + off);
-  for (int j = 0; j < 4; ++j) {
-    q[j] = _mm512_and_si512(_mm512_srl_epi16(low, _mm_cvtsi32_si128(2 * j)), _mm512_set1_epi8(3));
-  }
-}
-
 // The pair buffer: 16-element group g of super-block s is chunks 64 s + 4 g
 // + c (c < 4), as Q6_K's.
 void ExpandPairQ2_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
@@ -168,6 +158,7 @@ void TileQ2_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
 
 template <int T>
 struct Q2_KKernel : ActQ8_K {
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ2_K;
   static constexpr auto ExpandPair = ExpandPairQ2_K;
   static constexpr auto Run = TileQ2_K<T>;
   static constexpr auto RunStored = TileQ2_K<T, true>;

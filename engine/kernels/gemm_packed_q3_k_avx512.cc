@@ -24,45 +24,6 @@
 namespace ellm::kernels::internal {
 namespace {
 
-// The scales sc - 32 of pair p of 16-element groups of one stored
-// super-block (byte 2r + k: row r, group 2p + k), as gemm_packed_avx2.cc's
-// Q3_KScales16.
-inline __m128i Q3_KScales16(const uint8_t* sb, int p) {
-  const __m128i m4 = _mm_set1_epi8(0x0f);
-  const __m128i nib =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kQ3KStoredScLow + 8 * p));
-  const __m128i low =
-      _mm_unpacklo_epi8(_mm_and_si128(nib, m4), _mm_and_si128(_mm_srli_epi16(nib, 4), m4));
-  int32_t hb;
-  std::memcpy(&hb, sb + kQ3KStoredScHigh + 4 * p, 4);
-  const __m128i x = _mm_shuffle_epi8(_mm_cvtsi32_si128(hb),
-                                     _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
-  const __m128i b0 = _mm_setr_epi8(1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64);
-  const __m128i b1 = _mm_add_epi8(b0, b0);
-  const __m128i h0 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b0), b0), _mm_set1_epi8(0x10));
-  const __m128i h1 = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, b1), b1), _mm_set1_epi8(0x20));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_or_si128(h0, h1)), _mm_set1_epi8(32));
-}
-
-// Bits at `from` moved to bit `to` in every byte (a 16-bit shift; the
-// caller masks).
-inline __m512i MoveBits(__m512i v, int from, int to) {
-  const __m128i n = _mm_cvtsi32_si128(from > to ? from - to : to - from);
-  return from > to ? _mm512_srl_epi16(v, n) : _mm512_sll_epi16(v, n);
-}
-
-// The 4 chunks (u in [0, 7]) of 16-element group g of the stored
-// super-blocks sb0 (lanes 0-7) and sb1 (lanes 8-15).
-inline void Q3_KChunks(const uint8_t* sb0, const uint8_t* sb1, int g, __m512i q[4]) {
-  const size_t lo = kQ3KStoredLow + 32 * g, hi = kQ3KStoredHigh + 32 * (g / 2);
-  const __m512i low = Load2(sb0 + lo, sb1 + lo), high = Load2(sb0 + hi, sb1 + hi);
-  for (int j = 0; j < 4; ++j) {
-    q[j] =
-        _mm512_or_si512(_mm512_and_si512(MoveBits(low, 2 * j, 0), _mm512_set1_epi8(3)),
-                        _mm512_and_si512(MoveBits(high, 4 * (g % 2) + j, 2), _mm512_set1_epi8(4)));
-  }
-}
-
 // The pair buffer: 16-element group g of super-block s is chunks 64 s + 4 g
 // + c (c < 4), as Q6_K's.
 void ExpandPairQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, uint8_t* qp) {
@@ -204,6 +165,7 @@ void TileQ3_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
 
 template <int T>
 struct Q3_KKernel : ActQ8_K {
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kQ3_K;
   static constexpr auto ExpandPair = ExpandPairQ3_K;
   static constexpr auto Run = TileQ3_K<T>;
   static constexpr auto RunStored = TileQ3_K<T, true>;
