@@ -1,7 +1,8 @@
 // Internal to the AVX-512 VNNI and AMX packed GEMM files
 // (gemm_packed_avx512.cc, gemm_packed_duo_avx512.cc, gemm_packed_amx.cc,
-// gemm_packed_q3_k_avx512.cc, gemm_packed_q2_k_avx512.cc): unpacking the
-// stored groups of the 32-element formats, Q4_K / Q5_K, Q6_K, Q3_K and Q2_K
+// gemm_packed_q3_k_avx512.cc, gemm_packed_q2_k_avx512.cc, gemm_packed_iq4_avx512.cc):
+// unpacking the stored groups of the 32-element formats, Q4_K / Q5_K, Q6_K,
+// Q3_K, Q2_K and IQ4_XS
 // two groups at a time, and the pair buffer those copies fill for
 // prefill (ExpandPair*; its layout is in gemm_packed_avx512_common.h). A
 // pair-buffer chunk is also one row of an AMX B tile: 16 weight rows x 4
@@ -223,6 +224,29 @@ inline void Q2_KChunks(const uint8_t* sb0, const uint8_t* sb1, int g, __m512i q[
   for (int j = 0; j < 4; ++j) {
     q[j] = _mm512_and_si512(_mm512_srl_epi16(low, _mm_cvtsi32_si128(2 * j)), _mm512_set1_epi8(3));
   }
+}
+
+// ---- IQ4_XS (gemm_packed_iq4_avx512.cc, and its few-token kernel) ----
+
+// Chunks c and c + 4 (c < 4) of a stored group's 32-element group, for both
+// groups of the pair (q0, q1: that group's 4 nibble vectors in each).
+inline void StoredChunks(const uint8_t* q0, const uint8_t* q1, int c, __m512i* lo, __m512i* hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i v = Load2(q0 + 32 * c, q1 + 32 * c);
+  *lo = Iq4Unsigned(_mm512_and_si512(v, m4));
+  *hi = Iq4Unsigned(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+}
+
+// Row r's ls - 32 of group g (8 i8 per group of the pair) as an i16 pair in
+// i32 lane r (group 1's rows in lanes 8-15), each value twice.
+inline __m512i ScalePairs(const uint8_t* sb0, const uint8_t* sb1, int g) {
+  const size_t off = kIq4XsPackedSc + 8 * g;
+  const __m128i x =
+      _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb0 + off)),
+                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb1 + off)));
+  const __m256i dup = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, x)),
+                                              _mm_unpackhi_epi8(x, x), 1);
+  return _mm512_cvtepi8_epi16(dup);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // AVX-512 VNNI packed GEMM for 2 to kDuoMaxTokens tokens (batched decode):
-// Q8_0, Q5_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, Q3_K and Q2_K. The driver of
+// Q8_0, Q5_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, Q3_K, Q2_K and IQ4_XS. The driver of
 // gemm_packed_avx512_common.h (Gemm) hands these products here for the
 // kernels of gemm_packed_avx512.cc that name a kDuoType.
 //
@@ -449,6 +449,53 @@ void TileQ2_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
   StoreDuos(acc, n, out, out_stride);
 }
 
+// TileIq4Xs for P token pairs against one stored group g, as TileQ3_KDuo;
+// each lane's arithmetic is TileIq4Xs's.
+template <int P>
+void TileIq4XsDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
+                  int64_t out_stride) {
+  const int64_t nsb = w.cols / kQkK;
+  const size_t rec_bytes = DuoRecordBytesK(P);
+  const GroupPrefetch next(w, 1, nsb);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    next(g, s);
+    const uint8_t* sb = g + s * kIq4XsStoredBytes;
+    const uint8_t* rec = table + static_cast<size_t>(s) * rec_bytes;
+    __m512i isum[P];
+    for (int p = 0; p < P; ++p) isum[p] = _mm512_setzero_si512();
+    for (int gi = 0; gi < 8; ++gi) {  // 32-element groups
+      __m512i dot[P];
+      for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+      const uint8_t* q = sb + kIq4XsPackedQ + kIq4XsStoredGroupBytes * gi;
+      for (int c = 0; c < 4; ++c) {
+        __m512i lo, hi;
+        StoredChunks(q, q, c, &lo, &hi);
+        const __m512i lo2 = DupLanes(lo), hi2 = DupLanes(hi);
+        for (int p = 0; p < P; ++p) {
+          dot[p] = _mm512_dpbusd_epi32(dot[p], lo2, DuoWordK(rec, P, 8 * gi + c, p));
+          dot[p] = _mm512_dpbusd_epi32(dot[p], hi2, DuoWordK(rec, P, 8 * gi + c + 4, p));
+        }
+      }
+      const __m512i pairs = DupLanes(ScalePairs(sb, sb, gi));
+      const __m512i sc = _mm512_srai_epi32(pairs, 16);
+      const __m512i neg128 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pairs, 7));
+      for (int p = 0; p < P; ++p) {
+        isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+        isum[p] = _mm512_dpwssd_epi32(isum[p], neg128, DuoWordK(rec, P, 64 + gi, p));
+      }
+    }
+    const __m512 d = DupLanes(Halves16(sb + kIq4XsPackedD, sb + kIq4XsPackedD));
+    for (int p = 0; p < P; ++p) {
+      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+      acc[p] =
+          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
+    }
+  }
+  StoreDuos(acc, n, out, out_stride);
+}
+
 // ---- the loop over groups and passes ----
 
 // Runs Kernel::Run<P> for P = 1 .. kTile / 2 token pairs.
@@ -530,6 +577,12 @@ struct Q2_KDuo {
   static constexpr auto Run = TileQ2_KDuo<P>;
   static constexpr auto Table = DuoTableK;
 };
+struct Iq4XsDuo {
+  static constexpr auto PassBytes = DuoPassBytesK;
+  template <int P>
+  static constexpr auto Run = TileIq4XsDuo<P>;
+  static constexpr auto Table = DuoTableK;
+};
 
 }  // namespace
 
@@ -554,6 +607,8 @@ GemmPackedFn Avx512VnniGemmPackedDuo(quant::TensorType type) {
       return GemmDuo<Q3_KDuo>;
     case TT::kQ2_K:
       return GemmDuo<Q2_KDuo>;
+    case TT::kIQ4_XS:
+      return GemmDuo<Iq4XsDuo>;
     default:
       return nullptr;
   }

@@ -20,18 +20,10 @@
 #include <cstring>
 
 #include "kernels/gemm_packed_avx512_common.h"
+#include "kernels/gemm_packed_avx512_pairs.h"
 
 namespace ellm::kernels::internal {
 namespace {
-
-// Chunks c and c + 4 (c < 4) of a stored group's 32-element group, for both
-// groups of the pair (q0, q1: that group's 4 nibble vectors in each).
-inline void StoredChunks(const uint8_t* q0, const uint8_t* q1, int c, __m512i* lo, __m512i* hi) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i v = Load2(q0 + 32 * c, q1 + 32 * c);
-  *lo = Iq4Unsigned(_mm512_and_si512(v, m4));
-  *hi = Iq4Unsigned(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-}
 
 // The pair buffer: 32-element group g of super-block s is chunks
 // 64 s + 8 g + c (c < 8), as unsigned quants.
@@ -47,18 +39,6 @@ void ExpandPairIq4Xs(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1
       }
     }
   }
-}
-
-// Row r's ls - 32 of group g (8 i8 per group of the pair) as an i16 pair in
-// i32 lane r (group 1's rows in lanes 8-15), each value twice.
-inline __m512i ScalePairs(const uint8_t* sb0, const uint8_t* sb1, int g) {
-  const size_t off = kIq4XsPackedSc + 8 * g;
-  const __m128i x =
-      _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb0 + off)),
-                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb1 + off)));
-  const __m256i dup = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, x)),
-                                              _mm_unpackhi_epi8(x, x), 1);
-  return _mm512_cvtepi8_epi16(dup);
 }
 
 // g0 and g1 are the matrix's own stored groups (g1 == g0 for a lone last
@@ -131,6 +111,7 @@ void TileIq4XsOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations
 
 template <int T>
 struct Iq4XsKernel : ActQ8_K {
+  static constexpr quant::TensorType kDuoType = quant::TensorType::kIQ4_XS;
   static constexpr auto ExpandPair = ExpandPairIq4Xs;
   static constexpr auto Run = TileIq4Xs<T>;
   static constexpr auto RunStored = TileIq4Xs<T, true>;
