@@ -286,6 +286,34 @@ void TileQ4_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
   StoreDuos(acc, n, out, out_stride);
 }
 
+// Both helpers are forced inline: as plain calls GCC's code for TileQ3_KDuo
+// ran 13% slower (8 streams, one thread, Zen 5 VM).
+// The 4 chunks wq of a 16-element group (rows' dwords in lanes 0-7) against
+// every token pair's chunk words k0 .. k0 + 3: isum[p] += dot * sc.
+template <int P>
+[[gnu::always_inline]] inline void AddGroupDots(const __m512i (&wq)[4], const uint8_t* rec, int k0,
+                                                __m512i sc, __m512i (&isum)[P]) {
+  __m512i dot[P];
+  for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
+  for (int c = 0; c < 4; ++c) {
+    const __m512i w2 = DupLanes(wq[c]);
+    for (int p = 0; p < P; ++p) {
+      dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, k0 + c, p));
+    }
+  }
+  for (int p = 0; p < P; ++p) isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+}
+// The end of a super-block (Q6_K, Q3_K, IQ4_XS): acc[p] += (d * y.d) * isum.
+template <int P>
+[[gnu::always_inline]] inline void AddScaledSums(__m512 d, const uint8_t* rec,
+                                                 const __m512i (&isum)[P], __m512 (&acc)[P]) {
+  for (int p = 0; p < P; ++p) {
+    const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
+    acc[p] =
+        _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
+  }
+}
+
 // TileQ6_K for P token pairs against one stored group g, as TileQ4_KDuo.
 template <int P>
 void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, int n, float* out,
@@ -313,27 +341,14 @@ void TileQ6_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
         const __m512i sc = DupLanes(k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
                                            : _mm512_srai_epi32(pair, 16));
         const int gi = 2 * pq + k;
-        __m512i dot[P];
-        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
         __m512i wq[4];
         const size_t off = kQ6KStoredGroups + kQ6KStoredGroupBytes * gi;
         Q6_KChunks(sb + off, sb + off, wq);
-        for (int c = 0; c < 4; ++c) {
-          const __m512i w2 = DupLanes(wq[c]);
-          for (int p = 0; p < P; ++p) {
-            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
-          }
-        }
-        for (int p = 0; p < P; ++p)
-          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+        AddGroupDots<P>(wq, rec, 4 * gi, sc, isum);
       }
     }
     const __m512 d = DupLanes(Halves16(sb + kQ6KPackedD, sb + kQ6KPackedD));
-    for (int p = 0; p < P; ++p) {
-      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
-      acc[p] =
-          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
-    }
+    AddScaledSums<P>(d, rec, isum, acc);
   }
   StoreDuos(acc, n, out, out_stride);
 }
@@ -368,26 +383,13 @@ void TileQ3_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
         const __m512i sc = DupLanes(k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
                                            : _mm512_srai_epi32(pair, 16));
         const int gi = 2 * pq + k;
-        __m512i dot[P];
-        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
         __m512i wq[4];
         Q3_KChunks(sb, sb, gi, wq);
-        for (int c = 0; c < 4; ++c) {
-          const __m512i w2 = DupLanes(wq[c]);
-          for (int p = 0; p < P; ++p) {
-            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
-          }
-        }
-        for (int p = 0; p < P; ++p)
-          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+        AddGroupDots<P>(wq, rec, 4 * gi, sc, isum);
       }
     }
     const __m512 d = DupLanes(Halves16(sb, sb));
-    for (int p = 0; p < P; ++p) {
-      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
-      acc[p] =
-          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
-    }
+    AddScaledSums<P>(d, rec, isum, acc);
   }
   StoreDuos(acc, n, out, out_stride);
 }
@@ -422,18 +424,9 @@ void TileQ2_KDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table, 
         const __m512i sc = DupLanes(k == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff))
                                            : _mm512_srli_epi32(pair, 16));
         const int gi = 2 * pq + k;
-        __m512i dot[P];
-        for (int p = 0; p < P; ++p) dot[p] = _mm512_setzero_si512();
         __m512i wq[4];
         Q2_KChunks(sb, sb, gi, wq);
-        for (int c = 0; c < 4; ++c) {
-          const __m512i w2 = DupLanes(wq[c]);
-          for (int p = 0; p < P; ++p) {
-            dot[p] = _mm512_dpbusd_epi32(dot[p], w2, DuoWordK(rec, P, 4 * gi + c, p));
-          }
-        }
-        for (int p = 0; p < P; ++p)
-          isum[p] = _mm512_add_epi32(isum[p], _mm512_mullo_epi32(dot[p], sc));
+        AddGroupDots<P>(wq, rec, 4 * gi, sc, isum);
       }
     }
     const __m512 d = DupLanes(Halves16(sb + kQ2KPackedD, sb + kQ2KPackedD));
@@ -487,11 +480,7 @@ void TileIq4XsDuo(const PackedMatrix& w, const uint8_t* g, const uint8_t* table,
       }
     }
     const __m512 d = DupLanes(Halves16(sb + kIq4XsPackedD, sb + kIq4XsPackedD));
-    for (int p = 0; p < P; ++p) {
-      const __m512 da = _mm512_castsi512_ps(DuoWordK(rec, P, 72, p));
-      acc[p] =
-          _mm512_add_ps(acc[p], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[p])));
-    }
+    AddScaledSums<P>(d, rec, isum, acc);
   }
   StoreDuos(acc, n, out, out_stride);
 }
