@@ -1,15 +1,15 @@
 // The AMX intrinsics of the AMX kernel files (*_amx.cc), and whether this
 // translation unit builds them.
 //
-// Normally these are <immintrin.h>'s (GCC 12: -mamx-tile -mamx-int8
-// -mamx-bf16, set per file by ellm_kernel_isa(... ISA amx)). A test build
+// Normally these are <immintrin.h>'s, used inside the file's
+// ELLM_ISA_BEGIN(ELLM_ISA_AMX) region (isa_target.h). A test build
 // defines ELLM_AMX_EMULATED and compiles the same files against amx_emu.h,
 // our software model of the tile instructions, and ELLM_AVX512_EMULATED for
 // their AVX-512 parts (avx512_intrin.h): the AMX kernels then run, and are
 // held to the same assertions, on machines without AMX or AVX-512.
 //
-// Defines ELLM_AMX_KERNELS when the AMX int8 kernels are built (AMX-TILE,
-// AMX-INT8 and the AVX-512 VNNI the epilogues use), and then
+// Defines ELLM_AMX_KERNELS when the AMX kernels are built (AMX-TILE,
+// AMX-INT8, AMX-BF16 and the AVX-512 VNNI the epilogues use), and then
 // AmxTileConfig, the tile config's layout.
 #pragma once
 
@@ -22,8 +22,7 @@
 #define ELLM_AMX_KERNELS 1
 #endif
 
-#elif defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && \
-    defined(ELLM_AVX512_VNNI_KERNELS)
+#elif defined(__x86_64__) && defined(ELLM_AVX512_VNNI_KERNELS)
 
 #include <immintrin.h>
 #define ELLM_AMX_KERNELS 1

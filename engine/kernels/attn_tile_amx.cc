@@ -28,13 +28,16 @@
 #include "kernels/attn_tile.h"
 
 #include "kernels/amx_intrin.h"
+#include "kernels/isa_target.h"
 
-#if defined(ELLM_AMX_KERNELS) && (defined(ELLM_AMX_EMULATED) || defined(__AMX_BF16__))
+#if defined(ELLM_AMX_KERNELS)
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
+
+ELLM_ISA_BEGIN(ELLM_ISA_AMX)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -358,6 +361,8 @@ void UseAmxAttnTile(AttnTileKernels* k) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AMX-BF16
 

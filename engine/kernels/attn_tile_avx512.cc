@@ -17,6 +17,7 @@
 #include "kernels/attn_tile.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 #include "kernels/spread_prefetch.h"
 
 #if defined(ELLM_AVX512_KERNELS)
@@ -26,6 +27,8 @@
 #include <cstring>
 
 #include "kernels/attn_tile_avx512_common.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -154,6 +157,14 @@ constexpr int kMaxDimT = 128;
 // products per key tile; the trees cost ~1/3 at head size 64).
 constexpr int kMinRowsT = 32;
 
+// The low (high) 64-bit halves of each 128-bit lane of x and y, interleaved.
+inline __m512 UnpackLo64(__m512 x, __m512 y) {
+  return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+}
+inline __m512 UnpackHi64(__m512 x, __m512 y) {
+  return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+}
+
 // 16 x 16 floats: m[i] holds row i; on return m[c] holds column c.
 inline void Transpose16(__m512 (&m)[16]) {
   __m512 a[16], b[16];
@@ -161,18 +172,12 @@ inline void Transpose16(__m512 (&m)[16]) {
     a[2 * k] = _mm512_unpacklo_ps(m[2 * k], m[2 * k + 1]);
     a[2 * k + 1] = _mm512_unpackhi_ps(m[2 * k], m[2 * k + 1]);
   }
-  const auto lo = [](__m512 x, __m512 y) {
-    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
-  };
-  const auto hi = [](__m512 x, __m512 y) {
-    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
-  };
   // b[4k + c]: in 128-bit lane l, column 4l + c of rows 4k .. 4k + 3.
   for (int k = 0; k < 4; ++k) {
-    b[4 * k] = lo(a[4 * k], a[4 * k + 2]);
-    b[4 * k + 1] = hi(a[4 * k], a[4 * k + 2]);
-    b[4 * k + 2] = lo(a[4 * k + 1], a[4 * k + 3]);
-    b[4 * k + 3] = hi(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k] = UnpackLo64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 1] = UnpackHi64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 2] = UnpackLo64(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k + 3] = UnpackHi64(a[4 * k + 1], a[4 * k + 3]);
   }
   for (int c = 0; c < 4; ++c) {
     const __m512 u0 = _mm512_shuffle_f32x4(b[c], b[4 + c], _MM_SHUFFLE(1, 0, 1, 0));
@@ -502,6 +507,8 @@ void UseAvx512AttnTile(AttnTileKernels* k) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512
 

@@ -9,6 +9,7 @@
 #include "kernels/avx512_intrin.h"
 #include "kernels/bf16_pairs.h"
 #include "kernels/flush_denormals.h"
+#include "kernels/isa_target.h"
 #include "kernels/spread_prefetch.h"
 
 #if defined(ELLM_AVX512_KERNELS)
@@ -17,6 +18,8 @@
 #include <cmath>
 
 #include "kernels/attn_tile_avx512_common.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -40,6 +43,15 @@ inline float TailBf16(int d0, int dim, const float* q, const uint16_t* k) {
   for (int d = d0; d < dim; ++d) t = std::fma(TopHalf(q[d]), Bf16Rows::Load1(k + d), t);
   return t;
 }
+// Bf16ScoreBlock's tail(r, c) for StoreBlockScores. A class of this region,
+// not a lambda of the kernel: a lambda would take the kernel's bf16 target,
+// wider than StoreBlockScores', and GCC would not inline it there.
+struct Bf16Tail {
+  int d0, dim;
+  const float* const* q;
+  const uint16_t* const* kk;
+  float operator()(int r, int c) const { return TailBf16(d0, dim, q[r], kk[c]); }
+};
 inline __m512i Dup16(const uint16_t* p) {
   return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
@@ -69,8 +81,7 @@ ELLM_TARGET_AVX512_BF16 inline void Bf16ScoreBlock(int dim, int d16, const uint1
       for (int c = 0; c < kScoreKeys; ++c) acc[i][c] = ELLM_DOT_BF16_PAIRS(acc[i][c], x, b[c]);
     }
   }
-  StoreBlockScores<P>(acc, rows, nk, d16 < dim, s, ss,
-                      [&](int r, int c) { return TailBf16(d16, dim, q[r], kk[c]); });
+  StoreBlockScores<P>(acc, rows, nk, d16 < dim, s, ss, Bf16Tail{d16, dim, q, kk});
 }
 
 // The common case (2P = 8 or 4 real rows, 4 real keys, no tail), keys by
@@ -284,6 +295,8 @@ void UseAvx512Bf16AttnTile(AttnTileKernels* k) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512
 

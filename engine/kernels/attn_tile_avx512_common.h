@@ -11,6 +11,9 @@
 #include <cstdint>
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512)
 
 namespace ellm::kernels::internal {
 namespace {  // NOLINT(build/namespaces_headers): see above
@@ -129,3 +132,5 @@ inline void StoreFullScores(const __m512 (&acc)[P][kScoreKeys], float* s, int64_
 
 }  // namespace
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END

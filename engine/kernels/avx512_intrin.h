@@ -1,14 +1,13 @@
 // The intrinsics of the AVX-512 kernel files (*_avx512.cc), and whether this
 // translation unit builds them.
 //
-// Normally these are <immintrin.h>'s, and a file compiles its kernels only
-// when the compiler targets the level it needs (ellm_kernel_isa in
-// cmake/EllmCompileOptions.cmake). A test build defines ELLM_AVX512_EMULATED
-// and compiles the same files against SIMDe's portable AVX-512 (Debian's
-// libsimde-dev), which runs on any AVX2 machine: the kernels' logic (every
-// lane, tail and mask) is then tested bit for bit on machines without
-// AVX-512, not only where the CPU has it. The emulated build is never linked
-// into the product (tests/engine/kernels/CMakeLists.txt).
+// Normally these are <immintrin.h>'s, used inside the file's target region
+// (isa_target.h: the file itself is compiled for x86-64-v3). A test build
+// defines ELLM_AVX512_EMULATED and compiles the same files against SIMDe's
+// portable AVX-512 (Debian's libsimde-dev), which runs on any AVX2 machine:
+// the kernels' logic (every lane, tail and mask) is then tested bit for bit
+// on machines without AVX-512, not only where the CPU has it. The emulated
+// build is never linked into the product (tests/CMakeLists.txt).
 //
 // SIMDe 0.7.4 (bookworm) lacks a few intrinsics the kernels use; they are
 // defined below from two 256-bit halves, each with the instruction's
@@ -19,13 +18,17 @@
 //   ELLM_AVX512_VNNI_KERNELS the same plus VNNI (gemm_packed, vec_dot)
 //   ELLM_DOT_BF16_PAIRS      VDPBF16PS (or its emulation), in functions
 //                            marked ELLM_TARGET_AVX512_BF16
-// and ellm::kernels::KeepInRegister(v) (a no-op when emulated) and, with
-// VNNI, DpbusdBcast(acc, w, p) (VPDPBUSD against 4 bytes broadcast from p).
+// and KeepInRegister(v) (a no-op when emulated) and, with VNNI,
+// DpbusdBcast(acc, w, p) (VPDPBUSD against 4 bytes broadcast from p), for
+// code in ellm::kernels::internal.
 #pragma once
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#include <cstdint>
+
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_EMULATED)
 
@@ -198,35 +201,38 @@ inline simde__m512i DpbusdBcast(simde__m512i acc, simde__m512i w, const void* p)
 
 #else  // the real instructions
 
-#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512DQ__) && defined(__AVX512VL__)
+#if defined(__x86_64__)
+// Built on every x86-64 compiler: the kernel files compile their kernels in
+// a target region (isa_target.h), not with wider -m flags for the whole file.
 #define ELLM_AVX512_KERNELS 1
-#if defined(__AVX512VNNI__)
 #define ELLM_AVX512_VNNI_KERNELS 1
-#endif
-// Functions using VDPBF16PS carry this target (the file's flags stop at
-// AVX-512 F/BW/DQ/VL) and run only where HostCpu().avx512bf16.
-#define ELLM_TARGET_AVX512_BF16 __attribute__((target("avx512bf16")))
-namespace ellm::kernels {
+// Functions using VDPBF16PS carry this target (no region includes BF16)
+// and run only where HostCpu().avx512bf16.
+#define ELLM_TARGET_AVX512_BF16 ELLM_ISA_FUNCTION(ELLM_ISA_AVX512_BF16)
+// The helpers below have internal linkage and their own target: they are
+// defined ahead of any region, in every file that includes this header, and
+// are reached only from the kernels (scripts/check-isa).
+namespace ellm::kernels::internal {
+namespace {  // NOLINT(build/namespaces_headers): see above
 ELLM_TARGET_AVX512_BF16 inline __m512 DotBf16Pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
 }
-}  // namespace ellm::kernels
-#define ELLM_DOT_BF16_PAIRS ::ellm::kernels::DotBf16Pairs
 // Makes v's value opaque to the compiler, so that a vector loaded once is
 // used from its register instead of the load being repeated as a memory
 // operand of every instruction that reads it (GCC 12 does that to save
 // registers, which can leave a loop bound by its loads). No instruction.
-inline void KeepInRegister(__m512& v) { asm("" : "+v"(v)); }
-#if defined(ELLM_AVX512_VNNI_KERNELS)
+ELLM_ISA_FUNCTION(ELLM_ISA_AVX512) inline void KeepInRegister(__m512& v) { asm("" : "+v"(v)); }
 // acc + VPDPBUSD(w, the 4 bytes at p in every dword lane), the bytes read
 // as the instruction's embedded broadcast ({1to16}): one instruction where
 // GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32 of a load.
+ELLM_ISA_FUNCTION(ELLM_ISA_AVX512_VNNI)
 inline __m512i DpbusdBcast(__m512i acc, __m512i w, const void* p) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*static_cast<const int32_t*>(p)));
   return acc;
 }
-#endif
+}  // namespace
+}  // namespace ellm::kernels::internal
+#define ELLM_DOT_BF16_PAIRS ::ellm::kernels::internal::DotBf16Pairs
 #endif
 
 #endif  // ELLM_AVX512_EMULATED

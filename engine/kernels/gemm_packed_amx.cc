@@ -42,6 +42,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/amx_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AMX_KERNELS)
 
@@ -56,6 +57,8 @@
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AMX)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -381,6 +384,8 @@ GemmPackedFn AmxGemmPacked(TensorType type) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AMX
 

@@ -35,6 +35,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -48,6 +49,8 @@
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -169,10 +172,6 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
                                             : kStoredBlockQ4_0;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  // Dwords 2p (lanes 0-7) and 2p + 1 (lanes 8-15) of a block's activations.
-  const auto load = [](const uint8_t* p) {
-    return _mm512_loadu_si512(reinterpret_cast<const void*>(p));
-  };
   const GroupPrefetch next(w, 2, nb);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -186,7 +185,7 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
             _mm256_load_si256(reinterpret_cast<const __m256i*>(g + q + 128)));
       }
       for (int k = 0; k < 4; k += 2) {  // nibble vectors k, k + 1: chunks k, k + 1 and k + 4, k + 5
-        const __m512i v = load(g + q + 32 * k);
+        const __m512i v = _mm512_loadu_si512(g + q + 32 * k);
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         if constexpr (kOffset == 16) {
           lo = _mm512_or_si512(lo, FifthBits2(hh, k));
@@ -201,7 +200,7 @@ void Tile32One(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a
       }
     } else {
       for (int p = 0; p < 4; ++p) {
-        const __m512i wq = _mm512_xor_si512(load(g + q + 64 * p), flip);
+        const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(g + q + 64 * p), flip);
         isum = _mm512_dpbusd_epi32(isum, wq, PairChunk(table, 4 * b + p));
       }
     }
@@ -454,9 +453,6 @@ void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
   const __m512i nib_shift = HalfCounts(0, 4), high_up = HalfCounts(4, 2),
                 high_down = HalfCounts(0, 2);
   const auto merge = JoinQ6;
-  const auto both = [](const uint8_t* p) {
-    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-  };
   const int64_t nsb = w.cols / kQkK;
   const GroupPrefetch next(w, 2, nsb);
   __m256 acc = _mm256_setzero_ps();
@@ -477,11 +473,11 @@ void TileQ6_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
                                   : _mm512_srai_epi32(pair, 16);
         const int gi = 2 * p + k;
         const uint8_t* q = sb + kQ6KStoredGroups + kQ6KStoredGroupBytes * gi;
-        const __m512i h = both(q + 64);
+        const __m512i h = Both32(q + 64);
         const __m512i q01 =
-            merge(_mm512_srlv_epi16(both(q), nib_shift), _mm512_sllv_epi16(h, high_up));
+            merge(_mm512_srlv_epi16(Both32(q), nib_shift), _mm512_sllv_epi16(h, high_up));
         const __m512i q23 =
-            merge(_mm512_srlv_epi16(both(q + 32), nib_shift), _mm512_srlv_epi16(h, high_down));
+            merge(_mm512_srlv_epi16(Both32(q + 32), nib_shift), _mm512_srlv_epi16(h, high_down));
         __m512i dot =
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, PairChunk(table, 32 * s + 2 * gi));
         dot = _mm512_dpbusd_epi32(dot, q23, PairChunk(table, 32 * s + 2 * gi + 1));
@@ -608,6 +604,8 @@ GemmPackedFn Avx512VnniGemmPacked(quant::TensorType type) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512 VNNI
 

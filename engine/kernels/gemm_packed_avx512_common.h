@@ -13,10 +13,13 @@
 
 #include "kernels/avx512_intrin.h"
 #include "kernels/gemm_packed_isa.h"
+#include "kernels/isa_target.h"
 #include "quant/iq4_nl.h"
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {  // NOLINT(build/namespaces_headers): see above
@@ -41,6 +44,10 @@ inline __m512i Load2(const uint8_t* p0, const uint8_t* p1) {
   return _mm512_inserti64x4(
       _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(p0))),
       _mm256_load_si256(reinterpret_cast<const __m256i*>(p1)), 1);
+}
+// The same 32 aligned bytes in both halves (one VBROADCASTI64X4).
+inline __m512i Both32(const uint8_t* p) {
+  return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 // 16 bytes of group 0 then 16 of group 1.
 inline __m256i Load2x16(const uint8_t* p0, const uint8_t* p1) {
@@ -250,3 +257,5 @@ struct ActQ8_K {
 
 }  // namespace
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END

@@ -16,6 +16,9 @@
 #include "kernels/avx512_intrin.h"
 #include "kernels/gemm_packed_avx512_common.h"
 #include "kernels/gemm_packed_isa.h"
+#include "kernels/isa_target.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {  // NOLINT(build/namespaces_headers): see above
@@ -251,3 +254,5 @@ inline __m512i ScalePairs(const uint8_t* sb0, const uint8_t* sb1, int g) {
 
 }  // namespace
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END

@@ -28,6 +28,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -39,6 +40,8 @@
 #include "kernels/gemm_packed_avx512_pairs.h"
 #include "quant/q8_0.h"
 #include "quant/q8_k.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -604,6 +607,8 @@ GemmPackedFn Avx512VnniGemmPackedDuo(quant::TensorType type) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512 VNNI
 

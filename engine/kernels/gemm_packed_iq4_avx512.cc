@@ -14,6 +14,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -21,6 +22,8 @@
 
 #include "kernels/gemm_packed_avx512_common.h"
 #include "kernels/gemm_packed_avx512_pairs.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -123,6 +126,8 @@ struct Iq4XsKernel : ActQ8_K {
 GemmPackedFn Avx512VnniGemmPackedIq4Xs() { return Gemm<Iq4XsKernel>; }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512 VNNI
 

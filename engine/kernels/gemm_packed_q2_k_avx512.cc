@@ -11,6 +11,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -18,6 +19,8 @@
 
 #include "kernels/gemm_packed_avx512_common.h"
 #include "kernels/gemm_packed_avx512_pairs.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -108,9 +111,6 @@ void TileQ2_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 void TileQ2_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
                  const uint8_t* table, float* out) {
   const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
-  const auto both = [](const uint8_t* p) {
-    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-  };
   const __m512i shift01 = HalfCounts(0, 2), shift23 = HalfCounts(4, 6);
   const __m512i three = _mm512_set1_epi8(3);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -134,7 +134,7 @@ void TileQ2_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
         const __m512i sc = k == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff))
                                   : _mm512_srli_epi32(pair, 16);
         const int gi = 2 * p + k;
-        const __m512i q = both(sb + kQ2KPackedQ + 32 * gi);
+        const __m512i q = Both32(sb + kQ2KPackedQ + 32 * gi);
         const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q, shift01), three);
         const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q, shift23), three);
         __m512i dot =
@@ -170,6 +170,8 @@ struct Q2_KKernel : ActQ8_K {
 GemmPackedFn Avx512VnniGemmPackedQ2_K() { return Gemm<Q2_KKernel>; }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512 VNNI
 

@@ -13,6 +13,7 @@
 #include "kernels/gemm_packed_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -20,6 +21,8 @@
 
 #include "kernels/gemm_packed_avx512_common.h"
 #include "kernels/gemm_packed_avx512_pairs.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -106,9 +109,6 @@ void TileQ3_K(const PackedMatrix& w, const uint8_t* g0, const uint8_t* g1, const
 void TileQ3_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations& a, int64_t t0,
                  const uint8_t* table, float* out) {
   const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(a.rows + t0 * a.stride);
-  const auto both = [](const uint8_t* p) {
-    return _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-  };
   // Chunk j's 2-bit lows are bits 2j, 2j + 1 (down to 0, 1); its third bit
   // is bit 4 * (g % 2) + j of the group pair's vector (to bit 2): even
   // groups up 2, 1 (chunks 0, 1) and down 0, 1 (2, 3); odd ones down 2, 3
@@ -138,12 +138,12 @@ void TileQ3_KOne(const PackedMatrix& w, const uint8_t* g, const GemmActivations&
       int32_t bsums;
       std::memcpy(&bsums, act[s].bsums + 2 * p, 4);
       bias = _mm256_dpwssd_epi32(bias, _mm512_castsi512_si256(neg4), _mm256_set1_epi32(bsums));
-      const __m512i high = both(sb + kQ3KStoredHigh + 32 * p);
+      const __m512i high = Both32(sb + kQ3KStoredHigh + 32 * p);
       for (int k = 0; k < 2; ++k) {
         const __m512i sc = k == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16)
                                   : _mm512_srai_epi32(pair, 16);
         const int gi = 2 * p + k;
-        const __m512i low = both(sb + kQ3KStoredLow + 32 * gi);
+        const __m512i low = Both32(sb + kQ3KStoredLow + 32 * gi);
         const __m512i q01 = quants(
             low, low01, k == 0 ? _mm512_sllv_epi16(high, even01) : _mm512_srlv_epi16(high, odd01));
         const __m512i q23 = quants(
@@ -177,6 +177,8 @@ struct Q3_KKernel : ActQ8_K {
 GemmPackedFn Avx512VnniGemmPackedQ3_K() { return Gemm<Q3_KKernel>; }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // not built for AVX-512 VNNI
 

@@ -20,6 +20,7 @@
 #include "kernels/vec_dot_isa.h"
 
 #include "kernels/avx512_intrin.h"
+#include "kernels/isa_target.h"
 
 #if defined(ELLM_AVX512_VNNI_KERNELS)
 
@@ -39,6 +40,8 @@
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
+
+ELLM_ISA_BEGIN(ELLM_ISA_AVX512_VNNI)
 
 namespace ellm::kernels::internal {
 namespace {
@@ -582,6 +585,8 @@ VecDot4Fn Avx512VecDot4(quant::TensorType weight) {
 }
 
 }  // namespace ellm::kernels::internal
+
+ELLM_ISA_END
 
 #else  // no AVX-512 VNNI in this compiler's target
 
