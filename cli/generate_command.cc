@@ -11,6 +11,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
+#include "ellm/base/json.h"
 #include "ellm/engine/chat.h"
 #include "ellm/engine/constraint.h"
 #include "ellm/engine/engine.h"
@@ -46,9 +47,10 @@ StatusOr<std::string> ReadInput(const std::string& path, const char* flag) {
 
 // An OpenAI-style messages array: [{"role": "user", "content": "..."}, ...].
 StatusOr<std::vector<ChatMessage>> ParseMessages(const std::string& text, const std::string& path) {
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const std::string where = "--messages '" + path + "'";
-  if (j.is_discarded()) return InvalidArgumentError(where + ": not valid JSON");
+  StatusOr<nlohmann::json> parsed = ParseJson(text);
+  if (!parsed.ok()) return parsed.status().WithContext(where);
+  const nlohmann::json& j = *parsed;
   if (!j.is_array()) return InvalidArgumentError(where + ": expected a JSON array of messages");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < j.size(); ++i) {

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "ellm/app/config.h"
+#include "ellm/base/json.h"
 #include "ellm/ingest/job_message.h"
 #include "ellm/ingest/kafka.h"
 #include "flags.h"
@@ -52,11 +53,10 @@ Status Run(const Flags& f) {
                         {"pipeline", f.Get("pipeline", "summarize-report")},
                         {"documents", docs}};
   if (f.Has("params")) {
-    auto params = nlohmann::json::parse(f.Get("params"), nullptr, false);
-    if (params.is_discarded() || !params.is_object()) {
-      return InvalidArgumentError("--params must be a JSON object");
-    }
-    job["params"] = params;
+    StatusOr<nlohmann::json> params = ParseJson(f.Get("params"));
+    if (!params.ok()) return params.status().WithContext("--params");
+    if (!params->is_object()) return InvalidArgumentError("--params must be a JSON object");
+    job["params"] = std::move(*params);
   }
   if (f.Has("reply-to")) job["reply_to"] = f.Get("reply-to");
   ingest::KafkaOptions kafka;

@@ -27,6 +27,7 @@
 #include "chat_template_flag.h"
 #include "commands.h"
 #include "ellm/app/run_job.h"
+#include "ellm/base/json.h"
 #include "ellm/ingest/extract.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
@@ -80,9 +81,10 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   if (f.Has("params")) {
     // As a Kafka job's "params": the prompt's {{params.*}} and per-job
     // settings such as single_pass_max_tokens.
-    nlohmann::json p = nlohmann::json::parse(f.Get("params", ""), nullptr, false);
-    if (!p.is_object()) return InvalidArgumentError("--params must be a JSON object");
-    job.params_json = p.dump();
+    StatusOr<nlohmann::json> p = ParseJson(f.Get("params", ""));
+    if (!p.ok()) return p.status().WithContext("--params");
+    if (!p->is_object()) return InvalidArgumentError("--params must be a JSON object");
+    job.params_json = p->dump();
   }
   ELLM_ASSIGN_OR_RETURN(job.documents, LocalDocuments(files));
   ELLM_ASSIGN_OR_RETURN(auto rt, OpenLocalRuntime(f, {pipeline}));
@@ -137,7 +139,11 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
                           {"seconds", seconds},
                           {"store", db}};
     AddAttentionSettings(rt->config.model.session, &out);
-    if (res.output_json) out["json"] = nlohmann::json::parse(*res.output_json);
+    if (res.output_json) {
+      // The pipeline checked it; shown as text should it not parse.
+      StatusOr<nlohmann::json> parsed = ParseJson(*res.output_json);
+      out["json"] = parsed.ok() ? std::move(*parsed) : nlohmann::json(*res.output_json);
+    }
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << res.output_text << "\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "completion_runner.h"
+#include "ellm/base/json.h"
 #include "ellm/base/socket_options.h"
 #include "ellm/server/openai.h"
 #include "server_state.h"
@@ -335,11 +336,11 @@ Status ApiServer::Bind() {
             } else if (field == "pipeline" || field == "id") {
               message[field] = part.content;
             } else if (field == "params") {
-              json params = json::parse(part.content, nullptr, false);
-              if (params.is_discarded()) {
-                return SendError(res, InvalidRequest("params is not valid JSON", "params"));
+              StatusOr<json> params = ParseJson(part.content);
+              if (!params.ok()) {
+                return SendError(res, JsonError(params.status(), "params", "params"));
               }
-              message["params"] = params;
+              message["params"] = std::move(*params);
             } else {
               return SendError(res, InvalidRequest("unknown form field '" + field +
                                                        "' (pipeline, params, id, and files)",
@@ -348,11 +349,13 @@ Status ApiServer::Bind() {
           }
           message["documents"] = json::array();
         } else {
-          message = json::parse(req.body, nullptr, false);
-          if (message.is_discarded() || !message.is_object()) {
+          StatusOr<json> body = ParseJson(req.body);
+          if (!body.ok()) return SendError(res, JsonError(body.status(), "the request body"));
+          if (!body->is_object()) {
             return SendError(
                 res, InvalidRequest("the request body is not a JSON object", "", "invalid_json"));
           }
+          message = std::move(*body);
         }
         if (!message.contains("version")) message["version"] = 1;
         const std::string key = req.get_header_value("Idempotency-Key");

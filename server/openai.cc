@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ellm/base/json.h"
 #include "ellm/engine/constraint.h"
 
 namespace ellm::server {
@@ -210,20 +211,27 @@ ApiError InvalidRequest(std::string message, std::string param, std::string code
   return e;
 }
 
+ApiError JsonError(const Status& refused, const std::string& what, std::string param) {
+  const std::string& reason = refused.reason();
+  return InvalidRequest(what + ": " + refused.message(), std::move(param),
+                        reason == kJsonTooDeep    ? "json_too_deep"
+                        : reason == kJsonTooLarge ? "request_too_large"
+                                                  : "invalid_json");
+}
+
 ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max_stop) {
   ParsedRequest out;
   CompletionRequest& r = out.request;
   r.chat = chat;
   r.sampling.temperature = 1.0f;
   r.sampling.top_p = 1.0f;
-  const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto fail = [&](ApiError e) {
     out.error = std::move(e);
     return out;
   };
-  if (body.is_discarded()) {
-    return fail(InvalidRequest("the request body is not valid JSON", "", "invalid_json"));
-  }
+  StatusOr<json> parsed = ParseJson(text);
+  if (!parsed.ok()) return fail(JsonError(parsed.status(), "the request body"));
+  const json body = std::move(*parsed);
   if (!body.is_object()) return fail(InvalidRequest("the request body must be a JSON object"));
   if (body.contains("model")) {
     if (!body["model"].is_string()) return fail(InvalidRequest("model must be a string", "model"));
@@ -248,7 +256,10 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
     nlohmann::ordered_json tool_fields = nlohmann::ordered_json::object();
     if (body.contains("tools") || body.contains("tool_choice") ||
         body.contains("parallel_tool_calls")) {
-      tool_fields = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+      // The text passed ParseJson above: this parse succeeds.
+      StatusOr<nlohmann::ordered_json> ordered = ParseOrderedJson(text);
+      if (!ordered.ok()) return fail(JsonError(ordered.status(), "the request body"));
+      tool_fields = std::move(*ordered);
     }
     if (auto e = ParseTools(tool_fields, &r.tools)) return fail(*e);
   }

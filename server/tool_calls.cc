@@ -3,6 +3,7 @@
 #include <cctype>
 #include <random>
 
+#include "ellm/base/json.h"
 #include "ellm/engine/constraint.h"
 #include "ellm/server/openai.h"
 
@@ -89,13 +90,16 @@ std::string ToolsDescription(const ToolRequest& r) {
 
 // An assistant's calls (OpenAI's tool_calls JSON text) as the model writes
 // them in the generic format.
+// REQUIRES: `tool_calls` as ParseToolTurn keeps them.
 std::string CallsAsReply(const std::string& tool_calls) {
   ordered_json calls = ordered_json::array();
-  for (const auto& c : ordered_json::parse(tool_calls)) {
+  StatusOr<ordered_json> kept = ParseOrderedJson(tool_calls);
+  if (!kept.ok()) return ordered_json{{"tool_calls", std::move(calls)}}.dump();
+  for (const auto& c : *kept) {
     const auto& f = c["function"];
-    ordered_json args = ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
-    if (args.is_discarded()) args = f["arguments"];
-    calls.push_back({{"name", f["name"]}, {"arguments", std::move(args)}});
+    // The client's text: JSON within the limits, else kept as a string.
+    StatusOr<ordered_json> args = ParseOrderedJson(f["arguments"].get<std::string>());
+    calls.push_back({{"name", f["name"]}, {"arguments", args.ok() ? *args : f["arguments"]}});
   }
   return ordered_json{{"tool_calls", std::move(calls)}}.dump();
 }
@@ -216,8 +220,11 @@ std::optional<ApiError> ParseToolTurn(const json& m, size_t index,
     size_t i = earlier.size();
     while (i > 0 && earlier[i - 1].role == "tool") --i;
     bool answers = false;
-    if (i > 0 && !earlier[i - 1].tool_calls.empty()) {
-      for (const auto& c : json::parse(earlier[i - 1].tool_calls)) {
+    StatusOr<json> calls = i > 0 && !earlier[i - 1].tool_calls.empty()
+                               ? ParseJson(earlier[i - 1].tool_calls)
+                               : StatusOr<json>(json::array());
+    if (calls.ok()) {
+      for (const auto& c : *calls) {
         if (c["id"] == out->tool_call_id) {
           answers = true;
           if (out->name.empty()) out->name = c["function"]["name"].get<std::string>();
@@ -356,17 +363,20 @@ std::vector<ChatMessage> ToolMessages(const std::vector<ChatMessage>& messages,
 ToolReply ParseToolReply(const std::string& reply) {
   ToolReply out;
   out.text = reply;
-  const json doc = json::parse(reply, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
+  // Arguments keep the order the model wrote them in.
+  const StatusOr<ordered_json> parsed = ParseOrderedJson(reply);
+  if (!parsed.ok()) {
     // Cut short (max_tokens) inside {"response": "...: the text so far.
     std::string cut = reply;
     if (!cut.empty() && cut.back() == '\\') cut.pop_back();
-    const json closed = json::parse(cut + "\"}", nullptr, /*allow_exceptions=*/false);
-    if (closed.is_object() && closed.contains("response") && closed["response"].is_string()) {
-      out.text = closed["response"].get<std::string>();
+    const StatusOr<ordered_json> closed = ParseOrderedJson(cut + "\"}");
+    if (closed.ok() && closed->is_object() && closed->contains("response") &&
+        (*closed)["response"].is_string()) {
+      out.text = (*closed)["response"].get<std::string>();
     }
     return out;
   }
+  const ordered_json& doc = *parsed;
   if (!doc.is_object()) return out;
   if (doc.contains("response") && doc["response"].is_string()) {
     out.ok = true;
@@ -374,9 +384,7 @@ ToolReply ParseToolReply(const std::string& reply) {
     return out;
   }
   if (!doc.contains("tool_calls") || !doc["tool_calls"].is_array()) return out;
-  // Arguments keep the order the model wrote them in.
-  const ordered_json ordered = ordered_json::parse(reply);
-  for (const auto& c : ordered["tool_calls"]) {
+  for (const auto& c : doc["tool_calls"]) {
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return out;
     out.calls.push_back({NewCallId(), c["name"].get<std::string>(),
                          c.contains("arguments") ? c["arguments"].dump() : "{}"});
@@ -399,10 +407,10 @@ ToolReply ParseHermesReply(const std::string& reply) {
     const size_t body = open + kCallOpen.size();
     const size_t close = reply.find(kCallClose, body);
     // Arguments keep the order the model wrote them in.
-    const ordered_json call =
-        close == std::string::npos
-            ? ordered_json()
-            : ordered_json::parse(reply.substr(body, close - body), nullptr, false);
+    StatusOr<ordered_json> parsed = close == std::string::npos
+                                        ? StatusOr<ordered_json>(ordered_json())
+                                        : ParseOrderedJson(reply.substr(body, close - body));
+    const ordered_json call = parsed.ok() ? std::move(*parsed) : ordered_json();
     if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
         (call.contains("arguments") && !call["arguments"].is_object() &&
          !call["arguments"].is_string())) {
@@ -412,9 +420,9 @@ ToolReply ParseHermesReply(const std::string& reply) {
     if (call.contains("arguments")) {
       const ordered_json& a = call["arguments"];
       if (a.is_string()) {
-        const ordered_json parsed = ordered_json::parse(a.get<std::string>(), nullptr, false);
-        if (!parsed.is_object()) return ToolReply{false, {}, reply};
-        args = parsed.dump();
+        const StatusOr<ordered_json> inner = ParseOrderedJson(a.get<std::string>());
+        if (!inner.ok() || !inner->is_object()) return ToolReply{false, {}, reply};
+        args = inner->dump();
       } else {
         args = a.dump();
       }

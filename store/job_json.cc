@@ -1,5 +1,7 @@
 #include "ellm/store/job_json.h"
 
+#include "ellm/base/json.h"
+
 namespace ellm::store {
 
 nlohmann::json ResultToJson(const ResultRecord& r) {
@@ -15,8 +17,8 @@ nlohmann::json ResultToJson(const ResultRecord& r) {
   if (r.output_json) {
     // Stored only after it parsed (PipelineProcessor checks it); a row
     // written by hand that does not parse is shown as its text.
-    auto parsed = nlohmann::json::parse(*r.output_json, nullptr, false);
-    out["json"] = parsed.is_discarded() ? nlohmann::json(*r.output_json) : parsed;
+    StatusOr<nlohmann::json> parsed = ParseJson(*r.output_json);
+    out["json"] = parsed.ok() ? std::move(*parsed) : nlohmann::json(*r.output_json);
   }
   return out;
 }
@@ -27,14 +29,16 @@ nlohmann::json JobToJson(const JobRecord& j) {
       {"pipeline", j.pipeline},
       {"status", std::string(JobStatusName(j.status))},
       {"attempts", j.attempts},
-      {"params", nlohmann::json::parse(j.params_json, nullptr, false)},
+      {"params", nullptr},
       {"source",
        {{"topic", j.source.topic}, {"partition", j.source.partition}, {"offset", j.source.offset}}},
       {"created_at", j.created_at},
       {"updated_at", j.updated_at},
       {"started_at", j.started_at},
       {"finished_at", j.finished_at}};
-  if (out["params"].is_discarded()) out["params"] = j.params_json;
+  // Stored from a checked message; a row that does not parse is shown as its text.
+  StatusOr<nlohmann::json> params = ParseJson(j.params_json);
+  out["params"] = params.ok() ? std::move(*params) : nlohmann::json(j.params_json);
   if (j.reply_to) out["reply_to"] = *j.reply_to;
   if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
   if (j.result) out["result"] = ResultToJson(*j.result);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "chat/jinja.h"
+#include "ellm/base/json.h"
 #include "ellm/engine/chat.h"
 
 namespace ellm {
@@ -51,19 +52,20 @@ jinja::Value FromJson(const nlohmann::ordered_json& j) {
 
 // A message's tool_calls for the template: each call's "arguments", when
 // it is the text of a JSON object, parsed into it.
+// Both texts come from a client: FromJson recurses, so they are parsed
+// within ParseOrderedJson's limits (arguments past them stay text).
 StatusOr<jinja::Value> ToolCalls(const std::string& text) {
-  auto calls = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (calls.is_discarded() || !calls.is_array()) {
-    return InvalidArgumentError("a message's tool_calls is not a JSON array");
-  }
-  for (auto& call : calls) {
+  StatusOr<nlohmann::ordered_json> calls = ParseOrderedJson(text);
+  if (!calls.ok()) return calls.status().WithContext("a message's tool_calls");
+  if (!calls->is_array()) return InvalidArgumentError("a message's tool_calls is not a JSON array");
+  for (auto& call : *calls) {
     if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
     auto& f = call["function"];
     if (!f.contains("arguments") || !f["arguments"].is_string()) continue;
-    auto args = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
-    if (!args.is_discarded() && args.is_object()) f["arguments"] = std::move(args);
+    StatusOr<nlohmann::ordered_json> args = ParseOrderedJson(f["arguments"].get<std::string>());
+    if (args.ok() && args->is_object()) f["arguments"] = std::move(*args);
   }
-  return FromJson(calls);
+  return FromJson(*calls);
 }
 
 // Whether the template source names the variable `tools` (a word, not part
@@ -159,11 +161,10 @@ StatusOr<std::string> ChatTemplate::Apply(const std::vector<ChatMessage>& messag
   context.Set("bos_token", bos_token_);
   context.Set("eos_token", eos_token_);
   if (!tools.empty()) {
-    auto parsed = nlohmann::ordered_json::parse(tools, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded() || !parsed.is_array()) {
-      return InvalidArgumentError("tools is not a JSON array");
-    }
-    context.Set("tools", FromJson(parsed));
+    StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(tools);
+    if (!parsed.ok()) return parsed.status().WithContext("tools");
+    if (!parsed->is_array()) return InvalidArgumentError("tools is not a JSON array");
+    context.Set("tools", FromJson(*parsed));
   }
   auto text = jinja_->Render(context, jinja::RenderOptions{});
   if (!text.ok()) return text.status().WithContext(name_);

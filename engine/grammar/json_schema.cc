@@ -2,6 +2,10 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "ellm/base/json.h"
 
 namespace ellm::grammar {
 
@@ -46,7 +50,21 @@ class SchemaCompiler {
     return InvalidArgumentError("JSON schema at " + where + ": " + what);
   }
 
+  // One level of recursion per schema within a schema and per $ref
+  // followed: the JSON's nesting bounds the first, but not a chain of
+  // $defs each naming the next, so both count here.
   StatusOr<int> Compile(const Json& s, const std::string& where) {
+    if (depth_ >= kMaxGeneratedJsonDepth) {
+      return Bad(where, "nested deeper than " + std::to_string(kMaxGeneratedJsonDepth) +
+                            " levels (each $ref followed counts as one)");
+    }
+    ++depth_;
+    StatusOr<int> node = CompileLevel(s, where);
+    --depth_;
+    return node;
+  }
+
+  StatusOr<int> CompileLevel(const Json& s, const std::string& where) {
     if (s.is_boolean()) {
       if (!s.get<bool>()) return Bad(where, "'false' accepts nothing");
       return AnyValue();
@@ -149,12 +167,18 @@ class SchemaCompiler {
       return UnimplementedError("JSON schema at " + where + ": only local $ref (#/$defs/NAME, " +
                                 "#/definitions/NAME) is supported, not '" + r + "'");
     }
-    const Json::json_pointer ptr(path);
-    if (!doc_.contains(ptr)) return Bad(where, "$ref '" + r + "' points nowhere");
+    // nlohmann throws on a malformed pointer ("~2"); the client wrote it.
+    std::optional<Json::json_pointer> ptr;
+    try {
+      ptr.emplace(path);
+    } catch (const nlohmann::json::exception&) {
+      return Bad(where, "$ref '" + r + "' is not a valid JSON pointer");
+    }
+    if (!doc_.contains(*ptr)) return Bad(where, "$ref '" + r + "' points nowhere");
     // A placeholder first, so that recursive definitions end.
     const int node = Add(SchemaNode{.kind = NodeKind::kAnyOf});
     refs_[r] = node;
-    ELLM_ASSIGN_OR_RETURN(int target, Compile(doc_[ptr], r));
+    ELLM_ASSIGN_OR_RETURN(int target, Compile(doc_[*ptr], r));
     (*out_)[node].alternatives = {target};
     return node;
   }
@@ -253,12 +277,16 @@ class SchemaCompiler {
   std::vector<SchemaNode>* out_ = nullptr;
   std::map<std::string, int> refs_;
   int any_ = -1;
+  int depth_ = 0;  // Compile calls in progress
 };
 
 StatusOr<Schema> Schema::Parse(std::string_view json_text) {
-  const Json doc = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgumentError("JSON schema: not valid JSON");
-  return SchemaCompiler(doc).Run();
+  // The compiler recurses once per level of the schema. Schemas come from a
+  // client's request (bounded to kMaxJsonDepth there) or are ours wrapped
+  // around one (ToolReplySchema): twice the limit admits those, no more.
+  StatusOr<Json> doc = ParseOrderedJson(json_text, {.max_depth = kMaxGeneratedJsonDepth});
+  if (!doc.ok()) return doc.status().WithContext("JSON schema");
+  return SchemaCompiler(*doc).Run();
 }
 
 Schema Schema::AnyObject() {

@@ -1,7 +1,10 @@
 // Document rendering and its JSON form (see document.h).
 #include "ellm/ingest/document.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "ellm/base/json.h"
 
 namespace ellm::ingest {
 namespace {
@@ -84,8 +87,12 @@ std::string ToJson(const Document& doc, int indent) {
 }
 
 StatusOr<Document> DocumentFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("document JSON does not parse");
+  // Its size is the extractor's output, bounded by extract.max_output_bytes
+  // (which may be set above kMaxJsonBytes); its depth is the child's to
+  // respect like anyone's.
+  StatusOr<json> parsed = ParseJson(text, {.max_bytes = std::numeric_limits<size_t>::max()});
+  if (!parsed.ok()) return parsed.status().WithContext("document JSON");
+  const json& j = *parsed;
   if (!j.is_object()) return InvalidArgumentError("document JSON is not an object");
   if (j.value("format", "") != kFormat) {
     return InvalidArgumentError("document JSON: \"format\" is not \"ellm.document\"");

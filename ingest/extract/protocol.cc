@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ellm/base/json.h"
 #include "ellm/ingest/extract.h"
 
 namespace ellm::ingest {
@@ -15,7 +16,9 @@ std::string EncodeExtractorError(const Status& status) {
 }
 
 Status DecodeExtractorError(std::string_view json) {
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  // The child reads hostile documents: what it sends is bounded like them.
+  StatusOr<nlohmann::json> parsed = ParseJson(json);
+  const nlohmann::json j = parsed.ok() ? std::move(*parsed) : nlohmann::json();
   if (j.is_object() && j.contains("error") && j["error"].is_string() && j.contains("message") &&
       j["message"].is_string()) {
     Status reason_only =

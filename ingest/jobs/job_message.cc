@@ -12,6 +12,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "ellm/base/json.h"
+
 namespace ellm::ingest {
 namespace {
 
@@ -238,13 +240,17 @@ ParsedJob ParseJobMessage(std::string_view payload, std::string_view key,
                 std::to_string(limits.max_message_bytes);
     return out;
   }
-  json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    out.error_code = "invalid_json";
-    out.error = "the message is not valid JSON";
+  // Bounded before anything recursive (params' dump, version's) sees it: a
+  // message nested past the limit would otherwise take the process down
+  // before its attempt is recorded, and come back on every restart.
+  StatusOr<json> j = ParseJson(payload, {.max_bytes = limits.max_message_bytes});
+  if (!j.ok()) {
+    const bool syntax = j.status().reason() == kJsonSyntax;
+    out.error_code = syntax ? "invalid_json" : "invalid_message";
+    out.error = (syntax ? "the message is " : "the message: ") + j.status().message();
     return out;
   }
-  if (auto f = Parse(j, key, limits, out.message)) {
+  if (auto f = Parse(*j, key, limits, out.message)) {
     out.error_code = f->code;
     out.error = f->message;
   }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "ellm/base/json.h"
 #include "ellm/pipelines/processor.h"
 
 namespace ellm::pipelines {
@@ -27,14 +28,18 @@ class DocumentStats : public Processor {
   const std::string& version() const override { return version_; }
 
   PipelineResult Run(const PipelineRequest& job, const std::atomic<bool>& cancel) override {
-    auto params = nlohmann::json::parse(job.params_json, nullptr, false);
+    StatusOr<nlohmann::json> params = ParseJson(job.params_json);
+    if (!params.ok()) {
+      return PipelineResult::Failed("invalid_params", "params: " + params.status().message());
+    }
     int64_t hold_ms = 0;
-    if (params.is_object() && params.contains("hold_ms")) {
-      if (!params["hold_ms"].is_number_integer() || params["hold_ms"].get<int64_t>() < 0) {
+    if (params->is_object() && params->contains("hold_ms")) {
+      const nlohmann::json& hold = (*params)["hold_ms"];
+      if (!hold.is_number_integer() || hold.get<int64_t>() < 0) {
         return PipelineResult::Failed("invalid_params",
                                       "params.hold_ms must be a non-negative integer");
       }
-      hold_ms = params["hold_ms"].get<int64_t>();
+      hold_ms = hold.get<int64_t>();
     }
     auto started = std::chrono::steady_clock::now();
     PipelineOutput out;

@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 
+#include "ellm/base/json.h"
+
 namespace ellm::pipelines {
 namespace internal {
 
@@ -38,9 +40,9 @@ std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,
   v["titles"] = titles;
   v["document_count"] = std::to_string(docs.size());
   v["params"] = params_json;
-  nlohmann::json params = nlohmann::json::parse(params_json, nullptr, false);
-  if (params.is_object()) {
-    for (const auto& [k, val] : params.items()) {
+  StatusOr<nlohmann::json> params = ParseJson(params_json);
+  if (params.ok() && params->is_object()) {
+    for (const auto& [k, val] : params->items()) {
       if (val.is_string()) v["param." + k] = val.get<std::string>();
       if (val.is_number()) v["param." + k] = val.dump();
     }
@@ -156,8 +158,10 @@ StatusOr<json> ParseOutputObject(const std::string& text,
   bool parsed = false;
   for (size_t close = text.rfind('}'); close != std::string::npos && close > open;
        close = text.rfind('}', close - 1)) {
-    obj = json::parse(text.substr(open, close - open + 1), nullptr, false);
-    if (!obj.is_discarded() && obj.is_object()) {
+    // The model's text: bounded like any other.
+    StatusOr<json> candidate = ParseJson(std::string_view(text).substr(open, close - open + 1));
+    if (candidate.ok() && candidate->is_object()) {
+      obj = std::move(*candidate);
       parsed = true;
       break;
     }
@@ -522,9 +526,9 @@ PipelineResult PipelineProcessor::MapReduce(std::vector<PipelineDoc>& docs, int6
 
 std::pair<std::string, int64_t> PipelineProcessor::SinglePassLimit(
     const std::string& params_json) const {
-  nlohmann::json params = nlohmann::json::parse(params_json, nullptr, false);
-  if (params.is_object() && params.contains("single_pass_max_tokens")) {
-    const auto& v = params["single_pass_max_tokens"];
+  StatusOr<nlohmann::json> params = ParseJson(params_json);
+  if (params.ok() && params->is_object() && params->contains("single_pass_max_tokens")) {
+    const auto& v = (*params)["single_pass_max_tokens"];
     int64_t tokens = 0;
     if (v.is_number_integer()) tokens = v.get<int64_t>();
     if (v.is_string()) tokens = std::atoll(v.get<std::string>().c_str());

@@ -115,6 +115,29 @@ TEST_F(JobMessageTest, KeepsTheIdOfAnInvalidMessageForTheStore) {
   EXPECT_EQ(p.message.id, "keep-me");
 }
 
+// Issue 53: a message whose params nest 2,000,000 arrays deep used to
+// reach nlohmann's recursive dump (and crash the daemon before the attempt
+// was stored, so that the redelivered message crashed it again).
+TEST_F(JobMessageTest, DeeplyNestedParamsAreAnInvalidMessageNamingTheLimit) {
+  const std::string head = R"({"id":"deep","pipeline":"summarize-report","params":{"x":)";
+  const std::string tail = R"(},"documents":[{"path":")" + dir_ + R"(/in/a.txt"}]})";
+  const size_t levels = 2000000;
+  auto p = Parse(head + std::string(levels, '[') + std::string(levels, ']') + tail, "deep");
+  EXPECT_EQ(p.error_code, "invalid_message");
+  EXPECT_EQ(p.error, "the message: JSON nested deeper than 64 levels at byte " +
+                         std::to_string(head.size() + 62));
+  // At the limit (the message, params and 62 arrays) it is a valid job, and
+  // brackets inside a string never count.
+  auto at_limit = Parse(head + std::string(62, '[') + std::string(62, ']') + tail, "deep");
+  EXPECT_TRUE(at_limit.ok()) << at_limit.error;
+  auto in_string = Parse(head + "\"" + std::string(levels, '[') + "\"" + tail, "deep");
+  EXPECT_TRUE(in_string.ok()) << in_string.error;
+  // The version and timeout_s are printed in their errors: bounded too.
+  const std::string deep = std::string(levels, '[') + std::string(levels, ']');
+  EXPECT_EQ(Parse(R"({"id":"v","version":)" + deep + "}").error_code, "invalid_message");
+  EXPECT_EQ(Parse(R"({"id":"t","timeout_s":)" + deep + "}").error_code, "invalid_message");
+}
+
 TEST_F(JobMessageTest, ChecksPathsAfterResolvingSymlinks) {
   auto missing = Parse(Doc(dir_ + "/in/none.pdf"));
   EXPECT_EQ(missing.error_code, "document_not_found") << missing.error;

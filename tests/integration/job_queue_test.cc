@@ -123,6 +123,12 @@ TEST_F(JobQueue, PoisonMessagesFailAndAreDeadLetteredWhileGoodJobsComplete) {
        "unknown", "unknown_pipeline"},
       {"binary", Job("binary", "{}", inbox_ + "/blob.txt.gz"), "binary",
        "document.unsupported_type"},
+      // Issue 53: params nested past any stack (200,000 levels: the message
+      // stays below the broker's 1 MB). It used to take the daemon down
+      // before the attempt was stored, on every redelivery; past the limit
+      // nothing of it is read, so it is filed under its position.
+      {"deep", Job("deep", "{\"x\":" + std::string(200000, '[') + std::string(200000, ']') + "}"),
+       "invalid:" + topic_ + ":0:7", "invalid_message"},
   };
   Produce(brokers, "good1", Job("good1"));
   for (const Poison& p : poison) Produce(brokers, p.key, p.payload);

@@ -155,6 +155,35 @@ TEST(JsonSchema, RefusesWhatItCannotEnforceByKeyword) {
   }
 }
 
+// Issue 53: the schema compiler recurses per schema level and per $ref
+// followed; neither a deep schema nor a long chain of $defs (flat JSON) may
+// exhaust the stack, and a malformed pointer is an error, not an exception.
+TEST(JsonSchema, BoundsNestingAndRefChains) {
+  auto deep = Schema::Parse(std::string(2000000, '[') + std::string(2000000, ']'));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("JSON schema: JSON nested deeper than 128 levels"),
+            std::string::npos)
+      << deep.status().message();
+  auto chain = [](int links) {
+    std::string defs;
+    for (int i = 0; i < links; ++i) {
+      defs += "\"d" + std::to_string(i) + "\": {\"$ref\": \"#/$defs/d" + std::to_string(i + 1) +
+              "\"}, ";
+    }
+    defs += "\"d" + std::to_string(links) + "\": {\"type\": \"string\"}";
+    return Schema::Parse("{\"$ref\": \"#/$defs/d0\", \"$defs\": {" + defs + "}}");
+  };
+  EXPECT_TRUE(chain(100).ok()) << chain(100).status().message();
+  auto long_chain = chain(100000);
+  ASSERT_FALSE(long_chain.ok());
+  EXPECT_NE(long_chain.status().message().find("nested deeper than 128 levels"), std::string::npos)
+      << long_chain.status().message();
+  auto pointer = Schema::Parse(R"({"$ref": "#/$defs/a~2"})");
+  ASSERT_FALSE(pointer.ok());
+  EXPECT_NE(pointer.status().message().find("not a valid JSON pointer"), std::string::npos)
+      << pointer.status().message();
+}
+
 // Decodes from random logits under the constraint until end of generation;
 // returns the text.
 std::string RandomDecode(JsonConstraint& c, const Tokenizer& tok, uint32_t seed) {

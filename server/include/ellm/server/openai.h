@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ellm/base/status.h"
 #include "ellm/engine/chat.h"
 #include "ellm/engine/sampler.h"
 #include "ellm/server/tool_calls.h"
@@ -29,6 +30,12 @@ struct ApiError {
 };
 
 ApiError InvalidRequest(std::string message, std::string param = "", std::string code = "");
+
+// A 400 for JSON from the client that ParseJson refused (ellm/base/json.h),
+// `what` naming it ("the request body", "params"): code "json_too_deep"
+// past the nesting limit, "request_too_large" past the size limit, else
+// "invalid_json"; the message is "<what>: <why, naming the limit>".
+ApiError JsonError(const Status& refused, const std::string& what, std::string param = "");
 
 enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
 
