@@ -10,6 +10,7 @@
 #include "completion_runner.h"
 #include "ellm/base/json.h"
 #include "ellm/base/socket_options.h"
+#include "ellm/server/metrics_labels.h"
 #include "ellm/server/openai.h"
 #include "server_state.h"
 
@@ -141,7 +142,7 @@ std::string ApiServer::MetricsText() const {
   out += "# HELP ellm_http_requests_total HTTP API requests by endpoint and status\n";
   out += "# TYPE ellm_http_requests_total counter\n";
   for (const auto& [key, n] : st.requests) {
-    out += "ellm_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+    out += "ellm_http_requests_total{endpoint=\"" + EscapeLabelValue(key.first) + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
   }
   out +=
@@ -253,7 +254,7 @@ Status ApiServer::Bind() {
                            auth.empty() ? "no API key given: send Authorization: Bearer <key>"
                                         : "the API key is not valid",
                            "invalid_api_key"));
-      st.Count(req.path, 401);
+      st.Count(RouteLabel(req.path), 401);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -295,7 +296,7 @@ Status ApiServer::Bind() {
 
   auto unready = [&st](httplib::Response& res) { return AnswerUnready(st, res); };
 
-  svr.Get("/v1/models", [&st, unready](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/v1/models", [&st, unready](const httplib::Request&, httplib::Response& res) {
     if (unready(res)) return;
     json model = {{"id", st.model_id},
                   {"object", "model"},
@@ -303,7 +304,7 @@ Status ApiServer::Bind() {
                   {"owned_by", "ellm"},
                   {"context_length", st.n_ctx}};
     res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-    st.Count(req.path, 200);
+    st.Count("/v1/models", 200);
   });
 
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -312,10 +313,11 @@ Status ApiServer::Bind() {
 
   // Document jobs: the message is built here (from JSON or an upload) and
   // checked by the job service exactly as a Kafka message.
-  auto send_job = [&st](const httplib::Request& req, httplib::Response& res, const JobAnswer& a) {
+  // `route`: the pattern served, the metrics' label.
+  auto send_job = [&st](std::string_view route, httplib::Response& res, const JobAnswer& a) {
     res.status = a.status;
     res.set_content(Dump(a.body), "application/json");
-    st.Count(req.matches.empty() ? req.path : "/v1/jobs", a.status);
+    st.Count(route, a.status);
   };
   auto no_jobs = [&st, unready](httplib::Response& res) {
     if (st.jobs.load() != nullptr) return false;
@@ -368,12 +370,12 @@ Status ApiServer::Bind() {
         } else if (!message.contains("id")) {
           message["id"] = RandomId("http-");
         }
-        send_job(req, res, st.jobs.load()->Submit(std::move(message), std::move(uploads)));
+        send_job("/v1/jobs", res, st.jobs.load()->Submit(std::move(message), std::move(uploads)));
       });
   svr.Get(R"(/v1/jobs/([^/]+))",
           [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
             if (no_jobs(res)) return;
-            send_job(req, res, st.jobs.load()->Get(req.matches[1]));
+            send_job("/v1/jobs/{id}", res, st.jobs.load()->Get(req.matches[1]));
           });
   svr.Get(
       "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
@@ -387,7 +389,7 @@ Status ApiServer::Bind() {
           }
           limit = std::stoi(l);
         }
-        send_job(req, res, st.jobs.load()->List(req.get_param_value("status"), limit));
+        send_job("/v1/jobs", res, st.jobs.load()->List(req.get_param_value("status"), limit));
       });
 
   svr.Post("/v1/chat/completions", [&st, &o](const httplib::Request& req, httplib::Response& res) {

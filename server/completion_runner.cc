@@ -72,7 +72,7 @@ ChoiceResult Result(const CompletionRequest& r, ToolSyntax syntax, const Reply& 
 void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Request& req,
                    httplib::Response& res, bool chat) {
   const auto arrived = Clock::now();
-  const std::string endpoint = req.path;
+  const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
   auto fail = [&](const ApiError& e) {
     SendError(res, e);
     st.Count(endpoint, e.status);

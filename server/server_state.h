@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -121,9 +122,12 @@ struct ServerState {
     }
     slots_cv.notify_one();
   }
-  void Count(const std::string& endpoint, int status) {
+  // `route`: a pattern of the server's fixed routes or "unmatched"
+  // (RouteLabel), never a client's path: each value is a series kept for
+  // the process's life.
+  void Count(std::string_view route, int status) {
     std::lock_guard<std::mutex> lock(metrics_mu);
-    ++requests[{endpoint, status}];
+    ++requests[{std::string(route), status}];
   }
 };
 
