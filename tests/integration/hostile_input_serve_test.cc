@@ -1,0 +1,245 @@
+// Issue 53, end to end: a real `ellm serve` (the test model, an API key)
+// sent JSON nested 2,000,000 levels deep at each door that reads JSON —
+// the job body, a multipart params field, a chat request's body, its
+// response_format schema and its tools — answers 400 naming the limit and
+// keeps serving: /health, a normal chat completion, a tool call whose
+// arguments text is as deep (kept as text). Paths chosen to inject lines
+// into /metrics, or to add series, do neither.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "http_get.h"
+#include "test_env.h"
+
+namespace ellm::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kKey = "sk-hostile-0123456789";
+constexpr size_t kHostile = 2000000;
+
+std::string Arrays(size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+// `ellm serve` on a free port; stopped with SIGTERM.
+class ServeProcess {
+ public:
+  bool Start(const std::string& model, const std::string& dir) {
+    const std::string keys = dir + "/keys";
+    std::ofstream(keys) << kKey << "\n";
+    std::filesystem::permissions(
+        keys, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    int out[2];
+    if (pipe(out) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      const std::string db = dir + "/ellm.db";
+      execl(ELLM_CLI_PATH, ELLM_CLI_PATH, "serve", "--model", model.c_str(), "--listen",
+            "127.0.0.1:0", "--api-keys-file", keys.c_str(), "--db", db.c_str(), "--ctx", "2048",
+            "--threads", "2", "--sessions", "1", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    // Kept open until the process ends: a write to a closed pipe would
+    // kill it with SIGPIPE.
+    stdout_ = fdopen(out[0], "r");
+    char line[512] = {0};
+    const bool read = fgets(line, sizeof(line), stdout_) != nullptr;
+    std::smatch m;
+    const std::string text = read ? line : "";
+    if (!std::regex_search(text, m, std::regex("listening on http://127\\.0\\.0\\.1:(\\d+)"))) {
+      return false;
+    }
+    port_ = std::stoi(m[1]);
+    return true;
+  }
+  // The exit status after SIGTERM (-1: killed by a signal, or hung).
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 300; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return -1;
+  }
+  // Whether the process is still there (not crashed).
+  bool Alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  int port() const { return port_; }
+  ~ServeProcess() {
+    if (pid_ > 0) Stop();
+    if (stdout_ != nullptr) fclose(stdout_);
+  }
+
+ private:
+  FILE* stdout_ = nullptr;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+class HostileInputServe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ELLM_REQUIRE_MODEL(model);
+    dir_ = MakeTempDir("ellm-hostile");
+    ASSERT_TRUE(serve_.Start(model, dir_)) << "ellm serve did not print its address";
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", serve_.port());
+    client_->set_bearer_token_auth(kKey);
+    client_->set_read_timeout(120, 0);
+    client_->set_write_timeout(120, 0);
+    for (int i = 0; i < 600; ++i) {
+      if (HttpRequest(serve_.port(), "GET", "/health").status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "ellm serve never became ready";
+  }
+  void TearDown() override {
+    if (serve_.port() > 0) {
+      EXPECT_EQ(serve_.Stop(), 0) << "ellm serve should exit 0 on SIGTERM";
+    }
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  // POSTs `body` as JSON; the status and the parsed body (null if none).
+  std::pair<int, json> Post(const std::string& path, const std::string& body) {
+    auto r = client_->Post(path.c_str(), body, "application/json");
+    if (!r) return {0, nullptr};
+    return {r->status, json::parse(r->body, nullptr, false)};
+  }
+  void ExpectTooDeep(const std::pair<int, json>& r, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(r.first, 400) << r.second.dump();
+    const json& e = r.second["error"];
+    EXPECT_EQ(e["type"], "invalid_request_error");
+    EXPECT_EQ(e["code"], "json_too_deep");
+    EXPECT_NE(e["message"].get<std::string>().find("JSON nested deeper than 64 levels at byte"),
+              std::string::npos)
+        << e.dump();
+    EXPECT_TRUE(serve_.Alive());
+  }
+  std::string Metrics() {
+    auto r = client_->Get("/metrics");
+    return r && r->status == 200 ? r->body : "";
+  }
+
+  ServeProcess serve_;
+  std::string dir_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+const std::string kUser = R"({"role":"user","content":"Say hi."})";
+
+TEST_F(HostileInputServe, DeepJsonIsA400AtEveryDoorAndTheServerKeepsServing) {
+  // The body of issue 53 as it was reported: never closed.
+  ExpectTooDeep(Post("/v1/jobs", "{\"x\":" + std::string(kHostile, '[')), "/v1/jobs body");
+  ExpectTooDeep(Post("/v1/jobs", R"({"id":"deep","pipeline":"document-stats","params":{"x":)" +
+                                     Arrays(kHostile) + "}}"),
+                "/v1/jobs params");
+  httplib::MultipartFormDataItems form = {{"pipeline", "document-stats", "", ""},
+                                          {"params", "{\"x\":" + Arrays(kHostile) + "}", "", ""},
+                                          {"doc", "hello", "doc.txt", "text/plain"}};
+  auto multipart = client_->Post("/v1/jobs", form);
+  ASSERT_TRUE(multipart);
+  ExpectTooDeep({multipart->status, json::parse(multipart->body, nullptr, false)},
+                "/v1/jobs multipart params");
+  EXPECT_EQ(json::parse(multipart->body)["error"]["param"], "params");
+
+  ExpectTooDeep(Post("/v1/chat/completions",
+                     "{\"messages\":[" + kUser + "],\"x\":" + std::string(kHostile, '[')),
+                "chat body");
+  ExpectTooDeep(
+      Post("/v1/chat/completions",
+           "{\"messages\":[" + kUser +
+               R"(],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":)"
+               R"({"type":"object","properties":{"a":)" +
+               Arrays(kHostile) + "}}}}}"),
+      "response_format schema");
+  ExpectTooDeep(Post("/v1/chat/completions",
+                     "{\"messages\":[" + kUser +
+                         R"(],"tools":[{"type":"function","function":{"name":"f","parameters":)"
+                         R"({"type":"object","properties":{"a":)" +
+                         Arrays(kHostile) + "}}}}]}"),
+                "tool parameters");
+  ExpectTooDeep(Post("/v1/completions", "{\"prompt\":\"a\",\"x\":" + Arrays(kHostile) + "}"),
+                "completions body");
+
+  EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
+  auto normal = Post("/v1/chat/completions",
+                     "{\"messages\":[" + kUser + "],\"max_tokens\":4,\"temperature\":0}");
+  ASSERT_EQ(normal.first, 200) << normal.second.dump();
+  EXPECT_EQ(normal.second["object"], "chat.completion");
+
+  // A tool call's arguments are text, which the body's bound cannot see
+  // into: past the limit they reach the prompt as text (a few hundred
+  // levels here, to keep the prompt within the context; the unit tests
+  // send 2,000,000).
+  const json follow_up = {{"messages",
+                           {json::parse(kUser),
+                            {{"role", "assistant"},
+                             {"content", nullptr},
+                             {"tool_calls",
+                              {{{"id", "call_1"},
+                                {"type", "function"},
+                                {"function", {{"name", "f"}, {"arguments", Arrays(300)}}}}}}},
+                            {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "ok"}}}},
+                          {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+                          {"tool_choice", "none"},
+                          {"max_tokens", 2}};
+  auto deep_args = Post("/v1/chat/completions", follow_up.dump());
+  EXPECT_EQ(deep_args.first, 200) << deep_args.second.dump();
+  EXPECT_TRUE(serve_.Alive());
+  EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
+}
+
+// The ellm_http_requests_total lines of `text`.
+std::vector<std::string> RequestSeries(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("ellm_http_requests_total{", 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+TEST_F(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {
+  // Unauthenticated: the 401 counter once labelled its series with this.
+  EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/x%22%7D%201%0Aellm_injected%201%0A%23").status,
+            401);
+  std::string text = Metrics();
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find("ellm_injected"), std::string::npos) << text;
+  const size_t before = RequestSeries(text).size();
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(HttpRequest(serve_.port(), "GET", "/unknown-" + std::to_string(i)).status, 401);
+  }
+  text = Metrics();
+  EXPECT_EQ(RequestSeries(text).size(), before) << text;
+  EXPECT_NE(text.find("ellm_http_requests_total{endpoint=\"unmatched\",status=\"401\"} 1001"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace ellm::testing
