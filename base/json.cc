@@ -2,7 +2,10 @@
 // behind a Status.
 #include "ellm/base/json.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace ellm {
 namespace {
@@ -38,7 +41,10 @@ Status CheckJsonLimits(std::string_view text, const JsonLimits& limits) {
                                 " bytes; the limit is " + std::to_string(limits.max_bytes))
         .WithReason(kJsonTooLarge);
   }
-  int depth = 0;
+  // The open containers, innermost last: an object's member count, or
+  // kArray. At most limits.max_depth entries.
+  constexpr size_t kArray = std::numeric_limits<size_t>::max();
+  std::vector<size_t> open;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -56,18 +62,27 @@ Status CheckJsonLimits(std::string_view text, const JsonLimits& limits) {
         break;
       case '[':
       case '{':
-        if (++depth > limits.max_depth) {
+        if (open.size() >= static_cast<size_t>(std::max(limits.max_depth, 0))) {
           return InvalidArgumentError("JSON nested deeper than " +
                                       std::to_string(limits.max_depth) + " levels at byte " +
                                       std::to_string(i))
               .WithReason(kJsonTooDeep);
         }
+        open.push_back(c == '{' ? 0 : kArray);
         break;
       case ']':
       case '}':
         // A closer too many is the parser's syntax error; never let it
         // lower the count below zero and so admit deeper openers after it.
-        if (depth > 0) --depth;
+        if (!open.empty()) open.pop_back();
+        break;
+      case ':':
+        if (!open.empty() && open.back() != kArray && ++open.back() > limits.max_object_members) {
+          return InvalidArgumentError("JSON object with more than " +
+                                      std::to_string(limits.max_object_members) +
+                                      " members at byte " + std::to_string(i))
+              .WithReason(kJsonTooManyMembers);
+        }
         break;
       default:
         break;

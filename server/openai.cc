@@ -214,9 +214,10 @@ ApiError InvalidRequest(std::string message, std::string param, std::string code
 ApiError JsonError(const Status& refused, const std::string& what, std::string param) {
   const std::string& reason = refused.reason();
   return InvalidRequest(what + ": " + refused.message(), std::move(param),
-                        reason == kJsonTooDeep    ? "json_too_deep"
-                        : reason == kJsonTooLarge ? "request_too_large"
-                                                  : "invalid_json");
+                        reason == kJsonTooDeep          ? "json_too_deep"
+                        : reason == kJsonTooManyMembers ? "json_too_many_members"
+                        : reason == kJsonTooLarge       ? "request_too_large"
+                                                        : "invalid_json");
 }
 
 ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max_stop) {

@@ -85,6 +85,38 @@ TEST(ParseJson, LimitsAreTheCallers) {
   EXPECT_EQ(big.status().message(), "JSON text is 9 bytes; the limit is 8");
 }
 
+// ordered_json finds keys by linear search: an object of a million members
+// would take hours to read, so it is refused before.
+TEST(ParseJson, ObjectMembersAreBounded) {
+  auto object = [](size_t members, const std::string& key_tail = "") {
+    std::string text = "{";
+    for (size_t i = 0; i < members; ++i) {
+      text += (i ? ",\"k" : "\"k") + std::to_string(i) + key_tail + "\":[{\"a\":1,\"b\":2}]";
+    }
+    return text + "}";
+  };
+  auto at_limit = ParseOrderedJson(object(kMaxJsonObjectMembers));
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().ToString();
+  EXPECT_EQ(at_limit->size(), kMaxJsonObjectMembers);
+  auto past = ParseOrderedJson(object(kMaxJsonObjectMembers + 1));
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().reason(), kJsonTooManyMembers);
+  EXPECT_EQ(past.status().message().rfind("JSON object with more than 4096 members at byte ", 0),
+            0u)
+      << past.status().message();
+  // Colons inside keys do not count; a million members fail fast.
+  EXPECT_TRUE(ParseJson(object(100, ":::")).ok());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ParseOrderedJson(object(1000000)).status().reason(), kJsonTooManyMembers);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_EQ(ParseJson("{\"a\":1,\"b\":2}", {.max_object_members = 1}).status().reason(),
+            kJsonTooManyMembers);
+  // Arrays are not objects: any number of elements.
+  std::string many = "[0";
+  for (int i = 0; i < 20000; ++i) many += ",{\"a\":1}";
+  EXPECT_TRUE(ParseOrderedJson(many + "]").ok());
+}
+
 TEST(ParseJson, SyntaxErrorIsAStatusWithWhere) {
   auto j = ParseJson("{\"a\": [1, 2,]}");
   ASSERT_FALSE(j.ok());

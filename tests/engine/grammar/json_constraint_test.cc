@@ -174,7 +174,7 @@ TEST(JsonSchema, BoundsNestingAndRefChains) {
     return Schema::Parse("{\"$ref\": \"#/$defs/d0\", \"$defs\": {" + defs + "}}");
   };
   EXPECT_TRUE(chain(100).ok()) << chain(100).status().message();
-  auto long_chain = chain(100000);
+  auto long_chain = chain(1000);
   ASSERT_FALSE(long_chain.ok());
   EXPECT_NE(long_chain.status().message().find("nested deeper than 128 levels"), std::string::npos)
       << long_chain.status().message();

@@ -4,7 +4,7 @@
 // nlohmann::json parses without recursion, but copying, comparing, dumping
 // and walking a value (ours: schemas, tools, chat template contexts) recurse
 // once per level of nesting, so a body of 2,000,000 '[' exhausts a thread's
-// stack. CheckJsonLimits scans the text once, in constant space, and
+// stack. CheckJsonLimits scans the text once, without recursion, and
 // rejects it before a DOM exists; ParseJson / ParseOrderedJson check and
 // then parse, converting nlohmann's exceptions into a Status. Every parse of
 // text from outside the process (HTTP bodies and form fields, Kafka
@@ -34,27 +34,39 @@ inline constexpr int kMaxGeneratedJsonDepth = 2 * kMaxJsonDepth;
 // The largest text any door reads; doors with a tighter bound of their own
 // (an HTTP body, a Kafka message) check that first.
 inline constexpr size_t kMaxJsonBytes = size_t{64} << 20;
+// Members of any one object. nlohmann::ordered_json (which the API reads
+// tools and schemas into, to keep their keys' order) finds each key by a
+// linear search, so an object of n members costs n²/2 comparisons to read:
+// one 10 MB object of short keys would keep a thread busy for many minutes.
+// Real objects (params, schemas' properties, documents' metadata) have tens
+// of members.
+inline constexpr size_t kMaxJsonObjectMembers = 4096;
 
 struct JsonLimits {
   // Arrays and objects open at once; the outermost counts as level 1 and a
   // scalar at the top level is level 0.
   int max_depth = kMaxJsonDepth;
   size_t max_bytes = kMaxJsonBytes;
+  size_t max_object_members = kMaxJsonObjectMembers;
 };
 
 // Stable reasons (Status::reason) of the errors below; append-only.
 inline constexpr const char* kJsonTooDeep = "json.too_deep";
 inline constexpr const char* kJsonTooLarge = "json.too_large";
 inline constexpr const char* kJsonSyntax = "json.syntax";
+inline constexpr const char* kJsonTooManyMembers = "json.too_many_members";
 
-// OK when `text` is at most limits.max_bytes long and no '[' or '{' outside
-// a string opens level limits.max_depth + 1. Does not check the syntax
-// otherwise (a parser does); brackets inside strings, escaped quotes
-// included, do not count. Linear time, constant space, no recursion.
-// Errors (INVALID_ARGUMENT, permanent):
+// OK when `text` is at most limits.max_bytes long, no '[' or '{' outside a
+// string opens level limits.max_depth + 1, and no object has more than
+// limits.max_object_members members (its ':'s). Does not check the syntax
+// otherwise (a parser does); brackets and colons inside strings, escaped
+// quotes included, do not count. Linear time, no recursion, space in
+// proportion to the depth reached. Errors (INVALID_ARGUMENT, permanent):
 //   "JSON nested deeper than 64 levels at byte 68" (0-based offset of the
 //   bracket that opens level 65), reason kJsonTooDeep;
-//   "JSON text is N bytes; the limit is M", reason kJsonTooLarge.
+//   "JSON text is N bytes; the limit is M", reason kJsonTooLarge;
+//   "JSON object with more than 4096 members at byte N" (the ':' of member
+//   4097), reason kJsonTooManyMembers.
 Status CheckJsonLimits(std::string_view text, const JsonLimits& limits = {});
 
 // CheckJsonLimits, then the whole of `text` as one JSON value. A syntax

@@ -33,8 +33,9 @@ ApiError InvalidRequest(std::string message, std::string param = "", std::string
 
 // A 400 for JSON from the client that ParseJson refused (ellm/base/json.h),
 // `what` naming it ("the request body", "params"): code "json_too_deep"
-// past the nesting limit, "request_too_large" past the size limit, else
-// "invalid_json"; the message is "<what>: <why, naming the limit>".
+// past the nesting limit, "json_too_many_members" past the members of one
+// object, "request_too_large" past the size limit, else "invalid_json";
+// the message is "<what>: <why, naming the limit>".
 ApiError JsonError(const Status& refused, const std::string& what, std::string param = "");
 
 enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
