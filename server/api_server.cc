@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "ellm/base/socket_options.h"
 #include "ellm/server/metrics_labels.h"
 #include "ellm/server/openai.h"
+#include "ellm/server/request_guard.h"
 #include "server_state.h"
 
 namespace ellm::server {
@@ -236,6 +238,11 @@ Status ApiServer::Bind() {
     cors(req, res);
     if (req.method == "OPTIONS") {
       res.status = o.cors_origins.empty() ? 405 : 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (std::optional<ApiError> refused = GuardRequest(req, {.keyless = o.api_keys.empty()})) {
+      SendError(res, *refused);
+      st.Count(RouteLabel(req.path), refused->status);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/health" || o.api_keys.empty()) {

@@ -9,6 +9,10 @@
 namespace ellm::testing {
 
 HttpResponse HttpRequest(int port, const std::string& method, const std::string& path) {
+  return HttpSendRaw(port, method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+}
+
+HttpResponse HttpSendRaw(int port, const std::string& request) {
   HttpResponse response;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return response;
@@ -21,7 +25,6 @@ HttpResponse HttpRequest(int port, const std::string& method, const std::string&
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string raw;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
         static_cast<ssize_t>(request.size())) {
       char buf[4096];

@@ -14,4 +14,8 @@ struct HttpResponse {
 // closes the connection. Times out after 5 s.
 HttpResponse HttpRequest(int port, const std::string& method, const std::string& path);
 
+// `request` (request line, headers and any body, as is) sent to
+// 127.0.0.1:port over a plain socket; the same reading and timeout.
+HttpResponse HttpSendRaw(int port, const std::string& request);
+
 }  // namespace ellm::testing
