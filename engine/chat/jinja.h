@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/jinja_limits.h"
 #include "chat/jinja_value.h"
 #include "ellm/base/status.h"
 
@@ -29,21 +30,33 @@ struct RenderOptions {
   // strftime_now(format): the current local time formatted as C's strftime
   // does. Injected so that tests can fix the clock.
   std::function<std::string(const std::string& format)> strftime_now;
-  // Bounds that keep a hostile template from running away: the number of
-  // loop iterations in all, nested macro calls, and the output size.
-  int64_t max_iterations = 1'000'000;
-  int max_call_depth = 64;
-  size_t max_output_bytes = 64u << 20;
+  // Bounds that keep a hostile template from running away
+  // (jinja_limits.h says why each has its value); tests lower them.
+  int64_t max_steps = kMaxSteps;
+  int64_t max_iterations = kMaxLoopIterations;  // loop iterations in all
+  int max_call_depth = kMaxMacroDepth;          // macro calls nested
+  int64_t max_macro_calls = kMaxMacroCalls;     // macro calls in all
+  size_t max_output_bytes = kMaxOutputBytes;
+  // When set, receives the steps the rendering used (also when it fails).
+  int64_t* steps_used = nullptr;
 };
+
+// Status::reason() of an error that a bound of jinja_limits.h stopped.
+inline constexpr const char* kLimitReason = "chat_template.limit";
 
 class Template {
  public:
-  // INVALID_ARGUMENT naming the line and construct on a syntax error.
+  // INVALID_ARGUMENT naming the line and construct on a syntax error;
+  // RESOURCE_EXHAUSTED (reason kLimitReason) naming the bound when the
+  // source is too big or nests too deeply (jinja_limits.h).
   static StatusOr<Template> Parse(std::string_view source);
 
   // Renders with `context`'s keys as variables (messages, bos_token, ...).
   // INVALID_ARGUMENT "line N: ..." when the template raises (its own
-  // raise_exception) or uses something this interpreter does not support.
+  // raise_exception) or uses something this interpreter does not support;
+  // RESOURCE_EXHAUSTED (reason kLimitReason) "line N: ..." naming the bound
+  // it hit: the step budget, an integer overflow, a string, list or nesting
+  // bound. Never throws.
   StatusOr<std::string> Render(const Object& context, const RenderOptions& options) const;
 
  private:

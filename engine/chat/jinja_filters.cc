@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "chat/jinja_builtins.h"
+#include "chat/jinja_limits.h"
 
 namespace ellm::jinja {
 namespace {
@@ -141,6 +142,7 @@ Value ToJsonFilter(const Value& input, std::vector<Value>& args, Kwargs& kwargs)
   int ind = -1;
   if (!indent.is_none() && !indent.is_undefined()) {
     if (!indent.is_int()) Fail("tojson: indent must be an integer");
+    CheckStringSize(static_cast<size_t>(std::max<int64_t>(indent.as_int(), 0)), "tojson's indent");
     ind = static_cast<int>(indent.as_int());
   }
   std::string item_sep = ind < 0 ? ", " : ",", key_sep = ": ";
@@ -153,12 +155,21 @@ Value ToJsonFilter(const Value& input, std::vector<Value>& args, Kwargs& kwargs)
     key_sep = separators.array()[1].str();
   }
   const std::string json = input.ToJson(ind, item_sep, key_sep, sort_keys.Truthy());
-  return ensure_ascii.Truthy() ? AsciiJson(json) : json;
+  if (!ensure_ascii.Truthy()) return json;
+  std::string ascii = AsciiJson(json);
+  CheckStringSize(ascii.size(), "tojson");
+  return ascii;
 }
 
 std::string Indent(const std::string& text, const Value& width, bool first, bool blank) {
+  if (!width.is_string() && !width.is_int() && !width.is_bool()) {
+    Fail("indent: width must be an integer or a string");
+  }
+  const int64_t spaces = width.is_string() ? 0 : std::max<int64_t>(width.as_int(), 0);
+  CheckStringSize(static_cast<uint64_t>(spaces), "indent");
   const std::string pad =
-      width.is_string() ? width.str() : std::string(static_cast<size_t>(width.as_int()), ' ');
+      width.is_string() ? width.str() : std::string(static_cast<size_t>(spaces), ' ');
+  StepMeter::ChargeBytes(text.size());
   // As jinja2: append a newline, then splitlines (which drops the last empty line).
   std::vector<std::string> lines;
   const std::string s = text + "\n";
@@ -174,6 +185,8 @@ std::string Indent(const std::string& text, const Value& width, bool first, bool
     if (i > 0) rv += "\n";
     if (i > 0 && (blank || !lines[i].empty())) rv += pad;
     rv += lines[i];
+    CheckStringSize(rv.size() + pad.size(), "indent");
+    StepMeter::ChargeBytes(pad.size());
   }
   return first ? pad + rv : rv;
 }
@@ -281,16 +294,26 @@ Value DictSort(const Value& input, std::vector<Value>& args, Kwargs& kwargs) {
   return pairs;
 }
 
+// A float truncated toward zero as Python's int(); one outside 64 bits is an
+// overflow (Python's ints are unbounded), NaN and infinities `fallback`.
+Value FloatToInt(double d, const Value& fallback) {
+  if (std::isnan(d) || std::isinf(d)) return fallback;
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+    throw LimitError("integer overflow in 'int' (integers are 64-bit)");
+  }
+  return static_cast<int64_t>(d);
+}
+
 Value IntFilter(const Value& input, const Value& dflt) {
   if (input.is_int() || input.is_bool()) return input.as_int();
-  if (input.is_float()) return static_cast<int64_t>(input.as_double());
+  if (input.is_float()) return FloatToInt(input.as_double(), dflt);
   if (input.is_string()) {
     const std::string& s = input.str();
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (end != s.c_str() && *end == '\0') return static_cast<int64_t>(v);
     const double d = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() && *end == '\0') return static_cast<int64_t>(d);
+    if (end != s.c_str() && *end == '\0') return FloatToInt(d, dflt);
   }
   return dflt;
 }
@@ -321,15 +344,24 @@ Value ApplyFilter(const std::string& name, const Value& input, std::vector<Value
   if (name == "replace") {
     return GetAttr(Value(input.Str()), "replace").function()(args, kwargs);
   }
-  if (name == "escape" || name == "e") return Value::Markup(HtmlEscape(input));
+  if (name == "escape" || name == "e") {
+    std::string escaped = HtmlEscape(input);
+    CheckStringSize(escaped.size(), "escape");
+    return Value::Markup(std::move(escaped));
+  }
   if (name == "join") {
     const Value sep = Arg(args, kwargs, 0, "d", Value(""));
     const Value attribute = Arg(args, kwargs, 1, "attribute");
     std::string out;
     bool first = true;
+    const std::string separator = sep.Str();
     for (const Value& v : Iterate(input)) {
-      if (!first) out += sep.Str();
-      out += (attribute.is_undefined() ? v : AttributePath(v, attribute.Str())).Str();
+      const std::string item =
+          (attribute.is_undefined() ? v : AttributePath(v, attribute.Str())).Str();
+      CheckStringSize(out.size() + (first ? 0 : separator.size()) + item.size(), "join");
+      StepMeter::ChargeBytes(separator.size() + item.size());
+      if (!first) out += separator;
+      out += item;
       first = false;
     }
     return out;
@@ -381,7 +413,11 @@ Value ApplyFilter(const std::string& name, const Value& input, std::vector<Value
     return Arg(args, kwargs, 0, "default", Value(0.0));
   }
   if (name == "abs") {
-    if (input.is_int()) return static_cast<int64_t>(std::llabs(input.as_int()));
+    if (input.is_int()) {
+      if (input.as_int() == INT64_MIN)
+        throw LimitError("integer overflow in 'abs' (integers are 64-bit)");
+      return static_cast<int64_t>(std::llabs(input.as_int()));
+    }
     if (input.is_float()) return std::fabs(input.as_double());
     Fail("bad operand type for abs(): '" + input.TypeName() + "'");
   }
@@ -449,7 +485,12 @@ bool ApplyTest(const std::string& name, const Value& v, const std::vector<Value>
     if (!v.is_int()) Fail("test '" + name + "' needs an integer");
     return (v.as_int() % 2 != 0) == (name == "odd");
   }
-  if (name == "divisibleby") return v.as_int() % arg().as_int() == 0;
+  if (name == "divisibleby") {
+    if (!v.is_int() || !(arg().is_int() || arg().is_bool())) Fail("divisibleby needs integers");
+    if (arg().as_int() == 0) Fail("integer division or modulo by zero");
+    if (arg().as_int() == -1) return true;  // INT64_MIN % -1 traps
+    return v.as_int() % arg().as_int() == 0;
+  }
   if (name == "eq" || name == "equalto" || name == "==") return v.Equals(arg());
   if (name == "ne" || name == "!=") return !v.Equals(arg());
   if (name == "lt" || name == "lessthan" || name == "<") return v.Less(arg());

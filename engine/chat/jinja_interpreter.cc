@@ -33,15 +33,81 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 bool HasLine(const std::string& message) { return message.rfind("line ", 0) == 0; }
 
+// The length of range(start, stop, step), without overflow. REQUIRES: step != 0.
+int64_t RangeLength(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 ? stop <= start : stop >= start) return 0;
+  // The distance and the step's size as unsigned: both fit in 64 bits.
+  const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                 : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  const uint64_t size = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const uint64_t n = span / size + (span % size != 0 ? 1 : 0);
+  return n > static_cast<uint64_t>(kMaxRange) ? kMaxRange + 1 : static_cast<int64_t>(n);
+}
+
+// Work units an operand or result stands for: its top-level size.
+int64_t Weight(const Value& v) {
+  if (v.is_string()) return static_cast<int64_t>(v.str().size() / kBytesPerStep);
+  if (v.is_array()) return static_cast<int64_t>(v.array().size());
+  if (v.is_object()) return static_cast<int64_t>(v.object().items.size());
+  return 0;
+}
+
+// Namespaces are the only values that change after they are made; kept out
+// of every container, no value can hold itself (a cycle) or grow deeper
+// after it was made (Value::depth stays true).
+void RefuseNamespaceInside(const Value& v) {
+  if (v.is_object() && v.object().is_namespace) {
+    throw LimitError(
+        "a namespace cannot be stored in a list, dict or namespace (values that could be cyclic "
+        "are refused)");
+  }
+}
+
+// A value a template made: within the nesting, string and list bounds.
+void CheckValue(const Value& v, const char* where) {
+  if (v.depth() > kMaxValueDepth) {
+    throw LimitError("value nested deeper than " + std::to_string(kMaxValueDepth) + " in " + where);
+  }
+  if (v.is_string()) CheckStringSize(v.str().size(), where);
+  if (v.is_array()) CheckListSize(v.array().size(), where);
+  if (v.is_object()) CheckListSize(v.object().items.size(), where);
+}
+
+// Counts one level of the interpreter's recursion for its life.
+class Nest {
+ public:
+  explicit Nest(int& depth) : depth_(depth) {
+    if (depth_ + 1 > kMaxRenderDepth) {
+      throw LimitError("template nesting deeper than " + std::to_string(kMaxRenderDepth) +
+                       " at run time");
+    }
+    ++depth_;
+  }
+  ~Nest() { --depth_; }
+  Nest(const Nest&) = delete;
+  Nest& operator=(const Nest&) = delete;
+
+ private:
+  int& depth_;
+};
+
 class Interpreter {
  public:
-  Interpreter(const Object& context, const RenderOptions& options) : options_(options) {
+  Interpreter(const Object& context, const RenderOptions& options)
+      : options_(options), meter_(options.max_steps) {
     AddGlobals();
-    for (const auto& [k, v] : context.items) root_.Set(k.Str(), v);
+    for (const auto& [k, v] : context.items) {
+      CheckValue(v, "the context");
+      root_.Set(k.Str(), v);
+    }
     scopes_.push_back(&root_);
+  }
+  ~Interpreter() {
+    if (options_.steps_used) *options_.steps_used = meter_.steps();
   }
 
   std::string Run(const Body& body) {
+    StepMeter::Scope scope(meter_);
     std::string out;
     out_ = &out;
     Exec(body);
@@ -50,34 +116,42 @@ class Interpreter {
 
  private:
   void AddGlobals() {
-    root_.Set(
-        "range", Value::FromFunction("range", [this](std::vector<Value>& a, Kwargs&) -> Value {
-          if (a.empty() || a.size() > 3) throw TemplateError("range expects 1 to 3 arguments");
-          for (const Value& v : a) {
-            if (!v.is_int()) throw TemplateError("range() takes integers, not " + v.TypeName());
-          }
-          const int64_t start = a.size() > 1 ? a[0].as_int() : 0;
-          const int64_t stop = a.size() > 1 ? a[1].as_int() : a[0].as_int();
-          const int64_t step = a.size() > 2 ? a[2].as_int() : 1;
-          if (step == 0) throw TemplateError("range() arg 3 must not be zero");
-          Array out;
-          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (static_cast<int64_t>(out.size()) >= options_.max_iterations) {
-              throw TemplateError("range() longer than " + std::to_string(options_.max_iterations));
-            }
-            out.emplace_back(i);
-          }
-          return out;
-        }));
+    root_.Set("range",
+              Value::FromFunction("range", [this](std::vector<Value>& a, Kwargs&) -> Value {
+                if (a.empty() || a.size() > 3)
+                  throw TemplateError("range expects 1 to 3 arguments");
+                for (const Value& v : a) {
+                  if (!v.is_int())
+                    throw TemplateError("range() takes integers, not " + v.TypeName());
+                }
+                const int64_t start = a.size() > 1 ? a[0].as_int() : 0;
+                const int64_t stop = a.size() > 1 ? a[1].as_int() : a[0].as_int();
+                const int64_t step = a.size() > 2 ? a[2].as_int() : 1;
+                if (step == 0) throw TemplateError("range() arg 3 must not be zero");
+                const int64_t n = RangeLength(start, stop, step);
+                if (n > kMaxRange) {
+                  throw LimitError("range() longer than the sandbox's limit of " +
+                                   std::to_string(kMaxRange));
+                }
+                meter_.Spend(n);
+                Array out;
+                out.reserve(static_cast<size_t>(n));
+                for (int64_t i = 0; i < n; ++i) out.emplace_back(start + i * step);
+                return out;
+              }));
     const auto make_object = [](bool ns) {
       return [ns](std::vector<Value>& a, Kwargs& k) -> Value {
         Object o;
         o.is_namespace = ns;
         for (const Value& v : a) {
           if (!v.is_object()) throw TemplateError("namespace()/dict() takes a mapping or keywords");
+          if (v.object().is_namespace) RefuseNamespaceInside(v);
           for (const auto& [key, val] : v.object().items) o.Set(key, val);
         }
-        for (auto& [key, val] : k.items) o.Set(key, val);
+        for (auto& [key, val] : k.items) {
+          RefuseNamespaceInside(val);
+          o.Set(key, val);
+        }
         return o;
       };
     };
@@ -104,11 +178,12 @@ class Interpreter {
   }
 
   void Emit(const std::string& s) {
-    *out_ += s;
-    if (out_->size() > options_.max_output_bytes) {
-      throw TemplateError("output longer than " + std::to_string(options_.max_output_bytes) +
-                          " bytes");
+    meter_.Spend(1 + static_cast<int64_t>(s.size() / kBytesPerStep));
+    if (out_->size() + s.size() > options_.max_output_bytes) {
+      throw LimitError("output longer than " + std::to_string(options_.max_output_bytes) +
+                       " bytes");
     }
+    *out_ += s;
   }
 
   std::string Capture(const Body& body) {
@@ -121,13 +196,15 @@ class Interpreter {
   }
 
   Flow Exec(const Body& body) {
+    Nest nest(depth_);
     for (const StmtPtr& s : body) {
       Flow f;
       try {
+        meter_.Spend(1);
         f = ExecStmt(*s);
       } catch (const TemplateError& e) {
         if (HasLine(e.what())) throw;
-        throw TemplateError("line " + std::to_string(s->line) + ": " + e.what());
+        throw TemplateError("line " + std::to_string(s->line) + ": " + e.what(), e.limit());
       }
       if (f != Flow::kNormal) return f;
     }
@@ -200,9 +277,10 @@ class Interpreter {
     if (items.empty()) return Exec(s.else_body);
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      meter_.Spend(1);
       if (++iterations_ > options_.max_iterations) {
-        throw TemplateError("more than " + std::to_string(options_.max_iterations) +
-                            " loop iterations");
+        throw LimitError("more than " + std::to_string(options_.max_iterations) +
+                         " loop iterations");
       }
       Frame f;
       Bind(f, s.targets, items[static_cast<size_t>(i)]);
@@ -224,23 +302,25 @@ class Interpreter {
   static Value LoopObject(const std::vector<Value>& items, int64_t i) {
     const int64_t n = static_cast<int64_t>(items.size());
     Object o;
-    o.Set("index", i + 1);
-    o.Set("index0", i);
-    o.Set("revindex", n - i);
-    o.Set("revindex0", n - i - 1);
-    o.Set("first", i == 0);
-    o.Set("last", i == n - 1);
-    o.Set("length", n);
-    o.Set("depth", 1);
-    o.Set("depth0", 0);
-    o.Set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)]
-                            : Value::Undefined("there is no previous item"));
-    o.Set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)]
-                                : Value::Undefined("there is no next item"));
-    o.Set("cycle", Value::FromFunction("loop.cycle", [i](std::vector<Value>& a, Kwargs&) -> Value {
-            if (a.empty()) throw TemplateError("no items for cycling given");
-            return a[static_cast<size_t>(i) % a.size()];
-          }));
+    // Distinct keys: appended, not Set (which compares each with the others).
+    const auto add = [&o](const char* key, Value v) { o.items.emplace_back(key, std::move(v)); };
+    add("index", i + 1);
+    add("index0", i);
+    add("revindex", n - i);
+    add("revindex0", n - i - 1);
+    add("first", i == 0);
+    add("last", i == n - 1);
+    add("length", n);
+    add("depth", 1);
+    add("depth0", 0);
+    add("previtem",
+        i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("there is no previous item"));
+    add("nextitem",
+        i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("there is no next item"));
+    add("cycle", Value::FromFunction("loop.cycle", [i](std::vector<Value>& a, Kwargs&) -> Value {
+          if (a.empty()) throw TemplateError("no items for cycling given");
+          return a[static_cast<size_t>(i) % a.size()];
+        }));
     return o;
   }
 
@@ -260,6 +340,8 @@ class Interpreter {
       if (!target.is_object() || !target.object().is_namespace) {
         throw TemplateError("cannot assign attribute on non-namespace object");
       }
+      RefuseNamespaceInside(v);
+      CheckValue(v, "a namespace");
       target.mutable_object().Set(s.text, std::move(v));
       return;
     }
@@ -273,10 +355,15 @@ class Interpreter {
             throw TemplateError("macro '" + s.targets[0] + "' takes not more than " +
                                 std::to_string(s.params.size()) + " argument(s)");
           }
-          if (++call_depth_ > options_.max_call_depth) {
-            throw TemplateError("macro calls nested deeper than " +
-                                std::to_string(options_.max_call_depth));
+          if (++macro_calls_ > options_.max_macro_calls) {
+            throw LimitError("more than " + std::to_string(options_.max_macro_calls) +
+                             " macro calls");
           }
+          if (call_depth_ + 1 > options_.max_call_depth) {
+            throw LimitError("macro calls nested deeper than " +
+                             std::to_string(options_.max_call_depth));
+          }
+          ++call_depth_;
           Frame f;
           std::vector<Frame*> saved = scopes_;
           scopes_ = {&root_, &f};
@@ -307,12 +394,43 @@ class Interpreter {
         });
   }
 
+  // Arguments of a call, filter or test; charged for their size, which the
+  // builtin may read whole.
   void EvalArguments(const Expr& e, std::vector<Value>& args, Kwargs& kwargs) {
-    for (const ExprPtr& a : e.args) args.push_back(Eval(*a));
-    for (const auto& [k, a] : e.kwargs) kwargs.items.emplace_back(k, Eval(*a));
+    for (const ExprPtr& a : e.args) {
+      args.push_back(Eval(*a));
+      meter_.Spend(Weight(args.back()));
+    }
+    for (const auto& [k, a] : e.kwargs) {
+      kwargs.items.emplace_back(k, Eval(*a));
+      meter_.Spend(Weight(kwargs.items.back().second));
+    }
   }
 
+  // Evaluates `e` within the bounds: one step for the node, the size of
+  // what a builtin reads and makes, and the result's size and nesting.
   Value Eval(const Expr& e) {
+    Nest nest(depth_);
+    meter_.Spend(1);
+    Value v = EvalNode(e);
+    switch (e.kind) {
+      case ExprKind::kList:
+      case ExprKind::kTuple:
+      case ExprKind::kDict:
+      case ExprKind::kCall:
+      case ExprKind::kFilter:
+      case ExprKind::kBinary:
+      case ExprKind::kSlice:
+        meter_.Spend(Weight(v));
+        CheckValue(v, "an expression");
+        break;
+      default:
+        break;
+    }
+    return v;
+  }
+
+  Value EvalNode(const Expr& e) {
     switch (e.kind) {
       case ExprKind::kLiteral:
         return e.value;
@@ -321,18 +439,29 @@ class Interpreter {
       case ExprKind::kList:
       case ExprKind::kTuple: {
         Array items;
-        for (const ExprPtr& a : e.args) items.push_back(Eval(*a));
+        for (const ExprPtr& a : e.args) {
+          items.push_back(Eval(*a));
+          RefuseNamespaceInside(items.back());
+        }
         return e.kind == ExprKind::kTuple ? Value::Tuple(std::move(items))
                                           : Value(std::move(items));
       }
       case ExprKind::kDict: {
         Object o;
-        for (size_t i = 0; i + 1 < e.args.size(); i += 2)
-          o.Set(Eval(*e.args[i]), Eval(*e.args[i + 1]));
+        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+          Value key = Eval(*e.args[i]);
+          Value value = Eval(*e.args[i + 1]);
+          RefuseNamespaceInside(key);
+          RefuseNamespaceInside(value);
+          o.Set(std::move(key), std::move(value));
+        }
         return o;
       }
-      case ExprKind::kAttr:
-        return GetAttr(Eval(*e.a), e.name);
+      case ExprKind::kAttr: {
+        const Value obj = Eval(*e.a);
+        if (obj.is_string()) meter_.Spend(Weight(obj));  // a method will read it
+        return GetAttr(obj, e.name);
+      }
       case ExprKind::kItem:
         return GetItem(Eval(*e.a), Eval(*e.b));
       case ExprKind::kSlice: {
@@ -351,6 +480,7 @@ class Interpreter {
       }
       case ExprKind::kFilter: {
         const Value input = e.a ? Eval(*e.a) : block_input_;
+        meter_.Spend(Weight(input));
         std::vector<Value> args;
         Kwargs kwargs;
         EvalArguments(e, args, kwargs);
@@ -358,6 +488,7 @@ class Interpreter {
       }
       case ExprKind::kTest: {
         const Value v = Eval(*e.a);
+        meter_.Spend(Weight(v));
         std::vector<Value> args;
         Kwargs kwargs;
         EvalArguments(e, args, kwargs);
@@ -373,13 +504,18 @@ class Interpreter {
           throw TemplateError("bad operand type for unary -: '" + v.TypeName() + "'");
         if (e.kind == ExprKind::kPos)
           return v.is_float() ? Value(v.as_double()) : Value(v.as_int());
-        return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+        if (v.is_float()) return Value(-v.as_double());
+        if (v.as_int() == INT64_MIN)
+          throw LimitError("integer overflow in unary '-' (integers are 64-bit)");
+        return Value(-v.as_int());
       }
       case ExprKind::kBinary: {
         Value a = Eval(*e.a);
         if (e.name == "and") return a.Truthy() ? Eval(*e.b) : a;
         if (e.name == "or") return a.Truthy() ? a : Eval(*e.b);
-        return BinaryOp(e.name, a, Eval(*e.b));
+        Value b = Eval(*e.b);
+        meter_.Spend(Weight(a) + Weight(b));
+        return BinaryOp(e.name, a, b);
       }
       case ExprKind::kCond:
         if (Eval(*e.args[1]).Truthy()) return Eval(*e.args[0]);
@@ -390,23 +526,45 @@ class Interpreter {
   }
 
   const RenderOptions& options_;
+  StepMeter meter_;
   Frame root_;
   std::vector<Frame*> scopes_;
   std::string* out_ = nullptr;
   Value block_input_;  // the body text a filter block or filtered set block applies to
   int64_t iterations_ = 0;
   int call_depth_ = 0;
+  int64_t macro_calls_ = 0;
+  int depth_ = 0;  // Nest levels open
 };
+
+// A TemplateError (or anything else thrown inside) as a Status.
+Status ToStatus(const std::exception& e) {
+  const auto* t = dynamic_cast<const TemplateError*>(&e);
+  if (t != nullptr && t->limit()) {
+    return ResourceExhaustedError(std::string("chat template ") + e.what())
+        .WithReason(kLimitReason);
+  }
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    return ResourceExhaustedError("chat template: out of memory").WithReason(kLimitReason);
+  }
+  return InvalidArgumentError(std::string("chat template ") + e.what());
+}
 
 }  // namespace
 
 StatusOr<Template> Template::Parse(std::string_view source) {
+  if (source.size() > kMaxTemplateBytes) {
+    return ResourceExhaustedError("chat template of " + std::to_string(source.size()) +
+                                  " bytes is longer than the limit of " +
+                                  std::to_string(kMaxTemplateBytes))
+        .WithReason(kLimitReason);
+  }
   try {
     Template t;
     t.body_ = std::make_shared<const Body>(jinja::Parse(Lex(source)));
     return t;
   } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("chat template ") + e.what());
+    return ToStatus(e);
   }
 }
 
@@ -414,7 +572,7 @@ StatusOr<std::string> Template::Render(const Object& context, const RenderOption
   try {
     return Interpreter(context, options).Run(*body_);
   } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("chat template ") + e.what());
+    return ToStatus(e);
   }
 }
 

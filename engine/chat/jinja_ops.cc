@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "chat/jinja_builtins.h"
+#include "chat/jinja_limits.h"
 
 namespace ellm::jinja {
 namespace {
@@ -145,13 +146,18 @@ std::string Replace(const std::string& s, const std::string& from, const std::st
   size_t start = 0;
   int64_t n = 0;
   if (from.empty()) Fail("replace() of an empty string is not supported");
+  StepMeter::ChargeBytes(s.size());
   while (count < 0 || n < count) {
     const size_t at = s.find(from, start);
     if (at == std::string::npos) break;
-    out += s.substr(start, at - start) + to;
+    CheckStringSize(out.size() + (at - start) + to.size(), "replace");
+    StepMeter::ChargeBytes(at - start + to.size());
+    out.append(s, start, at - start);
+    out += to;
     start = at + from.size();
     ++n;
   }
+  CheckStringSize(out.size() + (s.size() - start), "replace");
   return out + s.substr(start);
 }
 
@@ -199,6 +205,8 @@ Value StringMethod(const std::string& s, const std::string& name, std::vector<Va
     bool first = true;
     for (const Value& v : Iterate(arg(0, "iterable"))) {
       if (!v.is_string()) Fail("sequence item: expected str instance, " + v.TypeName() + " found");
+      CheckStringSize(out.size() + (first ? 0 : s.size()) + v.str().size(), "join");
+      StepMeter::ChargeBytes(s.size() + v.str().size());
       if (!first) out += s;
       out += v.str();
       first = false;
@@ -381,12 +389,17 @@ Value Slice(const Value& obj, const Value& start, const Value& stop, const Value
   const int64_t e = clamp(stop, st > 0 ? n : -1);
   Array items;
   std::string text;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+  // b and e are within [-1, n]; a step beyond that ends the slice (i += st
+  // could overflow).
+  for (int64_t i = b; st > 0 ? i < e : i > e;) {
+    StepMeter::Charge(1);
     if (obj.is_array()) {
       items.push_back(obj.array()[static_cast<size_t>(i)]);
     } else {
       text += cps[static_cast<size_t>(i)];
     }
+    if (st > 0 ? st > e - i : st < e - i) break;
+    i += st;
   }
   if (obj.is_array()) return items;
   return text;
@@ -396,6 +409,7 @@ bool Contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string())
       Fail("'in <string>' requires string as left operand, not " + item.TypeName());
+    StepMeter::ChargeBytes(container.str().size());
     return container.str().find(item.str()) != std::string::npos;
   }
   if (container.is_object()) {
@@ -412,16 +426,21 @@ std::vector<Value> Iterate(const Value& v) {
     case Kind::kUndefined:
       return {};
     case Kind::kArray:
+      StepMeter::Charge(static_cast<int64_t>(v.array().size()));
       return v.array();
     case Kind::kObject: {
       if (v.object().is_namespace) break;
       std::vector<Value> keys;
+      StepMeter::Charge(static_cast<int64_t>(v.object().items.size()));
       for (const auto& kv : v.object().items) keys.push_back(kv.first);
       return keys;
     }
     case Kind::kString: {
+      std::vector<std::string_view> cps = SplitCodePoints(v.str());
+      CheckListSize(cps.size(), "iterating a string");
       std::vector<Value> out;
-      for (std::string_view cp : SplitCodePoints(v.str())) out.emplace_back(std::string(cp));
+      out.reserve(cps.size());
+      for (std::string_view cp : cps) out.emplace_back(std::string(cp));
       return out;
     }
     default:
@@ -432,6 +451,94 @@ std::vector<Value> Iterate(const Value& v) {
 
 namespace {
 
+[[noreturn]] void Overflow(const std::string& op) {
+  throw LimitError("integer overflow in '" + op + "' (integers are 64-bit)");
+}
+
+// Python's floor division and modulo of 64-bit integers. REQUIRES: q != 0.
+Value FloorDivMod(const std::string& op, int64_t p, int64_t q) {
+  if (p == INT64_MIN && q == -1) {
+    if (op == "%") return int64_t{0};
+    Overflow(op);
+  }
+  int64_t d = p / q;
+  if ((p % q != 0) && ((p < 0) != (q < 0))) --d;
+  return op == "//" ? Value(d) : Value(p - d * q);
+}
+
+// base ** exp by squaring: 64 multiplications at most, each checked.
+int64_t IntPow(int64_t base, int64_t exp) {
+  int64_t result = 1;
+  while (true) {
+    if (exp & 1) {
+      if (__builtin_mul_overflow(result, base, &result)) Overflow("**");
+    }
+    exp >>= 1;
+    if (exp == 0) return result;
+    if (__builtin_mul_overflow(base, base, &base)) {
+      // |base| >= 2 from here on; the result would overflow unless it is 0.
+      if (result == 0) return 0;
+      Overflow("**");
+    }
+  }
+}
+
+// seq * count for a str or list: sizes checked before anything is built.
+Value Repeat(const Value& seq, int64_t count) {
+  const size_t unit = seq.is_string() ? seq.str().size() : seq.array().size();
+  const size_t n = count > 0 ? static_cast<size_t>(count) : 0;
+  const size_t total = unit == 0 ? 0 : n > SIZE_MAX / unit ? SIZE_MAX : n * unit;
+  if (seq.is_string()) {
+    CheckStringSize(total, "'*'");
+    StepMeter::ChargeBytes(total);
+    std::string s;
+    s.reserve(total);
+    for (size_t i = 0; i < n && unit > 0; ++i) s += seq.str();
+    return s;
+  }
+  CheckListSize(total, "'*'");
+  StepMeter::Charge(static_cast<int64_t>(total));
+  Array items;
+  items.reserve(total);
+  for (size_t i = 0; i < n && unit > 0; ++i) {
+    items.insert(items.end(), seq.array().begin(), seq.array().end());
+  }
+  return Value(std::move(items));
+}
+
+std::string Concat(const std::string& a, const std::string& b, const char* op) {
+  CheckStringSize(a.size() + b.size(), op);
+  StepMeter::ChargeBytes(a.size() + b.size());
+  return a + b;
+}
+
+Value IntArithmetic(const std::string& op, int64_t p, int64_t q) {
+  int64_t r = 0;
+  if (op == "+") {
+    if (__builtin_add_overflow(p, q, &r)) Overflow(op);
+    return r;
+  }
+  if (op == "-") {
+    if (__builtin_sub_overflow(p, q, &r)) Overflow(op);
+    return r;
+  }
+  if (op == "*") {
+    if (__builtin_mul_overflow(p, q, &r)) Overflow(op);
+    return r;
+  }
+  if (op == "/") {
+    if (q == 0) Fail("division by zero");
+    return static_cast<double>(p) / static_cast<double>(q);
+  }
+  if (op == "//" || op == "%") {
+    if (q == 0) Fail("integer division or modulo by zero");
+    return FloorDivMod(op, p, q);
+  }
+  // **: a negative exponent gives a float, as in Python.
+  if (q < 0) return std::pow(static_cast<double>(p), static_cast<double>(q));
+  return IntPow(p, q);
+}
+
 Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
   RequireDefined(a);
   RequireDefined(b);
@@ -441,10 +548,12 @@ Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
   };
   if (op == "+") {
     // Markup + str escapes the plain string (markupsafe's __add__/__radd__).
-    if (a.is_markup() && b.is_string()) return Value::Markup(a.str() + HtmlEscape(b));
-    if (a.is_string() && b.is_markup()) return Value::Markup(HtmlEscape(a) + b.str());
-    if (a.is_string() && b.is_string()) return a.str() + b.str();
+    if (a.is_markup() && b.is_string()) return Value::Markup(Concat(a.str(), HtmlEscape(b), "'+'"));
+    if (a.is_string() && b.is_markup()) return Value::Markup(Concat(HtmlEscape(a), b.str(), "'+'"));
+    if (a.is_string() && b.is_string()) return Concat(a.str(), b.str(), "'+'");
     if (a.is_array() && b.is_array()) {
+      CheckListSize(a.array().size() + b.array().size(), "'+'");
+      StepMeter::Charge(static_cast<int64_t>(a.array().size() + b.array().size()));
       Array out = a.array();
       out.insert(out.end(), b.array().begin(), b.array().end());
       return out;
@@ -457,54 +566,31 @@ Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
                        : b.is_string() || b.is_array() ? &b
                                                        : nullptr;
     const Value* count = seq == &a ? &b : &a;
-    if (seq && (count->is_int() || count->is_bool())) {
-      std::string s;
-      Array items;
-      for (int64_t i = 0; i < count->as_int(); ++i) {
-        if (seq->is_string())
-          s += seq->str();
-        else
-          items.insert(items.end(), seq->array().begin(), seq->array().end());
-      }
-      return seq->is_string() ? Value(std::move(s)) : Value(std::move(items));
-    }
+    if (seq && (count->is_int() || count->is_bool())) return Repeat(*seq, count->as_int());
   }
   if (!a.is_number() || !b.is_number()) return unsupported();
-  const bool ints = !a.is_float() && !b.is_float();
+  if (!a.is_float() && !b.is_float()) return IntArithmetic(op, a.as_int(), b.as_int());
   const double x = a.as_double(), y = b.as_double();
-  if (op == "+") return ints ? Value(a.as_int() + b.as_int()) : Value(x + y);
-  if (op == "-") return ints ? Value(a.as_int() - b.as_int()) : Value(x - y);
-  if (op == "*") return ints ? Value(a.as_int() * b.as_int()) : Value(x * y);
+  if (op == "+") return x + y;
+  if (op == "-") return x - y;
+  if (op == "*") return x * y;
   if (op == "/") {
     if (y == 0) Fail("division by zero");
     return x / y;
   }
   if (op == "//" || op == "%") {
     if (y == 0) Fail("integer division or modulo by zero");
-    if (ints) {
-      const int64_t p = a.as_int(), q = b.as_int();
-      int64_t d = p / q;
-      if ((p % q != 0) && ((p < 0) != (q < 0))) --d;
-      return op == "//" ? Value(d) : Value(p - d * q);
-    }
     const double d = std::floor(x / y);
     return op == "//" ? Value(d) : Value(x - d * y);
   }
-  if (op == "**") {
-    if (ints && b.as_int() >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
-      return r;
-    }
-    return std::pow(x, y);
-  }
+  if (op == "**") return std::pow(x, y);
   return unsupported();
 }
 
 }  // namespace
 
 Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return a.Str() + b.Str();
+  if (op == "~") return Concat(a.Str(), b.Str(), "'~'");
   if (op == "==") return a.Equals(b);
   if (op == "!=") return !a.Equals(b);
   if (op == "in") return Contains(b, a);
@@ -556,6 +642,7 @@ std::string PyFormat(const std::string& fmt, const std::vector<Value>& args, con
       if (!v) Fail("KeyError: '" + field + "'");
     }
     out += v->Str();
+    CheckStringSize(out.size(), "format");
     i = close;
   }
   return out;

@@ -2,10 +2,12 @@
 // (jinja2/parser.py): conditional expression < or < and < not < comparisons
 // and `in` < + - < ~ < * / // % < ** < unary - + < postfix (. [] ()) and
 // filters/tests, which bind tighter than every binary operator.
+#include <charconv>
 #include <string_view>
 
 #include "chat/jinja_ast.h"
 #include "chat/jinja_lexer.h"
+#include "chat/jinja_limits.h"
 
 namespace ellm::jinja {
 namespace {
@@ -13,6 +15,29 @@ namespace {
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
+
+  // Counts one level of nesting (a recursion or a link of an operator
+  // chain) for its life: past kMaxParseDepth, a limit error.
+  class Nest {
+   public:
+    explicit Nest(Parser& p, int levels = 1) : p_(p) {
+      for (int i = 0; i < levels; ++i) Add();
+    }
+    ~Nest() { p_.depth_ -= n_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    void Add() {
+      ++n_;
+      if (++p_.depth_ > kMaxParseDepth) {
+        throw LimitError("line " + std::to_string(p_.Peek().line) +
+                         ": parser nesting deeper than " + std::to_string(kMaxParseDepth));
+      }
+    }
+
+   private:
+    Parser& p_;
+    int n_ = 0;
+  };
 
   Body Template() {
     Body body = Statements({});
@@ -75,6 +100,24 @@ class Parser {
                                                                                      : "";
   }
 
+  // Digits (perhaps with `_` separators, as Python's) into an int64.
+  int64_t IntLiteral(const std::string& text) const {
+    std::string digits;
+    for (char c : text) {
+      if (c != '_') digits += c;
+    }
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec == std::errc::result_out_of_range) {
+      throw LimitError("line " + std::to_string(Peek().line) + ": integer literal " + text +
+                       " overflows (integers are 64-bit)");
+    }
+    if (ec != std::errc() || end != digits.data() + digits.size()) {
+      Fail("bad integer literal " + text);
+    }
+    return v;
+  }
+
   ExprPtr Make(ExprKind kind, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -120,6 +163,7 @@ class Parser {
   }
 
   StmtPtr Statement() {
+    Nest nest(*this);
     ++i_;  // {%
     const int line = Peek().line;
     const std::string kw = ExpectName();
@@ -257,8 +301,10 @@ class Parser {
   }
 
   ExprPtr Expression() {
+    Nest nest(*this);
     ExprPtr e = Or();
     while (IsName("if")) {
+      nest.Add();
       const int line = Next().line;
       ExprPtr c = Make(ExprKind::kCond, line);
       c->args.push_back(std::move(e));
@@ -279,7 +325,9 @@ class Parser {
 
   ExprPtr Or() {
     ExprPtr e = And();
+    Nest links(*this, 0);
     while (IsName("or")) {
+      links.Add();
       const int line = Next().line;
       e = Binary("or", std::move(e), And(), line);
     }
@@ -288,7 +336,9 @@ class Parser {
 
   ExprPtr And() {
     ExprPtr e = Not();
+    Nest links(*this, 0);
     while (IsName("and")) {
+      links.Add();
       const int line = Next().line;
       e = Binary("and", std::move(e), Not(), line);
     }
@@ -297,6 +347,7 @@ class Parser {
 
   ExprPtr Not() {
     if (IsName("not")) {
+      Nest nest(*this);
       const int line = Next().line;
       ExprPtr e = Make(ExprKind::kNot, line);
       e->a = Not();
@@ -307,6 +358,7 @@ class Parser {
 
   ExprPtr Compare() {
     ExprPtr e = Math1();
+    Nest links(*this, 0);
     while (true) {
       const int line = Peek().line;
       std::string op;
@@ -322,6 +374,7 @@ class Parser {
       } else {
         break;
       }
+      links.Add();
       e = Binary(op, std::move(e), Math1(), line);
       if (IsOp("==") || IsOp("!=") || IsOp("<") || IsOp(">") || IsOp("<=") || IsOp(">=")) {
         Fail("chained comparisons are not supported");
@@ -332,7 +385,9 @@ class Parser {
 
   ExprPtr Math1() {
     ExprPtr e = Concat();
+    Nest links(*this, 0);
     while (IsOp("+") || IsOp("-")) {
+      links.Add();
       const Token& t = Next();
       e = Binary(t.text, std::move(e), Concat(), t.line);
     }
@@ -341,7 +396,9 @@ class Parser {
 
   ExprPtr Concat() {
     ExprPtr e = Math2();
+    Nest links(*this, 0);
     while (IsOp("~")) {
+      links.Add();
       const int line = Next().line;
       e = Binary("~", std::move(e), Math2(), line);
     }
@@ -350,7 +407,9 @@ class Parser {
 
   ExprPtr Math2() {
     ExprPtr e = Pow();
+    Nest links(*this, 0);
     while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
+      links.Add();
       const Token& t = Next();
       e = Binary(t.text, std::move(e), Pow(), t.line);
     }
@@ -359,7 +418,9 @@ class Parser {
 
   ExprPtr Pow() {
     ExprPtr e = Unary(true);
+    Nest links(*this, 0);
     while (IsOp("**")) {
+      links.Add();
       const int line = Next().line;
       e = Binary("**", std::move(e), Unary(true), line);
     }
@@ -367,6 +428,7 @@ class Parser {
   }
 
   ExprPtr Unary(bool with_filter) {
+    Nest nest(*this);
     const int line = Peek().line;
     ExprPtr e;
     if (AcceptOp("-")) {
@@ -406,7 +468,7 @@ class Parser {
         return e;
       }
       case TokenType::kInt:
-        e->value = Value(static_cast<int64_t>(std::stoll(t.text)));
+        e->value = Value(IntLiteral(t.text));
         return e;
       case TokenType::kFloat:
         e->value = Value(std::stod(t.text));
@@ -459,14 +521,16 @@ class Parser {
   }
 
   ExprPtr Postfix(ExprPtr e) {
+    Nest links(*this, 0);
     while (true) {
+      links.Add();
       const int line = Peek().line;
       if (AcceptOp(".")) {
         ExprPtr a = Make(ExprKind::kAttr, line);
         if (Peek().type == TokenType::kInt) {  // foo.0 is foo[0]
           a->kind = ExprKind::kItem;
           a->b = Make(ExprKind::kLiteral, line);
-          a->b->value = Value(static_cast<int64_t>(std::stoll(Next().text)));
+          a->b->value = Value(IntLiteral(Next().text));
         } else {
           a->name = ExpectName();
         }
@@ -534,7 +598,9 @@ class Parser {
   }
 
   ExprPtr FilterExpr(ExprPtr e) {
+    Nest links(*this, 0);
     while (true) {
+      links.Add();
       if (IsOp("|")) {
         e = FilterChain(std::move(e), Peek().line, /*single=*/true);
       } else if (IsName("is")) {
@@ -551,7 +617,9 @@ class Parser {
   // is null for the chain of a filter block or a set block (the body's text
   // goes there); `filter trim` has no leading bar.
   ExprPtr FilterChain(ExprPtr input, int line, bool single = false) {
+    Nest links(*this, 0);
     do {
+      links.Add();
       AcceptOp("|");
       ExprPtr f = Make(ExprKind::kFilter, line);
       f->name = ExpectName();
@@ -585,6 +653,7 @@ class Parser {
 
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int depth_ = 0;  // Nest levels open
 };
 
 }  // namespace

@@ -5,7 +5,34 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat/jinja_limits.h"
+
 namespace ellm::jinja {
+namespace {
+
+uint16_t NestedDepth(int inner) { return static_cast<uint16_t>(std::min(inner + 1, 65535)); }
+
+void CheckDepth(int depth, const char* doing) {
+  if (depth > kMaxValueDepth) {
+    throw LimitError("value nested deeper than " + std::to_string(kMaxValueDepth) + " " + doing);
+  }
+}
+
+}  // namespace
+
+Value::Value(Array a) : kind_(Kind::kArray) {
+  int inner = 0;
+  for (const Value& v : a) inner = std::max(inner, v.depth());
+  depth_ = NestedDepth(inner);
+  array_ = std::make_shared<Array>(std::move(a));
+}
+
+Value::Value(Object o) : kind_(Kind::kObject) {
+  int inner = 0;
+  for (const auto& [k, v] : o.items) inner = std::max({inner, k.depth(), v.depth()});
+  depth_ = NestedDepth(inner);
+  object_ = std::make_shared<Object>(std::move(o));
+}
 
 const Value* Object::Find(std::string_view key) const {
   for (const auto& [k, v] : items) {
@@ -54,6 +81,8 @@ std::string Value::undefined_message() const {
 }
 
 std::vector<std::string_view> SplitCodePoints(std::string_view s) {
+  // Sixteen bytes of views per byte of text: charged as copying sixteen.
+  StepMeter::ChargeBytes(s.size() * 16);
   std::vector<std::string_view> out;
   out.reserve(s.size());
   size_t i = 0;
@@ -230,49 +259,74 @@ std::string Value::Str() const {
 }
 
 std::string Value::Repr() const {
+  std::string out;
+  ReprTo(out, 0);
+  return out;
+}
+
+void Value::ReprTo(std::string& out, int depth) const {
+  CheckDepth(depth, "to print");
+  StepMeter::Charge(1);
   switch (kind_) {
     case Kind::kUndefined:
-      return "";
+      return;
     case Kind::kNone:
-      return "None";
+      out += "None";
+      return;
     case Kind::kBool:
-      return int_ ? "True" : "False";
+      out += int_ ? "True" : "False";
+      return;
     case Kind::kInt:
-      return std::to_string(int_);
+      out += std::to_string(int_);
+      return;
     case Kind::kFloat:
-      return PyFloatRepr(float_);
+      out += PyFloatRepr(float_);
+      return;
     case Kind::kString:
-      return PyStringRepr(*str_);
+      StepMeter::ChargeBytes(str_->size());
+      out += PyStringRepr(*str_);
+      break;
     case Kind::kArray: {
-      if (is_generator()) return "<generator object>";
-      std::string out = is_tuple() ? "(" : "[";
+      if (is_generator()) {
+        out += "<generator object>";
+        return;
+      }
+      out += is_tuple() ? "(" : "[";
       for (size_t i = 0; i < array_->size(); ++i) {
         if (i) out += ", ";
-        out += (*array_)[i].Repr();
+        (*array_)[i].ReprTo(out, depth + 1);
       }
-      if (is_tuple()) return out + (array_->size() == 1 ? ",)" : ")");
-      return out + "]";
+      out += !is_tuple() ? "]" : array_->size() == 1 ? ",)" : ")";
+      break;
     }
     case Kind::kObject: {
-      std::string out = object_->is_namespace ? "<Namespace {" : "{";
+      out += object_->is_namespace ? "<Namespace {" : "{";
       for (size_t i = 0; i < object_->items.size(); ++i) {
         if (i) out += ", ";
-        out += object_->items[i].first.Repr() + ": " + object_->items[i].second.Repr();
+        object_->items[i].first.ReprTo(out, depth + 1);
+        out += ": ";
+        object_->items[i].second.ReprTo(out, depth + 1);
       }
-      return out + (object_->is_namespace ? "}>" : "}");
+      out += object_->is_namespace ? "}>" : "}";
+      break;
     }
     case Kind::kFunction:
-      return "<function " + *str_ + ">";
+      out += "<function " + *str_ + ">";
+      return;
   }
-  return "";
+  CheckStringSize(out.size(), "printing a value");
 }
 
 int64_t Value::Length() const {
   switch (kind_) {
     case Kind::kUndefined:
       return 0;
-    case Kind::kString:
-      return static_cast<int64_t>(SplitCodePoints(*str_).size());
+    case Kind::kString: {
+      StepMeter::ChargeBytes(str_->size());
+      // Code points: every byte but UTF-8's continuation bytes (10xxxxxx).
+      return std::count_if(str_->begin(), str_->end(),
+                           [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; });
+    }
     case Kind::kArray:
       if (is_generator()) break;
       return static_cast<int64_t>(array_->size());
@@ -293,10 +347,15 @@ std::string Value::ToJson(int indent, const std::string& item_sep, const std::st
 
 void Value::ToJsonTo(std::string& out, int indent, int depth, const std::string& item_sep,
                      const std::string& key_sep, bool sort_keys) const {
+  CheckDepth(depth, "to print as JSON");
+  StepMeter::Charge(1);
   const auto newline = [&](int d) {
     if (indent < 0) return;
     out += '\n';
-    out.append(static_cast<size_t>(indent * d), ' ');
+    const size_t pad = static_cast<size_t>(indent) * static_cast<size_t>(d);
+    CheckStringSize(out.size() + pad, "tojson");
+    StepMeter::ChargeBytes(pad);
+    out.append(pad, ' ');
   };
   switch (kind_) {
     case Kind::kNone:
@@ -310,7 +369,9 @@ void Value::ToJsonTo(std::string& out, int indent, int depth, const std::string&
       out += Repr();
       return;
     case Kind::kString:
+      StepMeter::ChargeBytes(str_->size());
       JsonString(out, *str_);
+      CheckStringSize(out.size(), "tojson");
       return;
     case Kind::kArray: {
       if (is_generator()) throw TemplateError("Object of type generator is not JSON serializable");
@@ -323,6 +384,7 @@ void Value::ToJsonTo(std::string& out, int indent, int depth, const std::string&
         if (i) out += item_sep;
         newline(depth + 1);
         (*array_)[i].ToJsonTo(out, indent, depth + 1, item_sep, key_sep, sort_keys);
+        CheckStringSize(out.size(), "tojson");
       }
       newline(depth);
       out += ']';
@@ -355,6 +417,7 @@ void Value::ToJsonTo(std::string& out, int indent, int depth, const std::string&
         JsonString(out, items[i].first);
         out += key_sep;
         items[i].second->ToJsonTo(out, indent, depth + 1, item_sep, key_sep, sort_keys);
+        CheckStringSize(out.size(), "tojson");
       }
       newline(depth);
       out += '}';
@@ -366,7 +429,11 @@ void Value::ToJsonTo(std::string& out, int indent, int depth, const std::string&
   }
 }
 
-bool Value::Equals(const Value& other) const {
+bool Value::Equals(const Value& other) const { return EqualsAt(other, 0); }
+
+bool Value::EqualsAt(const Value& other, int depth) const {
+  CheckDepth(depth, "to compare");
+  StepMeter::Charge(1);
   if (is_number() && other.is_number()) {
     if (is_float() || other.is_float()) return as_double() == other.as_double();
     return int_ == other.int_;
@@ -377,11 +444,14 @@ bool Value::Equals(const Value& other) const {
     case Kind::kNone:
       return true;
     case Kind::kString:
+      if (str_ == other.str_) return true;
+      if (str_->size() == other.str_->size()) StepMeter::ChargeBytes(str_->size());
       return *str_ == *other.str_;
     case Kind::kArray: {
+      if (array_ == other.array_) return true;
       if (array_->size() != other.array_->size()) return false;
       for (size_t i = 0; i < array_->size(); ++i) {
-        if (!(*array_)[i].Equals((*other.array_)[i])) return false;
+        if (!(*array_)[i].EqualsAt((*other.array_)[i], depth + 1)) return false;
       }
       return true;
     }
@@ -390,7 +460,7 @@ bool Value::Equals(const Value& other) const {
       if (object_->items.size() != other.object_->items.size()) return false;
       for (const auto& [k, v] : object_->items) {
         const Value* o = other.object_->Find(Value(k));
-        if (!o || !v.Equals(*o)) return false;
+        if (!o || !v.EqualsAt(*o, depth + 1)) return false;
       }
       return true;
     }
@@ -401,17 +471,24 @@ bool Value::Equals(const Value& other) const {
   }
 }
 
-bool Value::Less(const Value& other) const {
+bool Value::Less(const Value& other) const { return LessAt(other, 0); }
+
+bool Value::LessAt(const Value& other, int depth) const {
+  CheckDepth(depth, "to compare");
+  StepMeter::Charge(1);
   if (is_number() && other.is_number()) {
     if (is_float() || other.is_float()) return as_double() < other.as_double();
     return int_ < other.int_;
   }
-  if (is_string() && other.is_string()) return *str_ < *other.str_;
+  if (is_string() && other.is_string()) {
+    StepMeter::ChargeBytes(std::min(str_->size(), other.str_->size()));
+    return *str_ < *other.str_;
+  }
   if (is_array() && other.is_array()) {
     const Array& a = *array_;
     const Array& b = *other.array_;
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      if (!a[i].Equals(b[i])) return a[i].Less(b[i]);
+      if (!a[i].EqualsAt(b[i], depth + 1)) return a[i].LessAt(b[i], depth + 1);
     }
     return a.size() < b.size();
   }

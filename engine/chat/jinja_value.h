@@ -21,9 +21,16 @@ namespace ellm::jinja {
 // A template error at render or parse time. Thrown inside the interpreter
 // only; Template::Parse/Render turn it into a Status (never crosses the
 // engine's interfaces).
+// limit(): a bound of jinja_limits.h was hit (reported as RESOURCE_EXHAUSTED;
+// LimitError() makes one), rather than an error of the template's logic.
 class TemplateError : public std::runtime_error {
  public:
-  explicit TemplateError(const std::string& what) : std::runtime_error(what) {}
+  explicit TemplateError(const std::string& what, bool limit = false)
+      : std::runtime_error(what), limit_(limit) {}
+  bool limit() const { return limit_; }
+
+ private:
+  bool limit_;
 };
 
 class Value;
@@ -83,10 +90,8 @@ class Value {
     return v;
   }
   Value(const char* s) : Value(std::string(s)) {}  // NOLINT
-  Value(Array a)                                   // NOLINT
-      : kind_(Kind::kArray), array_(std::make_shared<Array>(std::move(a))) {}
-  Value(Object o)  // NOLINT
-      : kind_(Kind::kObject), object_(std::make_shared<Object>(std::move(o))) {}
+  Value(Array a);                                  // NOLINT
+  Value(Object o);                                 // NOLINT
   static Value FromFunction(std::string name, Function f);
 
   Kind kind() const { return kind_; }
@@ -103,6 +108,10 @@ class Value {
   bool is_markup() const { return flavor_ == Flavor::kMarkup; }
   bool is_generator() const { return flavor_ == Flavor::kGenerator; }
   bool is_tuple() const { return flavor_ == Flavor::kTuple; }
+  // How deeply lists and dicts nest in this value when it was made (a
+  // scalar: 0; [[1]]: 2), saturating at 65535. A namespace's attributes may
+  // change after; the interpreter never lets a namespace into a container.
+  int depth() const { return depth_; }
 
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }  // REQUIRES: is_int() or is_bool()
@@ -139,6 +148,9 @@ class Value {
   explicit Value(Kind k) : kind_(k) {}
   void ToJsonTo(std::string& out, int indent, int depth, const std::string& item_sep,
                 const std::string& key_sep, bool sort_keys) const;
+  void ReprTo(std::string& out, int depth) const;
+  bool EqualsAt(const Value& other, int depth) const;
+  bool LessAt(const Value& other, int depth) const;
 
   // Python types that behave as a str or a list here but differ in a way a
   // template can see.
@@ -146,6 +158,7 @@ class Value {
 
   Kind kind_ = Kind::kUndefined;
   Flavor flavor_ = Flavor::kPlain;
+  uint16_t depth_ = 0;
   int64_t int_ = 0;
   double float_ = 0;
   std::shared_ptr<std::string> str_;  // string, function name, undefined's message
