@@ -23,6 +23,8 @@ StatusOr<std::string> ReadTemplateFile(const std::string& path) {
 
 // JSON into the template's values, objects keeping their keys' order (as
 // Python's dicts do, so `tojson` prints them as jinja2 would).
+// REQUIRES: j came through ParseOrderedJson (nesting within kMaxJsonDepth,
+// plus a tool call's arguments: well within jinja::kMaxValueDepth).
 jinja::Value FromJson(const nlohmann::ordered_json& j) {
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
@@ -81,6 +83,56 @@ bool MentionsTools(std::string_view source) {
   return false;
 }
 
+// A small conversation of every kind a template meets: with a system
+// prompt, ending on the user or on the assistant, and (for templates that
+// read `tools`) a tool call and its answer.
+struct SampleConversation {
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt;
+  std::string tools;
+};
+
+std::vector<SampleConversation> SampleConversations(bool with_tools) {
+  const ChatMessage system{.role = "system", .content = "You are a helpful assistant."};
+  const ChatMessage user{.role = "user", .content = "What is the capital of France?"};
+  const ChatMessage assistant{.role = "assistant", .content = "Paris."};
+  const ChatMessage again{.role = "user", .content = "And of Italy?"};
+  std::vector<SampleConversation> out = {
+      {{system, user, assistant, again}, true, ""},
+      {{user, assistant}, false, ""},
+  };
+  if (with_tools) {
+    const ChatMessage call{
+        .role = "assistant",
+        .tool_calls = R"([{"id": "call_1", "type": "function", "function": )"
+                      R"({"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}])"};
+    const ChatMessage answer{
+        .role = "tool", .content = "18 C", .tool_call_id = "call_1", .name = "get_weather"};
+    const std::string tools =
+        R"([{"type": "function", "function": {"name": "get_weather", "description": )"
+        R"("The weather in a city", "parameters": {"type": "object", "properties": )"
+        R"({"city": {"type": "string"}}, "required": ["city"]}}}])";
+    out.push_back({{system, user, call, answer}, true, tools});
+  }
+  return out;
+}
+
+// A template is code from whoever made the file: render it for the sample
+// conversations now, so that one that overflows, runs past its step budget
+// or outgrows a bound (jinja_limits.h) is refused at load with its reason,
+// not at the first request. Errors of the template's own logic (its
+// raise_exception for a conversation it does not accept) are left to the
+// requests that meet them.
+Status DryRun(const ChatTemplate& t) {
+  for (const SampleConversation& c : SampleConversations(t.handles_tools())) {
+    auto text = t.Apply(c.messages, c.add_generation_prompt, c.tools);
+    if (!text.ok() && text.status().reason() == jinja::kLimitReason) {
+      return text.status().WithContext("refused by a dry run at load");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 bool IsChatTemplateFile(const std::string& spec) {
@@ -108,6 +160,7 @@ StatusOr<ChatTemplate> ChatTemplate::FromJinja(std::string_view source, std::str
   t.strip_bos_ = tokenizer.add_bos();
   t.handles_tools_ = MentionsTools(source);
   t.source_ = std::string(source);
+  ELLM_RETURN_IF_ERROR(DryRun(t));
   return t;
 }
 

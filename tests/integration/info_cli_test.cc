@@ -264,5 +264,93 @@ TEST(InfoCli, FilesThisBuildCannotRunSayWhy) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 53: a GGUF whose chat template is hostile (it overflows, recurses or
+// runs away) does not take `ellm info` down; the verdict says `runs: no` and
+// names the bound the load-time dry run hit, in well under the time such a
+// template ran before it was bounded (until killed).
+TEST(InfoCli, HostileChatTemplateRunsNoWithItsReason) {
+  const std::string dir = MakeTempDir("ellm-info-hostile");
+  struct Case {
+    std::string name;
+    std::string source;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"overflow", "{{ (-9223372036854775807-1) // -1 }}", "integer overflow in '//'"},
+      {"cycle", "{% set ns=namespace(a=0) %}{% set ns.a=ns %}{{ ns }}", "cyclic"},
+      {"parens", "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}",
+       "parser nesting deeper than 128"},
+      {"power", "{{ 2 ** 9223372036854775807 }}", "integer overflow in '**'"},
+      {"macros",
+       "{% macro f(n) %}{% if n > 0 %}{{ f(n-1) }}{{ f(n-1) }}{% endif %}{% endmacro %}"
+       "{{ f(40) }}",
+       "more than 100000 macro calls"},
+      {"repeat", "{{ \"x\" * 10**11 }}", "string longer than the limit of 16777216 bytes"},
+      {"steps", "{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
+       "step budget of 2000000 exceeded"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GgufBuilder b;
+    b.Str("general.architecture", "llama")
+        .Str("tokenizer.ggml.model", "gpt2")
+        .Str("tokenizer.ggml.pre", "gpt-2")
+        .StrArray("tokenizer.ggml.tokens", {"a", "b", "ab"})
+        .StrArray("tokenizer.ggml.merges", {"a b"})
+        .Str("tokenizer.chat_template", c.source);
+    const std::string file = dir + "/" + c.name + ".gguf";
+    ASSERT_TRUE(b.WriteTo(file));
+    std::string out;
+    ASSERT_EQ(RunCli("info '" + file + "'", &out), 0) << out.substr(0, 2000);
+    const std::string verdict = LastLine(out);
+    EXPECT_EQ(verdict.rfind("runs: no \u2014 ", 0), 0u) << verdict;
+    // Parsing refuses the parentheses; the dry run the others.
+    EXPECT_NE(verdict.find("tokenizer.chat_template of '" + file + "': chat template line 1: "),
+              std::string::npos)
+        << verdict;
+    EXPECT_NE(verdict.find(c.reason), std::string::npos) << verdict;
+    std::string json;
+    ASSERT_EQ(RunCli("info --json '" + file + "' 2>/dev/null", &json), 0) << json.substr(0, 2000);
+    const auto j = nlohmann::json::parse(json);
+    EXPECT_EQ(j["runs"], false);
+    EXPECT_NE(j["runs_error"].get<std::string>().find(c.reason), std::string::npos)
+        << j["runs_error"];
+  }
+  // A harmless template passes the dry run: the verdict moves on to what
+  // this file lacks (its hyperparameters and weights).
+  GgufBuilder good;
+  good.Str("general.architecture", "llama")
+      .Str("tokenizer.ggml.model", "gpt2")
+      .Str("tokenizer.ggml.pre", "gpt-2")
+      .StrArray("tokenizer.ggml.tokens", {"a", "b", "ab"})
+      .StrArray("tokenizer.ggml.merges", {"a b"})
+      .Str("tokenizer.chat_template",
+           "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}");
+  ASSERT_TRUE(good.WriteTo(dir + "/good.gguf"));
+  std::string out;
+  ASSERT_EQ(RunCli("info '" + dir + "/good.gguf'", &out), 0) << out;
+  EXPECT_EQ(LastLine(out).find("chat template"), std::string::npos) << LastLine(out);
+  EXPECT_NE(LastLine(out).find("llama.block_count"), std::string::npos) << LastLine(out);
+  std::filesystem::remove_all(dir);
+}
+
+// The real model (Gemma 3, whose own template passes the dry run) with a
+// hostile --chat-template: generate --chat refuses at load with the reason,
+// exit 1, no crash.
+TEST(InfoCli, GenerateRefusesAHostileChatTemplateFile) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string dir = MakeTempDir("ellm-generate-hostile");
+  { std::ofstream(dir + "/h.jinja") << "{{ (-9223372036854775807-1) // -1 }}"; }
+  std::string out;
+  EXPECT_EQ(RunCli("generate -m '" + model + "' --chat --chat-template '" + dir +
+                       "/h.jinja' -p hi -n 2 -t 2 -c 256",
+                   &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("integer overflow in '//'"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused by a dry run at load"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ellm::testing

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/jinja.h"
 #include "ellm/engine/chat.h"
 #include "gguf_builder.h"
 #include "test_env.h"
@@ -130,6 +131,83 @@ TEST(ChatTemplate, BadTemplatesAreErrorsNeverFallbacks) {
   EXPECT_NE(missing.message().find("cannot be read"), std::string::npos);
   EXPECT_TRUE(ValidateChatTemplateSpec("").ok());
   EXPECT_TRUE(ValidateChatTemplateSpec("gemma").ok());
+}
+
+// A byte-pair vocabulary of three tokens: enough for a ChatTemplate.
+std::unique_ptr<Tokenizer> TinyTokenizer() {
+  ellm::testing::GgufBuilder b;
+  b.Str("general.architecture", "llama")
+      .Str("tokenizer.ggml.model", "gpt2")
+      .Str("tokenizer.ggml.pre", "gpt-2")
+      .StrArray("tokenizer.ggml.tokens", {"a", "b", "ab"})
+      .StrArray("tokenizer.ggml.merges", {"a b"});
+  const std::vector<uint8_t> bytes = b.Build();
+  auto file = gguf::GgufFile::Parse(bytes, "tiny.gguf");
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(*file);
+  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+  return std::move(*tok);
+}
+
+// Issue 53: a template that overflows, outruns its step budget or outgrows
+// a bound on the sample conversations is refused when it is loaded, with
+// the bound it hit, not at the first request.
+TEST(ChatTemplate, HostileTemplateIsRefusedAtLoadWithItsReason) {
+  auto tok = TinyTokenizer();
+  const std::pair<std::string, std::string> hostile[] = {
+      {"{{ (-9223372036854775807-1) // -1 }}", "integer overflow in '//'"},
+      {"{% set ns=namespace(a=0) %}{% set ns.a=ns %}{{ ns }}", "cyclic"},
+      {"{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}",
+       "parser nesting deeper than"},
+      {"{{ 2 ** 9223372036854775807 }}", "integer overflow in '**'"},
+      {"{% macro f(n) %}{% if n > 0 %}{{ f(n-1) }}{{ f(n-1) }}{% endif %}{% endmacro %}"
+       "{{ f(40) }}",
+       "macro calls"},
+      {"{{ \"x\" * 10**11 }}", "string longer than"},
+      {"{% for m in messages %}{% for i in range(100000) %}{{ i }}{% endfor %}{% endfor %}",
+       "step budget"},
+      // Only the conversation with tools meets this one.
+      {"{{ messages[0].content }}{% if tools %}{{ 'x' * 10**11 }}{% endif %}",
+       "string longer than"},
+  };
+  for (const auto& [source, reason] : hostile) {
+    auto t = ChatTemplate::FromJinja(source, "hostile.jinja", *tok);
+    ASSERT_FALSE(t.ok()) << source.substr(0, 80);
+    EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted) << t.status().ToString();
+    EXPECT_EQ(t.status().reason(), jinja::kLimitReason);
+    EXPECT_NE(t.status().message().find("hostile.jinja"), std::string::npos)
+        << t.status().message();
+    EXPECT_NE(t.status().message().find(reason), std::string::npos) << t.status().message();
+  }
+  // The file's own template: the error Engine keeps for chat requests.
+  auto own =
+      ChatTemplate::FromGguf(ModelFile("llama", "{{ 1 - (-9223372036854775807-1) }}"), *tok, "");
+  ASSERT_FALSE(own.ok());
+  EXPECT_NE(own.status().message().find("refused by a dry run at load: tokenizer.chat_template "
+                                        "of 'model.gguf': chat template line 1: integer "
+                                        "overflow in '-'"),
+            std::string::npos)
+      << own.status().message();
+  // A template that raises for a conversation it does not accept is a
+  // request's error, not a refusal at load.
+  auto raises = ChatTemplate::FromJinja(
+      "{% if messages[0].role == 'system' %}{{ raise_exception('no system role') }}{% endif %}",
+      "picky.jinja", *tok);
+  ASSERT_TRUE(raises.ok()) << raises.status().ToString();
+}
+
+TEST(ChatTemplate, Gemma3TemplateRunsAfterTheDryRun) {
+  auto tok = TinyTokenizer();
+  const std::string source =
+      ReadFile(ellm::testing::SourceDir() + "/scripts/reference/templates/google-gemma-3-it.jinja");
+  ASSERT_FALSE(source.empty());
+  auto t = ChatTemplate::FromJinja(source, "gemma-3.jinja", *tok);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto text = t->Apply({{"user", "Hi"}}, true);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n"),
+            std::string::npos)
+      << *text;
 }
 
 }  // namespace
