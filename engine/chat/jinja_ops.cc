@@ -74,7 +74,10 @@ Array Split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
     bool in_word = false;
     for (std::string_view cp : cps) {
       if (IsPyWhitespace(cp)) {
-        if (in_word) words.push_back(cur);
+        if (in_word) {
+          words.push_back(cur);
+          CheckListSize(words.size(), "split");
+        }
         cur.clear();
         in_word = false;
       } else {
@@ -99,6 +102,7 @@ Array Split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
       const size_t at = s.find(d, start);
       if (at == std::string::npos) break;
       parts.push_back(s.substr(start, at - start));
+      CheckListSize(parts.size(), "split");
       start = at + d.size();
     }
     parts.push_back(s.substr(start));
@@ -109,6 +113,7 @@ Array Split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
       const size_t at = s.rfind(d, end - d.size());
       if (at == std::string::npos) break;
       parts.push_back(s.substr(at + d.size(), end - at - d.size()));
+      CheckListSize(parts.size(), "rsplit");
       end = at;
     }
     parts.push_back(s.substr(0, end));
@@ -220,6 +225,7 @@ Value StringMethod(const std::string& s, const std::string& name, std::vector<Va
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == '\n' || s[i] == '\r') {
         out.emplace_back(s.substr(start, i - start));
+        CheckListSize(out.size(), "splitlines");
         if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
         start = i + 1;
       }
