@@ -145,7 +145,6 @@ class Interpreter {
         o.is_namespace = ns;
         for (const Value& v : a) {
           if (!v.is_object()) throw TemplateError("namespace()/dict() takes a mapping or keywords");
-          if (v.object().is_namespace) RefuseNamespaceInside(v);
           for (const auto& [key, val] : v.object().items) o.Set(key, val);
         }
         for (auto& [key, val] : k.items) {
