@@ -1,5 +1,6 @@
 #include "ellm/store/database.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -254,15 +255,25 @@ StatusOr<std::string> Database::QueryText(const std::string& sql) {
 Status Database::BackupTo(const std::string& path) {
   const std::string tmp = path + ".partial";
   ::unlink(tmp.c_str());
+  // The copy is created here, 0600 from the start, and never through a
+  // link: O_EXCL | O_NOFOLLOW refuses a file or link planted after the
+  // unlink, SQLITE_OPEN_NOFOLLOW one swapped in after this open. The rename
+  // at the end replaces a link at `path` instead of following it.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return InternalError("backup to '" + path + "': cannot create '" + tmp +
+                         "': " + std::strerror(errno));
+  }
+  ::close(fd);
   sqlite3* out = nullptr;
-  int rc = sqlite3_open_v2(tmp.c_str(), &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int rc =
+      sqlite3_open_v2(tmp.c_str(), &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
   auto fail = [&](const std::string& why) {
     if (out != nullptr) sqlite3_close(out);
     ::unlink(tmp.c_str());
     return InternalError("backup to '" + path + "': " + why);
   };
   if (rc != SQLITE_OK) return fail(out ? sqlite3_errmsg(out) : sqlite3_errstr(rc));
-  ::chmod(tmp.c_str(), 0600);
   sqlite3_backup* b = sqlite3_backup_init(out, "main", db_, "main");
   if (b == nullptr) return fail(sqlite3_errmsg(out));
   // In one step: one read transaction, so the copy is one snapshot. The

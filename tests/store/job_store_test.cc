@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "ellm/store/job_json.h"
 #include "test_env.h"
@@ -134,6 +139,34 @@ TEST_F(JobStoreTest, AnOnlineBackupHoldsEveryJob) {
   EXPECT_EQ((*j)->result->output_text, "kept");
   EXPECT_EQ((*restored)->List(std::nullopt)->size(), 2u);
   EXPECT_FALSE(store->database().BackupTo(dir_ + "/no/such/dir/x.db").ok());
+}
+
+// Issue 53: links planted where the backup writes (the file itself, its
+// partial copy and SQLite's side files of that copy) are replaced or
+// refused, never written through: the files they point to keep their
+// contents.
+TEST_F(JobStoreTest, ABackupNeverWritesThroughAPlantedSymlink) {
+  auto store = Open();
+  ASSERT_TRUE(store->Begin(Job("s1")).ok());
+  const std::string copy = dir_ + "/planted.db";
+  std::vector<std::string> victims;
+  for (const char* suffix : {"", ".partial", ".partial-journal", ".partial-wal"}) {
+    const std::string victim = dir_ + "/victim" + suffix;
+    std::ofstream(victim) << "precious";
+    victims.push_back(victim);
+    ASSERT_EQ(::symlink(victim.c_str(), (copy + suffix).c_str()), 0) << suffix;
+  }
+  const Status backed_up = store->database().BackupTo(copy);
+  for (const std::string& victim : victims) {
+    std::ifstream in(victim);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, "precious") << victim << " was written through a link";
+  }
+  ASSERT_TRUE(backed_up.ok()) << backed_up.ToString();
+  struct stat st {};
+  ASSERT_EQ(::lstat(copy.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the link at the destination is replaced by the copy";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST_F(JobStoreTest, TheInboxKeepsQueuedMessagesUntilTheirJobsFinish) {
