@@ -21,6 +21,22 @@ server::JobAnswer StoreError(const Status& s) {
   return Error(500, "store_error", "the job store: " + s.ToString(), "server_error");
 }
 
+// The store keeps HTTP jobs apart from Kafka jobs (kHttpJobIdPrefix): the
+// API speaks the client's ids, the store its own.
+std::string StoredId(const std::string& api_id) {
+  return std::string(ingest::kHttpJobIdPrefix) + api_id;
+}
+
+// A stored HTTP job as the API shows it.
+json ApiJson(const store::JobRecord& job) {
+  json out = store::JobToJson(job);
+  std::string id = out.value("id", "");
+  if (id.rfind(ingest::kHttpJobIdPrefix, 0) == 0) id.erase(0, ingest::kHttpJobIdPrefix.size());
+  out["id"] = id;
+  out["object"] = "job";
+  return out;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<HttpJobQueue>> HttpJobQueue::Start(
@@ -79,21 +95,23 @@ server::JobAnswer HttpJobQueue::Submit(json message, std::vector<Upload> uploads
   ingest::ParsedJob parsed = ingest::ParseJobMessage(text, "", limits_);
   if (!parsed.ok()) return Error(400, parsed.error_code, parsed.error);
   const ingest::JobMessage& m = parsed.message;
-  store::NewJob job{m.id, m.pipeline, m.params_json, std::nullopt, {"http", -1, -1}, worker_name_};
+  const std::string stored_id = StoredId(m.id);
+  store::NewJob job{stored_id,    m.pipeline,       m.params_json,
+                    std::nullopt, {"http", -1, -1}, worker_name_};
   {
     std::lock_guard<std::mutex> lock(api_mu_);
     auto added = api_store_->Enqueue(job, text);
     if (!added.ok()) return StoreError(added.status());
     if (!*added) {
-      auto existing = api_store_->Get(m.id);
+      auto existing = api_store_->Get(stored_id);
       if (!existing.ok()) return StoreError(existing.status());
       if (!existing->has_value()) return Error(409, "conflict", "job '" + m.id + "' vanished");
-      return {200, store::JobToJson(**existing)};
+      return {200, ApiJson(**existing)};
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(m.id, text);
+    queue_.emplace_back(stored_id, text);
   }
   cv_.notify_one();
   return {202, {{"id", m.id}, {"object", "job"}, {"status", "queued"}, {"pipeline", m.pipeline}}};
@@ -101,12 +119,10 @@ server::JobAnswer HttpJobQueue::Submit(json message, std::vector<Upload> uploads
 
 server::JobAnswer HttpJobQueue::Get(const std::string& id) {
   std::lock_guard<std::mutex> lock(api_mu_);
-  auto job = api_store_->Get(id);
+  auto job = api_store_->Get(StoredId(id));
   if (!job.ok()) return StoreError(job.status());
   if (!job->has_value()) return Error(404, "job_not_found", "no job '" + id + "'");
-  json out = store::JobToJson(**job);
-  out["object"] = "job";
-  return {200, out};
+  return {200, ApiJson(**job)};
 }
 
 server::JobAnswer HttpJobQueue::List(const std::string& status, int limit) {
@@ -122,13 +138,12 @@ server::JobAnswer HttpJobQueue::List(const std::string& status, int limit) {
     }
   }
   std::lock_guard<std::mutex> lock(api_mu_);
-  auto jobs = api_store_->List(filter, limit);
+  auto jobs = api_store_->List(filter, limit, ingest::kHttpJobIdPrefix);
   if (!jobs.ok()) return StoreError(jobs.status());
   json data = json::array();
   for (const store::JobRecord& j : *jobs) {
-    json one = store::JobToJson(j);
+    json one = ApiJson(j);
     one.erase("events");
-    one["object"] = "job";
     data.push_back(std::move(one));
   }
   return {200, {{"object", "list"}, {"data", data}}};

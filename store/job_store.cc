@@ -446,12 +446,18 @@ Status JobStore::MarkPublishFailed(const std::string& job_id, const std::string&
   return st.WithContext("job '" + job_id + "': cannot store that its events were not delivered");
 }
 
-StatusOr<std::vector<JobRecord>> JobStore::List(std::optional<JobStatus> status, int limit) {
-  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
-                    (status ? " WHERE status=?1" : "") +
+StatusOr<std::vector<JobRecord>> JobStore::List(std::optional<JobStatus> status, int limit,
+                                                std::string_view id_prefix) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE " +
+                    (status ? "status=?1" : "1") +
+                    (id_prefix.empty() ? "" : " AND substr(id, 1, ?3)=?2") +
                     " ORDER BY created_at DESC, rowid DESC LIMIT " + std::to_string(limit);
   ELLM_ASSIGN_OR_RETURN(auto q, Statement::Prepare(*db_, sql));
   if (status) q.Bind(1, JobStatusName(*status));
+  if (!id_prefix.empty()) {
+    q.Bind(2, id_prefix);
+    q.Bind(3, static_cast<int64_t>(id_prefix.size()));
+  }
   std::vector<JobRecord> out;
   for (;;) {
     ELLM_ASSIGN_OR_RETURN(bool row, q.Step());

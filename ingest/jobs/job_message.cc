@@ -166,6 +166,11 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
     return Fail{"invalid_message",
                 "'id' must be a string of 1-200 characters from [A-Za-z0-9._:-]"};
   }
+  if (m.id.rfind(kHttpJobIdPrefix, 0) == 0) {
+    m.id.clear();  // stored under its topic position, never in the HTTP jobs' names
+    return Fail{"invalid_message", "'id' may not start with '" + std::string(kHttpJobIdPrefix) +
+                                       "': the job store keeps jobs sent over HTTP under it"};
+  }
   if (!key.empty() && key != m.id) {
     return Fail{"key_mismatch", "the Kafka key '" + std::string(key) + "' differs from the id '" +
                                     m.id + "' (produce jobs keyed by their id)"};

@@ -54,6 +54,20 @@ TEST_F(JobMessageTest, AcceptsAFullValidMessage) {
   EXPECT_EQ(p.message.timeout_s, 600);
 }
 
+// Issue 53: the store keeps HTTP jobs under "http:"; a message taking that
+// prefix could occupy or answer for one, so it is refused, and its id is
+// not kept (the failure is filed under the topic position instead).
+TEST_F(JobMessageTest, TheHttpJobsPrefixIsNotAMessagesId) {
+  auto p = Parse(R"({"id":"http:q3","pipeline":"summarize-report","documents":[{"path":")" + dir_ +
+                 R"(/in/a.txt"}]})");
+  EXPECT_EQ(p.error_code, "invalid_message");
+  EXPECT_NE(p.error.find("'http:'"), std::string::npos) << p.error;
+  EXPECT_TRUE(p.message.id.empty()) << p.message.id;
+  auto fine = Parse(R"({"id":"httpq3:x","pipeline":"summarize-report","documents":[{"path":")" +
+                    dir_ + R"(/in/a.txt"}]})");
+  EXPECT_TRUE(fine.ok()) << fine.error;
+}
+
 TEST_F(JobMessageTest, RejectsEachKindOfBadMessageWithItsCode) {
   struct Case {
     std::string payload, key, code, says;

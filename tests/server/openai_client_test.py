@@ -160,7 +160,8 @@ def main():
                   "ellm_http_time_to_first_token_seconds_bucket" in text,
                   "ellmd's /metrics carries the API's ellm_http_* families")
         if DAEMON and KAFKA:
-            shared_with_kafka(base, ellm, model, tmp, proc.config, http_text)
+            kafka_id = shared_with_kafka(base, ellm, model, tmp, proc.config, http_text)
+            ids_per_source(base, ellm, proc.config, f"http-job-{os.getpid()}", kafka_id)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -699,6 +700,46 @@ def shared_with_kafka(base, ellm, model, tmp, config, http_text):
           "the Kafka job's result equals the same job run alone")
     check(text is not None and text == http_text,
           "the Kafka job's result equals the same job submitted over HTTP")
+    return job_id
+
+
+def ids_per_source(base, ellm, config, http_id, kafka_id):
+    """Issue 53: HTTP and Kafka jobs live apart. A Kafka job whose id equals a
+    finished HTTP job's runs as a job of its own (it used to be "already
+    done" and publish the HTTP job's result); the API neither reads nor
+    lists Kafka jobs (a Kafka id may not take the HTTP jobs' store prefix:
+    JobMessageTest)."""
+    auth = {"Authorization": "Bearer " + KEY}
+    status, _, _ = http("GET", base + "/v1/jobs/" + kafka_id, headers=auth)
+    check(status == 404, f"GET /v1/jobs/<a Kafka job's id>: 404 ({status})")
+    _, _, body = http("GET", base + "/v1/jobs?limit=100", headers=auth)
+    listed = [j["id"] for j in json.loads(body)["data"]]
+    check(http_id in listed and kafka_id not in listed and
+          not any(i.startswith("http:") for i in listed),
+          f"GET /v1/jobs lists the HTTP jobs by their own ids, no Kafka job ({listed})")
+    _, _, before = http("GET", base + "/v1/jobs/" + http_id, headers=auth)
+    db = json.load(open(config))["store"]["path"]
+    sub = subprocess.run([ellm, "submit", SAMPLE, "--inline", "--id", http_id, "--config", config,
+                          "--pipeline", "document-stats"],
+                         capture_output=True, text=True, timeout=60)
+    check(sub.returncode == 0, f"ellm submit with the HTTP job's id: {sub.stderr.strip()}")
+    job = None
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        r = subprocess.run([ellm, "jobs", "show", http_id, "--json", "--db", db],
+                           capture_output=True, text=True)
+        job = json.loads(r.stdout) if r.returncode == 0 else None
+        if job and job.get("status") in ("succeeded", "failed"):
+            break
+        time.sleep(0.2)
+    check(job is not None and job.get("status") == "succeeded" and
+          job.get("pipeline") == "document-stats" and job.get("attempts") == 1,
+          f"the Kafka job with the HTTP job's id ran as its own job ({(job or {}).get('status')}, "
+          f"{(job or {}).get('pipeline')}, attempts {(job or {}).get('attempts')})")
+    _, _, after = http("GET", base + "/v1/jobs/" + http_id, headers=auth)
+    check(json.loads(after)["result"] == json.loads(before)["result"] and
+          json.loads(after)["pipeline"] == "summarize-report",
+          "the HTTP job with that id is unchanged")
 
 
 def batched_decode(ellm, model, tmp):

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -280,6 +281,23 @@ TEST_F(JobStoreTest, ListFiltersByStatus) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].id, "j1");
   EXPECT_FALSE(ParseJobStatus("nonsense").ok());
+}
+
+TEST_F(JobStoreTest, ListKeepsTheIdsOfAPrefix) {
+  auto store = Open();
+  for (const char* id : {"http:a", "http:b", "a", "httpx", "batch:m:1"}) {
+    ASSERT_TRUE(store->Begin(Job(id)).ok()) << id;
+  }
+  ASSERT_TRUE(store->Succeed("http:a", {}, Result("x")).value());
+  std::vector<std::string> ids;
+  const std::vector<JobRecord> http = store->List(std::nullopt, 100, "http:").value();
+  for (const JobRecord& j : http) ids.push_back(j.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"http:a", "http:b"}));
+  auto done = store->List(JobStatus::kSucceeded, 100, "http:").value();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].id, "http:a");
+  EXPECT_EQ(store->List(JobStatus::kSucceeded, 100, "batch:").value().size(), 0u);
 }
 
 TEST_F(JobStoreTest, ResultJsonCarriesTheStructuredOutputParsed) {

@@ -72,6 +72,12 @@ struct ParsedJob {
   bool ok() const { return error_code.empty(); }
 };
 
+// Jobs submitted over HTTP (POST /v1/jobs, app/http_jobs.cc) are stored
+// under this prefix and the client's id, so that an HTTP job can never
+// occupy, answer for or read a Kafka job, nor the other way round: a
+// message's own id may not start with it (invalid_message).
+inline constexpr std::string_view kHttpJobIdPrefix = "http:";
+
 // `key` is the Kafka message key; when non-empty it must equal the id.
 ParsedJob ParseJobMessage(std::string_view payload, std::string_view key,
                           const JobMessageLimits& limits);

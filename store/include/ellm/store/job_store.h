@@ -182,8 +182,10 @@ class JobStore {
   // many. Jobs queued or running are never pruned.
   StatusOr<int64_t> Prune(int days);
 
-  // Newest first; `status` filters when set.
-  StatusOr<std::vector<JobRecord>> List(std::optional<JobStatus> status, int limit = 100);
+  // Newest first; `status` filters when set, and `id_prefix` (when not
+  // empty) keeps the jobs whose ids start with it.
+  StatusOr<std::vector<JobRecord>> List(std::optional<JobStatus> status, int limit = 100,
+                                        std::string_view id_prefix = {});
   // With result, documents and events; nullopt when unknown.
   StatusOr<std::optional<JobRecord>> Get(const std::string& job_id);
 
