@@ -29,6 +29,7 @@
 #include "ellm/app/run_job.h"
 #include "ellm/base/json.h"
 #include "ellm/ingest/extract.h"
+#include "ellm/pipelines/contracts.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "ellm/store/job_store.h"
 #include "flags.h"
@@ -69,6 +70,33 @@ nlohmann::json PromptRecordJson(const pipelines::PromptRecord& r) {
             {"prefill_ms", r.result.prefill_ms},
             {"decode_ms", r.result.decode_ms}}},
           {"seconds", r.seconds}};
+}
+
+// --html FILE: the clause comparison of a two-document result as a
+// self-contained page (pipelines/contracts.h ComparisonHtml).
+Status WriteHtmlReport(const std::string& path, const pipelines::PipelineOutput& res,
+                       const std::vector<std::string>& files) {
+  StatusOr<nlohmann::ordered_json> parsed =
+      res.output_json ? ParseOrderedJson(*res.output_json)
+                      : StatusOr<nlohmann::ordered_json>(InvalidArgumentError("no JSON"));
+  if (!parsed.ok() || !parsed->contains("clauses") || files.size() != 2) {
+    return InvalidArgumentError("--html: the result of pipeline '" + res.pipeline_name +
+                                "' has no clause comparison (compare two contracts)");
+  }
+  std::string html;
+  try {
+    html = pipelines::ComparisonHtml((*parsed)["clauses"],
+                                     std::filesystem::path(files[0]).filename().string(),
+                                     std::filesystem::path(files[1]).filename().string());
+  } catch (const nlohmann::json::exception& e) {
+    return InternalError(std::string("--html: ") + e.what());
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return ErrnoError(errno, "--html '" + path + "'");
+  out << html;
+  out.close();
+  if (!out) return ErrnoError(errno, "--html '" + path + "'");
+  return OkStatus();
 }
 
 Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
@@ -126,6 +154,7 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
   }
   const double seconds = run.seconds;
   const pipelines::PipelineOutput& res = *r.output;
+  if (f.Has("html")) ELLM_RETURN_IF_ERROR(WriteHtmlReport(f.Get("html"), res, files));
   if (f.Has("json")) {
     nlohmann::json out = {{"id", job.job_id},
                           {"pipeline", pipeline},
@@ -160,8 +189,9 @@ Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
 }
 
 int Main(const Args& args, const char* name, const std::string& default_pipeline, int min_files) {
-  std::set<std::string> names = {"pipeline", "model",   "db",     "config",      "pipelines",
-                                 "ctx",      "threads", "params", "log-prompts", kChatTemplateFlag};
+  std::set<std::string> names = {
+      "pipeline", "model",  "db",          "config", "pipelines",      "ctx",
+      "threads",  "params", "log-prompts", "html",   kChatTemplateFlag};
   for (const std::string& n : KvFlagNames()) names.insert(n);
   auto flags = Flags::Parse(args, names, {"json"});
   if (!flags.ok()) {
@@ -169,7 +199,7 @@ int Main(const Args& args, const char* name, const std::string& default_pipeline
                  "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
                  "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
                  "[--params JSON] [--chat-template gemma|llama3|chatml] "
-                 "[--log-prompts FILE] [KV flags: ellm help bench]\n",
+                 "[--log-prompts FILE] [--html FILE (compare)] [KV flags: ellm help bench]\n",
                  name, flags.status().message().c_str(), name);
     return 2;
   }

@@ -27,3 +27,16 @@ if(ELLM_SANITIZE)
   target_compile_options(ellm_compile_options INTERFACE ${_ellm_san})
   target_link_options(ellm_compile_options INTERFACE ${_ellm_san})
 endif()
+
+# ellm_sanitized_at_o1(TARGET...): in sanitizer builds (scripts/test configures
+# them as Debug, which has no -O), compile these targets at -O1, the level
+# AddressSanitizer's documentation advises for usable speed. For the engine:
+# its arithmetic (attention, KV cache, whole models, emulated AVX-512) took
+# most of the sanitized test run at -O0. Everything else stays at -O0.
+function(ellm_sanitized_at_o1)
+  if(ELLM_SANITIZE)
+    foreach(target IN LISTS ARGN)
+      target_compile_options(${target} PRIVATE $<$<CONFIG:Debug>:-O1>)
+    endforeach()
+  endif()
+endfunction()

@@ -237,7 +237,6 @@ class KvCache {
   KvCacheOptions o_;
   SliceMemory* mem_;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0, slice_bytes_ = 0;
-  int64_t ring_blocks_ = 0;
   std::vector<Layer> layers_;
   std::unique_ptr<SpillFile> spill_;
   // Staging for read-back blocks: StagingBlocks() blocks, all heads; half h

@@ -1,6 +1,7 @@
 // The limited child runner (see child_process.h).
 #include "extract/child_process.h"
 
+#include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 
 #include <fcntl.h>
@@ -29,7 +30,7 @@ std::atomic<int> forks_to_fail{0};  // FailExtractorForksForTesting
 
 // ASan reserves terabytes of address space at start-up, so an address-space
 // limit would stop a sanitized child before main().
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
 constexpr bool kApplyAddressSpaceLimit = false;
 #else
 constexpr bool kApplyAddressSpaceLimit = true;

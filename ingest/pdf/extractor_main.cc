@@ -17,14 +17,15 @@
 #include <new>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
-
+#include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 #include "extract/protocol.h"
 #include "pdf/pdf_to_document.h"
 #include "pdf/sandbox.h"
+
+#if ELLM_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace {
 
@@ -98,7 +99,7 @@ int Run(int argc, char** argv) {
   StatusOr<std::string> bytes = ReadAll(fd, name);
   if (!bytes.ok()) return Report(bytes.status());
   close(fd);
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
   // LeakSanitizer's check runs a tracer thread (clone, ptrace) that the
   // sandbox kills: run it now, which also skips the one at exit.
   __lsan_do_leak_check();

@@ -17,12 +17,14 @@
 #include <memory>
 #include <string>
 
+#include "ellm/base/sanitizers.h"
+
 namespace ellm::ingest::pdf {
 namespace {
 
 // AddressSanitizer's runtime reads its own state through these when it
 // reports an error; only sanitizer builds (tests) allow them.
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
 // (It probes memory by writing it to a pipe of its own, hence pipe2 and
 // write to any fd.)
 constexpr std::array<const char*, 9> kSanitizerCalls = {
@@ -39,6 +41,13 @@ constexpr scmp_datum_t kTmpFileBit = 020000000;
 constexpr scmp_datum_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | kTmpFileBit;
 
 using Filter = std::unique_ptr<void, decltype(&seccomp_release)>;
+
+// A condition on argument `arg` (seccomp.h's SCMP_A0..SCMP_A5 are compound
+// literals, which C++ does not have): for SCMP_CMP_MASKED_EQ, a is the mask
+// and b the value.
+scmp_arg_cmp Arg(unsigned arg, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  return scmp_arg_cmp{arg, op, a, b};
+}
 
 Status Rule(scmp_filter_ctx ctx, const char* name, unsigned count = 0,
             const scmp_arg_cmp* args = nullptr) {
@@ -92,23 +101,23 @@ Status EnterExtractorSandbox() {
   }
   // Output only on stdout (the JSON) and stderr (messages).
   for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
-    const scmp_arg_cmp to_fd[] = {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd))};
+    const scmp_arg_cmp to_fd[] = {Arg(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd))};
     if (Status s = Rule(ctx, "write", 1, to_fd); !s.ok()) return s;
     if (Status s = Rule(ctx, "writev", 1, to_fd); !s.ok()) return s;
   }
   // Read-only opens: /etc/localtime, glibc's gconv cache, poppler's
   // /usr/share/poppler data (CMaps for CJK text).
-  const scmp_arg_cmp openat_ro[] = {SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
+  const scmp_arg_cmp openat_ro[] = {Arg(2, SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
   if (Status s = Rule(ctx, "openat", 1, openat_ro); !s.ok()) return s;
-  const scmp_arg_cmp open_ro[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
+  const scmp_arg_cmp open_ro[] = {Arg(1, SCMP_CMP_MASKED_EQ, kWriteFlags, 0)};
   if (Status s = Rule(ctx, "open", 1, open_ro); !s.ok()) return s;
   // Memory, but no new executable pages: injected code cannot be mapped.
-  const scmp_arg_cmp no_exec[] = {SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)};
+  const scmp_arg_cmp no_exec[] = {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)};
   if (Status s = Rule(ctx, "mmap", 1, no_exec); !s.ok()) return s;
   if (Status s = Rule(ctx, "mprotect", 1, no_exec); !s.ok()) return s;
   // abort() (a failed assertion in poppler) signals this process only, so
   // the parent sees SIGABRT, a crash, not a sandbox violation.
-  const scmp_arg_cmp self[] = {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(getpid()))};
+  const scmp_arg_cmp self[] = {Arg(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(getpid()))};
   if (Status s = Rule(ctx, "tgkill", 1, self); !s.ok()) return s;
   const int rc = seccomp_load(ctx);
   if (rc != 0)

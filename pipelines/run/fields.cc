@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ellm/pipelines/contracts.h"
 #include "ellm/pipelines/pipeline_processor.h"
 #include "run/pipeline_internal.h"
 
@@ -150,7 +151,15 @@ PipelineResult PipelineProcessor::RunFields(const PipelineRequest& job,
     result["faithfulness"] = {{"A", Faithfulness(a)}, {"B", Faithfulness(b)}};
     text = "A: " + name_a + " (" + docs[0].title + ")\nB: " + name_b + " (" + docs[1].title +
            ")\n\n## Key terms compared\n\n" + RenderComparisonTable(spec_.fields, a, b);
-    const std::string differences = DifferencesList(spec_.fields, a, b);
+    // Clause by clause, computed from each contract's own structure
+    // (contracts.h): what the fixed terms above cannot name.
+    const ContractComparison clauses =
+        CompareContracts(SplitPages(docs[0].text), SplitPages(docs[1].text));
+    result["clauses"] = ComparisonJson(clauses);
+    text += "\n## Clauses compared\n\n" + ComparisonMarkdown(clauses);
+    const std::string clause_differences = ComparisonDifferences(clauses);
+    differ += static_cast<int>(!clause_differences.empty());
+    const std::string differences = DifferencesList(spec_.fields, a, b) + clause_differences;
     if (!spec_.differences_prompt.empty() && differ > 0) {
       auto prompt = RenderTemplate(
           spec_.differences_prompt,

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 
+#include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 #include "pdf_test_util.h"
 
@@ -51,7 +52,7 @@ TEST(ExtractorIsolation, ReportsACrash) {
 }
 
 TEST(ExtractorIsolation, ContainsAMemoryBlowUp) {
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
   GTEST_SKIP() << "no address-space limit under ASan (see child_process.cc)";
 #endif
   ExtractOptions options;

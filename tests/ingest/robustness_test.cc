@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 #include "pdf_test_util.h"
 #include "test_env.h"
@@ -76,7 +77,7 @@ std::vector<std::pair<std::string, std::string>> Mutations(const std::string& pd
   const size_t at = zeroed.size() / 3;
   for (size_t i = at; i < std::min(zeroed.size(), at + 4096); ++i) zeroed[i] = '\0';
   out.emplace_back("zero4k", zeroed);
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
   // Sanitized builds run the layout code ~6x slower: keep the run near a
   // minute with the variants that reach deepest into the parser.
   std::erase_if(out, [](const auto& v) {

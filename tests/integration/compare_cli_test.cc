@@ -6,8 +6,12 @@
 // and the supplier question asked after it answered "the Buyer" (cell "—").
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "run_cli.h"
@@ -59,6 +63,101 @@ TEST_P(CompareCli, ContractFieldsAreTheirOwnWithEitherAttentionScores) {
     }
   }
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The chromium binary from Debian, or "" when it is not installed.
+std::string Chromium() {
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (fs::exists(p)) return p;
+  }
+  return "";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Issue 54: `ellm compare A B --html FILE` writes a clause-by-clause redline
+// that a person reads in a browser. The page is loaded in headless Chromium
+// (from Debian; no network: file://, the page names no other resource),
+// printed to PDF and read back with pdftotext, so what is checked is what
+// the browser rendered; its screenshot stays in the test's output folder.
+TEST(CompareReport, ClauseRedlineRendersInABrowser) {
+  ELLM_REQUIRE_MODEL(model);
+  const std::string chromium = Chromium();
+  ELLM_REQUIRE_OR_SKIP_(!chromium.empty(), "chromium (scripts/bootstrap installs it)");
+  const std::string dir = MakeTempDir("ellm-compare-report");
+  const std::string samples = SourceDir() + "/configs/samples/";
+  std::string out;
+  const int rc =
+      RunCli("compare '" + samples + "contract-a.pdf' '" + samples + "contract-b.pdf' --model '" +
+                 model + "' --db '" + dir + "/ellm.db' --ctx 1536 --threads 2 --json --html '" +
+                 dir + "/report.html'",
+             &out);
+  ASSERT_EQ(rc, 0) << out;
+  const size_t end = out.rfind("\n}\n");
+  ASSERT_NE(end, std::string::npos) << out;
+  const auto result = nlohmann::json::parse(out.substr(0, end + 2), nullptr, false);
+  ASSERT_FALSE(result.is_discarded()) << out;
+  // The clause table: each paragraph of these unnumbered contracts is a
+  // clause; the values that differ are computed, and the parties are the
+  // contracts' own definitions.
+  const std::string text = result["text"].get<std::string>();
+  for (const char* row : {"| ¶2 (p. 1) | ¶2 (p. 1) | changed | values: EUR 96 million -> EUR "
+                          "118 million |",
+                          "| ¶3 Termination, liability and law (p. 2) | ¶3 Termination, "
+                          "liability and law (p. 2) | changed | values: 30 days -> 90 days |",
+                          "| ¶5 (p. 2) | ¶5 (p. 2) | changed | names: spain -> england, wales |"}) {
+    EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
+  }
+  const auto& clauses = result["json"]["clauses"];
+  EXPECT_EQ(clauses["counts"]["unchanged"], 1) << clauses["counts"].dump();
+  EXPECT_EQ(clauses["counts"]["changed"], 5) << clauses["counts"].dump();
+  EXPECT_EQ(clauses["parties"]["A"][0]["role"], "Buyer");
+  EXPECT_EQ(clauses["parties"]["B"][1]["name"], "Aero Turbines SA");
+
+  const std::string html = dir + "/report.html";
+  ASSERT_TRUE(fs::exists(html));
+  const std::string source = ReadFile(html);
+  EXPECT_EQ(source.find("<script"), std::string::npos);
+  EXPECT_EQ(source.find("http"), std::string::npos) << "the page loads nothing";
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --no-first-run --disable-extensions "
+      "--user-data-dir='" +
+      dir + "/chromium' ";
+  const std::string pdf = dir + "/report.pdf", png = dir + "/report.png";
+  ASSERT_EQ(std::system(("'" + chromium + "'" + flags + "--no-pdf-header-footer --print-to-pdf='" +
+                         pdf + "' 'file://" + html + "' >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  ASSERT_EQ(std::system(("'" + chromium + "'" + flags + "--window-size=1280,1600 --screenshot='" +
+                         png + "' 'file://" + html + "' >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  ASSERT_TRUE(fs::exists(png));
+  EXPECT_GT(fs::file_size(png), 20000u) << "a blank page is a few kilobytes";
+  std::cout << "screenshot: " << png << "\n";
+  ASSERT_EQ(std::system(("pdftotext -layout '" + pdf + "' '" + dir + "/report.txt'").c_str()), 0);
+  const std::string rendered = ReadFile(dir + "/report.txt");
+  for (const char* shown :
+       {"Comparison of contract-a.pdf (A) and", "Northwind Energy plc (the Buyer, p. 1)",
+        "6 clauses in A, 6 in B: 1 unchanged, 0 reworded, 5 changed", "values: 30 days -> 90 days",
+        "England and Wales."}) {
+    EXPECT_NE(rendered.find(shown), std::string::npos) << shown << "\n" << rendered;
+  }
+  // Deletions and insertions are marked in the page itself.
+  EXPECT_NE(source.find("<del>96</del>"), std::string::npos);
+  EXPECT_NE(source.find("<ins>118</ins>"), std::string::npos);
+  if (!::testing::Test::HasFailure()) {
+    // Kept for a person to look at; the rest goes.
+    const std::string keep = ::testing::TempDir() + "ellm-compare-report.png";
+    fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+    std::cout << "screenshot kept: " << keep << "\n";
+    fs::remove_all(dir);
+  }
 }
 
 // f32: keys widened to f32 for the scores; pairs: bf16 pair products (the

@@ -59,7 +59,7 @@ TEST(ToolRequest, ReadsToolsChoiceAndParallelCalls) {
   ASSERT_EQ(t.tools.size(), 2u);
   EXPECT_EQ(t.tools[0].name, "get_weather");
   EXPECT_EQ(t.tools[0].description, "The weather in a city");
-  EXPECT_EQ(t.tools[0].parameters["required"], json::array({"city"}));
+  EXPECT_EQ(t.tools[0].parameters["required"].dump(), R"(["city"])");
   EXPECT_TRUE(t.tools[0].enforceable);
   // No parameters: an object without properties.
   EXPECT_EQ(t.tools[1].parameters["type"], "object");

@@ -123,7 +123,9 @@ TEST(Fp16, NarrowingMatchesF16cRoundToNearestEven) {
   // Returns false (after one failure message) on the first mismatch.
   auto check = [](uint32_t bits) {
     const float f = std::bit_cast<float>(bits);
-    const uint16_t want = _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+    // (_cvtss_sh is a compound literal under Clang.)
+    const uint16_t want = static_cast<uint16_t>(
+        _mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT)));
     const uint16_t got = Fp32ToFp16(f);
     const bool ok = std::isnan(f) ? (got & 0x7c00) == 0x7c00 && (got & 0x03ff) != 0 : got == want;
     if (!ok)

@@ -2,6 +2,7 @@
 // kernel reports through get_mempolicy(2) and move_pages(2)), the recording
 // fake a KV cache is tested with, and LockMemory's RLIMIT_MEMLOCK error.
 #include "ellm/engine/numa_memory.h"
+#include "ellm/base/sanitizers.h"
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -200,7 +201,7 @@ std::string LockInChild(rlim_t limit, size_t bytes) {
 
 // AddressSanitizer replaces mlock(2) with a no-op that succeeds, so the
 // limit cannot be hit in a sanitized build; the Release run covers it.
-#if defined(__SANITIZE_ADDRESS__)
+#if ELLM_ASAN
 #define ELLM_SKIP_UNDER_ASAN() GTEST_SKIP() << "ASan's mlock interceptor never fails"
 #else
 #define ELLM_SKIP_UNDER_ASAN() (void)0

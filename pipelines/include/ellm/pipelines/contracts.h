@@ -1,0 +1,120 @@
+// Contracts compared clause by clause, for any kind of contract (issue 54).
+// Pure functions over text (no model): each contract is split into its own
+// clauses, A's clauses are aligned with B's by what they are about (not by
+// number: clauses move and are renumbered), and each pair is classified from
+// computed values and a word-level diff. The model only writes prose about
+// these computed differences (run/fields.cc).
+//
+// Clause numbering recognised at the start of a line: "1.", "1.1", "12.3.4",
+// "Clause 3 -", "Section 4.2", "ARTICLE V", "Article 2", "Schedule 2",
+// "Annex A", "Appendix 1", "Exhibit B"; unnumbered headings in capitals
+// ("PAYMENT TERMS"). Sub-clauses ("(a)", "(iv)", "1.1(a)") stay in their
+// clause's text. Before the first clause: the preamble (parties) and the
+// recitals ("WHEREAS", "Background", "Recitals"); "IN WITNESS WHEREOF" or
+// "Signed by" starts the signature block.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ellm/pipelines/facts.h"
+
+namespace ellm::pipelines {
+
+enum class ClauseKind { kPreamble, kRecital, kDefinitions, kClause, kSchedule, kSignature };
+const char* ClauseKindName(ClauseKind kind);
+
+struct Clause {
+  ClauseKind kind = ClauseKind::kClause;
+  std::string number;   // as written: "4.2", "V", "2" (Schedule 2); "" unnumbered
+  std::string heading;  // "Payment terms"; "" when the clause has none
+  std::string text;     // the clause's words after its number and heading, lines joined
+  int first_page = 0, last_page = 0;
+  int level = 1;  // 1 for "4", 2 for "4.2", ...
+};
+
+// The clauses of a contract, in document order. Never empty for a
+// non-empty text (a text without numbering is one preamble clause).
+std::vector<Clause> SplitClauses(const std::vector<Page>& pages);
+
+// A party and the role word the contract defines for it: "Northwind Energy
+// plc (the "Buyer")", "ACME LIMITED, a company incorporated in England
+// ... (hereinafter referred to as "the Provider")", "X ("Licensor")".
+struct Party {
+  std::string name;  // "Northwind Energy plc"
+  std::string role;  // "Buyer": the defined word, without "the" and quotes
+  int page = 0;
+};
+// The parties defined in `pages` (first definition of each role wins).
+std::vector<Party> FindParties(const std::vector<Page>& pages);
+
+// A value stated in a clause: facts.h's kinds, compared by SameValue.
+struct ClauseValue {
+  Fact fact;
+  std::string text;  // as written in the clause
+};
+std::vector<ClauseValue> ClauseValues(const Clause& clause);
+
+enum class ClauseChange { kUnchanged, kReworded, kChanged, kAdded, kRemoved };
+const char* ClauseChangeName(ClauseChange change);
+
+// One step of a word-level diff: '=' kept, '-' only in A, '+' only in B.
+struct WordEdit {
+  char op = '=';
+  std::string text;  // the words, separated by single spaces
+};
+// The word-level diff of two texts (longest common subsequence of words;
+// texts of more than 3000 words each compare as one deletion and one
+// insertion).
+std::vector<WordEdit> DiffWords(std::string_view a, std::string_view b);
+
+// A value that differs between two aligned clauses: in A and not B, in B
+// and not A, or both sides of one kind when each side has exactly one
+// value of that kind the other lacks ("30 days" -> "60 days").
+struct ValueChange {
+  FactKind kind = FactKind::kNumber;
+  std::string a, b;  // as written; "" when that side has none
+};
+
+struct AlignedClause {
+  int a = -1, b = -1;  // indices into the clauses of A and B; -1: none
+  ClauseChange change = ClauseChange::kUnchanged;
+  bool moved = false;     // matched, but out of order relative to the other matches
+  double similarity = 0;  // 0..1, of the matched pair
+  std::vector<ValueChange> values;
+  std::vector<WordEdit> redline;  // for kReworded and kChanged
+  std::string why;                // for kChanged: what differs, in words
+};
+
+struct ContractComparison {
+  std::vector<Clause> a, b;
+  std::vector<Party> parties_a, parties_b;
+  // Pairs in B's order, A's removed clauses placed after their predecessor
+  // in A.
+  std::vector<AlignedClause> aligned;
+  int Count(ClauseChange change) const;
+  int Moved() const;
+};
+
+ContractComparison CompareContracts(const std::vector<Page>& a, const std::vector<Page>& b);
+
+// The result JSON's "clauses" object: documents' clauses, parties, aligned
+// pairs with their values and redline, and counts.
+nlohmann::ordered_json ComparisonJson(const ContractComparison& c);
+// A Markdown section: counts, then one table row per clause that is not
+// unchanged ("A 4.2 p.2 | B 5.1 p.3 | changed, moved | 30 days -> 60 days").
+std::string ComparisonMarkdown(const ContractComparison& c);
+// The differences as plain lines for the model's prose and its check
+// (KeepSupportedSentences): one line per changed, added or removed clause.
+std::string ComparisonDifferences(const ContractComparison& c);
+// A self-contained HTML page (no scripts, no network) from ComparisonJson's
+// object (as a stored result holds it): the parties, then every aligned
+// pair side by side, deletions and insertions marked within changed
+// clauses, added/removed/moved clauses flagged, pages named. Throws
+// nlohmann::json::exception on an object of another shape.
+std::string ComparisonHtml(const nlohmann::ordered_json& clauses, const std::string& name_a,
+                           const std::string& name_b);
+
+}  // namespace ellm::pipelines

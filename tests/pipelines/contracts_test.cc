@@ -1,0 +1,258 @@
+// Contracts compared clause by clause (pipelines/contracts.h): the
+// numbering styles, the parties' defined roles, values, the word diff, and
+// hand-drafted pairs in tests/data/contracts/ whose differences were written
+// down by hand (expected.json): every aligned pair they do not list must be
+// unchanged, so a reported difference that is not there fails as surely as
+// a missed one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ellm/pipelines/contracts.h"
+#include "test_env.h"
+
+namespace ellm::pipelines {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<Page> OnePage(const std::string& text) { return {{1, text}}; }
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Pages split at form feeds, numbered from 1 (as pdftotext writes them).
+std::vector<Page> Pages(const std::string& text) {
+  std::vector<Page> out;
+  size_t at = 0;
+  int n = 1;
+  while (true) {
+    const size_t ff = text.find('\f', at);
+    out.push_back({n++, text.substr(at, ff == std::string::npos ? std::string::npos : ff - at)});
+    if (ff == std::string::npos) break;
+    at = ff + 1;
+  }
+  return out;
+}
+
+TEST(ContractClauses, EveryCommonNumberingStyle) {
+  const std::vector<Clause> c =
+      SplitClauses(OnePage("MASTER AGREEMENT\nThis Agreement is made between A Ltd and B Ltd.\n"
+                           "WHEREAS the parties wish to cooperate.\n"
+                           "ARTICLE I - DEFINITIONS\nIn this Agreement words have their meanings.\n"
+                           "Section 1.2 Scope. The Supplier shall supply the goods.\n"
+                           "(a) first item; and\n(b) second item.\n"
+                           "2. Price\nThe price is EUR 10,000.\n"
+                           "2.1 Payment is due within 30 days.\n"
+                           "Clause 3 - Term\nThree years.\n"
+                           "GOVERNING LAW\n4. This Agreement is governed by the laws of France.\n"
+                           "1. a list item inside clause 4, not a clause\n"
+                           "IN WITNESS WHEREOF the parties have signed.\nSigned: A Ltd\n"
+                           "Schedule 2 - Goods\nTurbines.\n"));
+  std::vector<std::string> got;
+  for (const Clause& x : c) {
+    got.push_back(std::string(ClauseKindName(x.kind)) + "|" + x.number + "|" + x.heading);
+  }
+  const std::vector<std::string> want = {"preamble||",
+                                         "recital||",
+                                         "definitions|I|DEFINITIONS",
+                                         "clause|1.2|Scope",
+                                         "clause|2|Price",
+                                         "clause|2.1|",
+                                         "clause|3|Term",
+                                         "clause|4|GOVERNING LAW",
+                                         "signature||",
+                                         "schedule|2|Goods"};
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(c.size(), want.size());
+  EXPECT_NE(c[3].text.find("(b) second item."), std::string::npos) << "sub-clauses stay in text";
+  EXPECT_NE(c[7].text.find("a list item inside clause 4"), std::string::npos);
+  EXPECT_EQ(c[4].text, "The price is EUR 10,000.");
+}
+
+TEST(ContractClauses, PagesFollowTheClauses) {
+  const std::vector<Clause> c =
+      SplitClauses({{1, "1. Scope\nThe scope.\n2. Price\nThe price"}, {2, "is EUR 5.\n3\n"}});
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].first_page, 1);
+  EXPECT_EQ(c[1].last_page, 2);
+  EXPECT_EQ(c[1].text, "The price is EUR 5.") << "the page number line is furniture";
+}
+
+TEST(ContractParties, RolesFromTheContractsOwnDefinitions) {
+  const std::vector<Party> p = FindParties(
+      OnePage("This Lease is made between ACME PROPERTIES LIMITED, a company registered in England "
+              "(company number 123) (the \xE2\x80\x9CLandlord\xE2\x80\x9D) and Jane Smith "
+              "(\"Tenant\") on 1 May 2026 (the \"Effective Date\")."));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, "ACME PROPERTIES LIMITED");
+  EXPECT_EQ(p[0].role, "Landlord");
+  EXPECT_EQ(p[1].name, "Jane Smith");
+  EXPECT_EQ(p[1].role, "Tenant");
+  const std::vector<Party> q = FindParties(
+      OnePage("by and between Orion Labs GmbH, hereinafter referred to as \"the Discloser\", and "
+              "Vega Analytics LLC, hereinafter called the \"Recipient\"."));
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].name, "Orion Labs GmbH");
+  EXPECT_EQ(q[0].role, "Discloser");
+  EXPECT_EQ(q[1].name, "Vega Analytics LLC");
+  EXPECT_EQ(q[1].role, "Recipient");
+}
+
+TEST(ContractDiff, WordLevelInsertionsAndDeletions) {
+  const std::vector<WordEdit> d =
+      DiffWords("pay within 30 days of the invoice", "pay within 45 days of each invoice");
+  std::string shown;
+  for (const WordEdit& e : d) shown += std::string(1, e.op) + "[" + e.text + "]";
+  EXPECT_EQ(shown, "=[pay within]-[30]+[45]=[days of]-[the]+[each]=[invoice]");
+}
+
+// A reordered, reworded copy is not a different contract.
+TEST(ContractCompare, RewordedAndMovedClausesAreNotChanges) {
+  const auto c = CompareContracts(
+      OnePage("1. Term\nThis Agreement starts on 1 April 2026 and lasts 24 months.\n"
+              "2. Law\nThis Agreement is governed by the laws of England.\n"),
+      OnePage("1. Governing Law\nThis Agreement is governed by the laws of England.\n"
+              "2. Duration\nThis Agreement commences on 1 April 2026 and lasts 24 months.\n"));
+  ASSERT_EQ(c.aligned.size(), 2u);
+  EXPECT_EQ(c.Count(ClauseChange::kChanged), 0);
+  EXPECT_EQ(c.Count(ClauseChange::kUnchanged), 1);
+  EXPECT_EQ(c.Count(ClauseChange::kReworded), 1);
+  EXPECT_EQ(c.Moved(), 1);
+}
+
+TEST(ContractCompare, AnotherCountryIsAChange) {
+  const auto c =
+      CompareContracts(OnePage("7. Law\nThis Agreement is governed by the laws of England.\n"),
+                       OnePage("7. Law\nThis Agreement is governed by the laws of France.\n"));
+  ASSERT_EQ(c.aligned.size(), 1u);
+  EXPECT_EQ(c.aligned[0].change, ClauseChange::kChanged);
+  EXPECT_NE(c.aligned[0].why.find("england -> france"), std::string::npos) << c.aligned[0].why;
+}
+
+TEST(ContractCompare, SwappedObligationIsAChange) {
+  const auto c = CompareContracts(
+      OnePage("Acme Ltd (the \"Supplier\") and Beta Ltd (the \"Buyer\").\n"
+              "5. Insurance\nThe Supplier shall insure the goods until delivery to the Buyer.\n"),
+      OnePage("Acme Ltd (the \"Supplier\") and Beta Ltd (the \"Buyer\").\n"
+              "5. Insurance\nThe Buyer shall insure the goods until delivery to the Supplier.\n"));
+  ASSERT_EQ(c.aligned.size(), 2u);
+  EXPECT_EQ(c.aligned[1].change, ClauseChange::kChanged);
+  EXPECT_NE(c.aligned[1].why.find("parties"), std::string::npos) << c.aligned[1].why;
+}
+
+// The clause of a side named as in expected.json: its number, or its kind
+// for unnumbered ones ("preamble").
+std::string Name(const Clause& c) { return c.number.empty() ? ClauseKindName(c.kind) : c.number; }
+
+void CheckPair(const fs::path& dir) {
+  SCOPED_TRACE(dir.filename().string());
+  const auto expected = nlohmann::json::parse(Read(dir / "expected.json"));
+  const ContractComparison c =
+      CompareContracts(Pages(Read(dir / "a.txt")), Pages(Read(dir / "b.txt")));
+  const std::string shown = ComparisonMarkdown(c);
+  for (const char* side : {"A", "B"}) {
+    const auto& parties = std::string(side) == "A" ? c.parties_a : c.parties_b;
+    std::map<std::string, std::string> got;
+    for (const Party& p : parties) got[p.role] = NormalizeWords(p.name);
+    std::map<std::string, std::string> want;
+    for (const auto& [role, name] : expected["parties"][side].items()) {
+      want[role] = NormalizeWords(name.get<std::string>());
+    }
+    EXPECT_EQ(got, want) << "parties of " << side;
+  }
+  std::vector<bool> listed(c.aligned.size(), false);
+  for (const auto& e : expected["clauses"]) {
+    const std::string ea = e["a"].is_null() ? "" : e["a"].get<std::string>();
+    const std::string eb = e["b"].is_null() ? "" : e["b"].get<std::string>();
+    size_t found = c.aligned.size();
+    for (size_t i = 0; i < c.aligned.size(); ++i) {
+      const AlignedClause& x = c.aligned[i];
+      const std::string ga = x.a >= 0 ? Name(c.a[static_cast<size_t>(x.a)]) : "";
+      const std::string gb = x.b >= 0 ? Name(c.b[static_cast<size_t>(x.b)]) : "";
+      if (ga == ea && gb == eb) found = i;
+    }
+    ASSERT_LT(found, c.aligned.size()) << "no pair A " << ea << " / B " << eb << "\n" << shown;
+    listed[found] = true;
+    const AlignedClause& x = c.aligned[found];
+    EXPECT_EQ(ClauseChangeName(x.change), e["status"].get<std::string>())
+        << "A " << ea << " / B " << eb << ": " << x.why << "\n"
+        << shown;
+    EXPECT_EQ(x.moved, e.value("moved", false)) << "A " << ea << " / B " << eb;
+    if (e.contains("values")) {
+      std::vector<std::pair<std::string, std::string>> got, want;
+      for (const ValueChange& v : x.values) got.emplace_back(v.a, v.b);
+      for (const auto& v : e["values"]) want.emplace_back(v[0], v[1]);
+      EXPECT_EQ(got, want) << "A " << ea << " / B " << eb;
+    }
+  }
+  for (size_t i = 0; i < c.aligned.size(); ++i) {
+    if (listed[i]) continue;
+    const AlignedClause& x = c.aligned[i];
+    EXPECT_TRUE(x.change == ClauseChange::kUnchanged && !x.moved)
+        << "not in expected.json: A " << (x.a >= 0 ? Name(c.a[static_cast<size_t>(x.a)]) : "-")
+        << " / B " << (x.b >= 0 ? Name(c.b[static_cast<size_t>(x.b)]) : "-") << " "
+        << ClauseChangeName(x.change) << (x.moved ? ", moved" : "") << ": " << x.why;
+  }
+}
+
+TEST(ContractCompare, HandDraftedPairsGiveTheirWrittenDifferences) {
+  const fs::path root = fs::path(ELLM_SOURCE_DIR) / "tests/data/contracts";
+  int pairs = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!fs::exists(entry.path() / "expected.json")) continue;
+    CheckPair(entry.path());
+    ++pairs;
+  }
+  EXPECT_GE(pairs, 1);
+}
+
+// The fuzz target's promises (tests/fuzz/contracts_fuzz.cc) on its corpus:
+// every clause of A and of B in exactly one aligned pair, and a page.
+TEST(ContractCompare, FuzzCorpusKeepsItsPromises) {
+  const fs::path root = fs::path(ELLM_SOURCE_DIR) / "tests/data/contracts/fuzz_corpus";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    SCOPED_TRACE(entry.path().filename().string());
+    const std::string input = Read(entry.path());
+    const size_t nul = input.find('\0');
+    const auto c = CompareContracts(Pages(input.substr(0, nul)),
+                                    Pages(nul == std::string::npos ? "" : input.substr(nul + 1)));
+    std::vector<int> seen_a(c.a.size(), 0), seen_b(c.b.size(), 0);
+    for (const AlignedClause& x : c.aligned) {
+      ASSERT_LT(x.a, static_cast<int>(c.a.size()));
+      ASSERT_LT(x.b, static_cast<int>(c.b.size()));
+      if (x.a >= 0) ++seen_a[static_cast<size_t>(x.a)];
+      if (x.b >= 0) ++seen_b[static_cast<size_t>(x.b)];
+    }
+    EXPECT_EQ(std::count(seen_a.begin(), seen_a.end(), 1), static_cast<long>(seen_a.size()));
+    EXPECT_EQ(std::count(seen_b.begin(), seen_b.end(), 1), static_cast<long>(seen_b.size()));
+    EXPECT_NE(ComparisonHtml(ComparisonJson(c), "a", "b").find("</html>"), std::string::npos);
+    ++files;
+  }
+  EXPECT_GE(files, 4);
+}
+
+TEST(ContractReport, HtmlIsSelfContainedAndMarksEdits) {
+  const auto c = CompareContracts(OnePage("2. Fees\nThe fee is USD 20,000 per month.\n"),
+                                  OnePage("2. Fees\nThe fee is USD 21,000 per month.\n"));
+  const std::string html = ComparisonHtml(ComparisonJson(c), "a<1>.pdf", "b.pdf");
+  EXPECT_NE(html.find("<del>20,000</del>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<ins>21,000</ins>"), std::string::npos) << html;
+  EXPECT_NE(html.find("a&lt;1&gt;.pdf"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos) << "no network resource";
+  const auto j = ComparisonJson(c);
+  EXPECT_EQ(j["counts"]["changed"], 1);
+  EXPECT_EQ(j["aligned"][0]["values"][0]["a"], "USD 20,000");
+}
+
+}  // namespace
+}  // namespace ellm::pipelines
