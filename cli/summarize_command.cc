@@ -26,6 +26,7 @@
 
 #include "chat_template_flag.h"
 #include "commands.h"
+#include "ellm/app/config.h"
 #include "ellm/app/run_job.h"
 #include "ellm/base/json.h"
 #include "ellm/ingest/extract.h"
@@ -99,7 +100,58 @@ Status WriteHtmlReport(const std::string& path, const pipelines::PipelineOutput&
   return OkStatus();
 }
 
+// ellm compare A B --no-model: the clause comparison alone (no model, no
+// store): what the pipeline computes before the model writes anything, in
+// a fraction of the time.
+Status RunWithoutModel(const Flags& f) {
+  const auto& files = f.positional();
+  if (files.size() != 2) return InvalidArgumentError("--no-model compares two files");
+  const auto started = std::chrono::steady_clock::now();
+  ingest::ExtractOptions options;
+  if (f.Has("config")) {
+    ELLM_ASSIGN_OR_RETURN(app::Config config, app::LoadConfig(f.Get("config")));
+    options = config.extract;
+  }
+  std::vector<std::vector<pipelines::Page>> pages;
+  std::vector<std::string> titles;
+  for (const std::string& file : files) {
+    StatusOr<ingest::Document> doc = ingest::ExtractDocument(file, options);
+    if (!doc.ok()) return doc.status().WithContext("document '" + file + "'");
+    pages.push_back(pipelines::SplitPages(ingest::RenderForModel(*doc)));
+    titles.push_back(doc->metadata.title);
+  }
+  const pipelines::ContractComparison c = pipelines::CompareContracts(pages[0], pages[1]);
+  const nlohmann::ordered_json clauses = pipelines::ComparisonJson(c);
+  const std::string name_a = std::filesystem::path(files[0]).filename().string();
+  const std::string name_b = std::filesystem::path(files[1]).filename().string();
+  if (f.Has("html")) {
+    std::ofstream out(f.Get("html"), std::ios::binary | std::ios::trunc);
+    if (!out) return ErrnoError(errno, "--html '" + f.Get("html") + "'");
+    out << pipelines::ComparisonHtml(clauses, name_a, name_b);
+    out.close();
+    if (!out) return ErrnoError(errno, "--html '" + f.Get("html") + "'");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (f.Has("json")) {
+    nlohmann::ordered_json out = {
+        {"documents", {{"A", name_a}, {"B", name_b}}}, {"clauses", clauses}, {"seconds", seconds}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "A: " << name_a << " (" << titles[0] << ")\nB: " << name_b << " (" << titles[1]
+              << ")\n\n## Clauses compared\n\n"
+              << pipelines::ComparisonMarkdown(c);
+  }
+  std::fprintf(stderr, "compare --no-model: %zu and %zu clauses; %.2f s\n", c.a.size(), c.b.size(),
+               seconds);
+  return OkStatus();
+}
+
 Status Run(const Flags& f, const std::string& default_pipeline, int min_files) {
+  if (f.Has("no-model")) {
+    if (min_files != 2) return InvalidArgumentError("--no-model is for ellm compare");
+    return RunWithoutModel(f);
+  }
   const auto& files = f.positional();
   if (static_cast<int>(files.size()) < min_files) {
     return InvalidArgumentError("give at least " + std::to_string(min_files) + " file(s)");
@@ -193,14 +245,15 @@ int Main(const Args& args, const char* name, const std::string& default_pipeline
       "pipeline", "model",  "db",          "config", "pipelines",      "ctx",
       "threads",  "params", "log-prompts", "html",   kChatTemplateFlag};
   for (const std::string& n : KvFlagNames()) names.insert(n);
-  auto flags = Flags::Parse(args, names, {"json"});
+  auto flags = Flags::Parse(args, names, {"json", "no-model"});
   if (!flags.ok()) {
-    std::fprintf(stderr,
-                 "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
-                 "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
-                 "[--params JSON] [--chat-template gemma|llama3|chatml] "
-                 "[--log-prompts FILE] [--html FILE (compare)] [KV flags: ellm help bench]\n",
-                 name, flags.status().message().c_str(), name);
+    std::fprintf(
+        stderr,
+        "ellm %s: %s\nusage: ellm %s FILE... [--pipeline P] [--model PATH] [--db PATH] "
+        "[--json] [--config FILE] [--pipelines DIR] [--ctx N] [--threads N] "
+        "[--params JSON] [--chat-template gemma|llama3|chatml] "
+        "[--log-prompts FILE] [--html FILE, --no-model (compare)] [KV flags: ellm help bench]\n",
+        name, flags.status().message().c_str(), name);
     return 2;
   }
   Status s = Run(*flags, default_pipeline, min_files);

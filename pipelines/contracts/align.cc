@@ -118,13 +118,26 @@ Meaning MeaningOf(const Clause& c, const std::vector<Party>& parties,
 
 std::vector<ValueChange> ValueChanges(const Clause& a, const Clause& b) {
   const std::vector<ClauseValue> va = ClauseValues(a), vb = ClauseValues(b);
+  // As multisets: "24 months" twice in A and once in B is one "24 months"
+  // missing from B.
   auto missing_from = [](const std::vector<ClauseValue>& from, const std::vector<ClauseValue>& in) {
     std::vector<const ClauseValue*> out;
-    std::set<std::string> listed;
-    for (const ClauseValue& v : from) {
-      const bool found = std::any_of(
-          in.begin(), in.end(), [&](const ClauseValue& w) { return SameValue(v.fact, w.fact); });
-      if (!found && listed.insert(v.fact.Normalized()).second) out.push_back(&v);
+    std::vector<bool> used(in.size(), false);
+    // Values spelled the same way pair first: "24 months" with "24
+    // months", not with "2 years" (the same length of time, stated apart).
+    std::vector<bool> matched(from.size(), false);
+    for (size_t i = 0; i < from.size(); ++i) {
+      for (size_t j = 0; j < in.size() && !matched[i]; ++j) {
+        if (!used[j] && from[i].fact.Normalized() == in[j].fact.Normalized() &&
+            SameValue(from[i].fact, in[j].fact))
+          used[j] = matched[i] = true;
+      }
+    }
+    for (size_t i = 0; i < from.size(); ++i) {
+      for (size_t j = 0; j < in.size() && !matched[i]; ++j) {
+        if (!used[j] && SameValue(from[i].fact, in[j].fact)) used[j] = matched[i] = true;
+      }
+      if (!matched[i]) out.push_back(&from[i]);
     }
     return out;
   };
@@ -177,21 +190,9 @@ void Classify(const Clause& a, const Clause& b, const std::vector<Party>& partie
   Meaning ma = MeaningOf(a, parties_a, roles), mb = MeaningOf(b, parties_b, roles);
   std::vector<std::string> why;
   if (a.kind == ClauseKind::kPreamble && b.kind == ClauseKind::kPreamble) {
-    // The preamble names the parties in any order: compare who is which.
-    std::map<std::string, std::string> pa, pb;
-    for (const Party& p : parties_a) pa[p.role] = NormalizeWords(p.name);
-    for (const Party& p : parties_b) pb[p.role] = NormalizeWords(p.name);
-    if (pa != pb) {
-      std::vector<std::string> parts;
-      for (const auto& [role, name] : pb) {
-        auto it = pa.find(role);
-        if (it == pa.end() || it->second != name) parts.push_back(role + ": " + name);
-      }
-      for (const auto& [role, name] : pa) {
-        if (!pb.count(role)) parts.push_back(role + " only in A");
-      }
-      why.push_back("parties: " + Join(parts, "; "));
-    }
+    // The preamble names the parties in any order and style; who is which
+    // is compared once for the whole contract (ContractComparison::
+    // party_changes), so here only its values count.
     ma.roles.clear();
     mb.roles.clear();
     ma.names.clear();
@@ -401,6 +402,17 @@ ContractComparison CompareContracts(const std::vector<Page>& pages_a,
   std::set<std::string> roles;
   for (const auto* parties : {&c.parties_a, &c.parties_b}) {
     for (const Party& p : *parties) roles.insert(p.role);
+  }
+  // Who is which: a role's party in A and in B.
+  for (const std::string& role : roles) {
+    auto name_of = [&](const std::vector<Party>& parties) -> std::string {
+      for (const Party& p : parties) {
+        if (p.role == role) return p.name;
+      }
+      return "";
+    };
+    const std::string na = name_of(c.parties_a), nb = name_of(c.parties_b);
+    if (NormalizeWords(na) != NormalizeWords(nb)) c.party_changes.push_back({role, na, nb});
   }
   const Vectors v = Vectorize(c.a, c.b);
   struct Candidate {

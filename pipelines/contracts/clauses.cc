@@ -168,6 +168,40 @@ std::optional<Start> MatchStart(const std::string& full) {
   return s;
 }
 
+// A reflowed paragraph (PDF text joins a block's lines) may hold several
+// clause starts: "4. REPAIRS 4.1 The Landlord shall ... repair. 4.2 The
+// Tenant shall ...". Splits before a clause number that follows a sentence
+// end or a word in capitals and is itself a sub-clause number (4.1) or
+// "Section"/"Clause"/"ARTICLE"; a plain "5." only after a sentence end.
+std::vector<std::string> SplitRunIn(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 1; i + 1 < line.size(); ++i) {
+    if (line[i] != ' ') continue;
+    const char prev = line[i - 1];
+    const bool sentence_end = prev == '.' || prev == ';' || prev == ':';
+    size_t w = i;
+    while (w > start && line[w - 1] != ' ') --w;
+    bool caps_word = i - w >= 2;
+    for (size_t k = w; k < i && caps_word; ++k) {
+      caps_word = std::isupper(static_cast<unsigned char>(line[k])) || line[k] == '-';
+    }
+    if (!sentence_end && !caps_word) continue;
+    const unsigned char next = static_cast<unsigned char>(line[i + 1]);
+    if (!std::isdigit(next) && next != 'S' && next != 'C' && next != 'A') continue;
+    const std::string candidate = line.substr(i + 1, kMatchedPrefix);
+    std::optional<Start> s = MatchStart(candidate);
+    if (!s) continue;
+    const bool keyword = !std::isdigit(next);
+    const bool plain = !keyword && s->level == 1;
+    if (plain && (!sentence_end || candidate.find('.') != s->number.size())) continue;
+    out.push_back(TrimCopy(std::string_view(line).substr(start, i - start)));
+    start = i + 1;
+  }
+  out.push_back(TrimCopy(std::string_view(line).substr(start)));
+  return out;
+}
+
 bool StartsWithWord(const std::string& line, std::string_view word) {
   if (line.size() < word.size()) return false;
   for (size_t i = 0; i < word.size(); ++i) {
@@ -214,6 +248,37 @@ void SplitHeading(const std::string& rest, std::string* heading, std::string* te
   }
   if (!rest.empty() && rest.back() == ':' && CountWords(rest) <= kMaxHeadingWords) {
     *heading = rest.substr(0, rest.size() - 1);
+    return;
+  }
+  // A heading run into its text, as a PDF's reflowed paragraph gives it:
+  // "Fees and Payment The Customer shall pay ...": title-case words, then a
+  // word that opens a sentence.
+  static const std::set<std::string> openers = {
+      "The",     "This",   "These",  "Each",    "Either", "Any",
+      "All",     "If",     "In",     "Subject", "No",     "Neither",
+      "Nothing", "Unless", "Where",  "Upon",    "During", "Notwithstanding",
+      "Without", "A",      "An",     "Save",    "Except", "Following",
+      "Before",  "After",  "Should", "From",    "Within"};
+  static const std::set<std::string> joins = {"of", "and", "or", "for", "to", "on", "&", "-"};
+  std::vector<std::pair<size_t, size_t>> words;  // [begin, end) of each word
+  for (size_t i = 0; i < rest.size() && words.size() < 9;) {
+    while (i < rest.size() && rest[i] == ' ') ++i;
+    size_t j = rest.find(' ', i);
+    if (j == std::string::npos) j = rest.size();
+    if (j > i) words.emplace_back(i, j);
+    i = j;
+  }
+  for (size_t k = 1; k < words.size() && k <= 6; ++k) {
+    const std::string w = rest.substr(words[k].first, words[k].second - words[k].first);
+    if (!openers.count(w)) continue;
+    bool title = true;
+    for (size_t t = 0; t < k && title; ++t) {
+      const std::string u = rest.substr(words[t].first, words[t].second - words[t].first);
+      title = std::isupper(static_cast<unsigned char>(u[0])) || joins.count(u);
+    }
+    if (!title) break;
+    *heading = rest.substr(0, words[k - 1].second);
+    *text = rest.substr(words[k].first);
     return;
   }
   *text = rest;
@@ -397,8 +462,10 @@ std::vector<Clause> SplitClauses(const std::vector<Page>& pages) {
       if (line.empty()) {
         blank = true;
       } else if (!IsPageFurniture(line)) {
-        lines.push_back({std::move(line), p.number, blank});
-        blank = false;
+        for (std::string& part : SplitRunIn(line)) {
+          if (!part.empty()) lines.push_back({std::move(part), p.number, blank});
+          blank = false;
+        }
       }
       at = nl + 1;
     }
@@ -542,6 +609,39 @@ std::string NameBefore(const std::string& text, size_t floor, size_t end) {
   }
   name = TrimCopy(name);
   while (!name.empty() && (name.back() == ',' || name.back() == '.')) name.pop_back();
+  // "agrees to lend Vega Analytics LLC": the name is the capitalised run
+  // at the end.
+  if (!name.empty() && !std::isupper(static_cast<unsigned char>(name[0]))) {
+    static const std::set<std::string> joins = {"&",  "and", "of",  "de", "du",
+                                                "la", "von", "van", "der"};
+    std::vector<std::string> words;
+    for (size_t i = 0; i < name.size();) {
+      while (i < name.size() && name[i] == ' ') ++i;
+      size_t j = name.find(' ', i);
+      if (j == std::string::npos) j = name.size();
+      if (j > i) words.push_back(name.substr(i, j - i));
+      i = j;
+    }
+    size_t k = words.size();
+    while (k > 0 && (std::isupper(static_cast<unsigned char>(words[k - 1][0])) ||
+                     std::isdigit(static_cast<unsigned char>(words[k - 1][0])) ||
+                     joins.count(words[k - 1]) || HasCompanySuffix(words[k - 1]))) {
+      --k;
+    }
+    while (k < words.size() && joins.count(words[k])) ++k;
+    name.clear();
+    for (size_t i = k; i < words.size(); ++i) name += (name.empty() ? "" : " ") + words[i];
+  }
+  // "Harbor Logistics Inc." keeps the dot of its abbreviation.
+  const size_t found = name.empty() ? std::string::npos : before.rfind(name);
+  if (found != std::string::npos && found + name.size() < before.size() &&
+      before[found + name.size()] == '.') {
+    const size_t space = name.rfind(' ');
+    const std::string last = space == std::string::npos ? name : name.substr(space + 1);
+    if (last == "Inc" || last == "Co" || last == "Corp" || last == "Ltd" || last == "S.A" ||
+        last == "N.V" || last == "B.V")
+      name += '.';
+  }
   if (name.rfind("the ", 0) == 0 || name.rfind("The ", 0) == 0 || name.rfind("this ", 0) == 0 ||
       name.rfind("This ", 0) == 0)
     return "";
@@ -739,7 +839,14 @@ std::vector<ClauseValue> ClauseValues(const Clause& clause) {
   std::sort(facts.begin(), facts.end(),
             [](const Fact& x, const Fact& y) { return x.begin < y.begin; });
   std::vector<ClauseValue> out;
-  for (const Fact& f : facts) out.push_back({f, text.substr(f.begin, f.end - f.begin)});
+  for (const Fact& f : facts) {
+    // "fifty thousand euros (EUR 50,000)": a value restated right after
+    // itself is stated once.
+    if (!out.empty() && f.begin >= out.back().fact.end && f.begin <= out.back().fact.end + 3 &&
+        SameValue(f, out.back().fact))
+      continue;
+    out.push_back({f, text.substr(f.begin, f.end - f.begin)});
+  }
   return out;
 }
 

@@ -140,7 +140,14 @@ ordered_json ComparisonJson(const ContractComparison& c) {
     }
     aligned.push_back(std::move(row));
   }
-  return {{"parties", {{"A", PartiesJson(c.parties_a)}, {"B", PartiesJson(c.parties_b)}}},
+  ordered_json changed = ordered_json::array();
+  for (const PartyChange& p : c.party_changes) {
+    changed.push_back({{"role", p.role}, {"a", p.a}, {"b", p.b}});
+  }
+  return {{"parties",
+           {{"A", PartiesJson(c.parties_a)},
+            {"B", PartiesJson(c.parties_b)},
+            {"changed", std::move(changed)}}},
           {"counts",
            {{"unchanged", c.Count(ClauseChange::kUnchanged)},
             {"reworded", c.Count(ClauseChange::kReworded)},
@@ -161,6 +168,10 @@ std::string ComparisonMarkdown(const ContractComparison& c) {
                     std::to_string(c.Count(ClauseChange::kAdded)) + " added, " +
                     std::to_string(c.Count(ClauseChange::kRemoved)) + " removed, " +
                     std::to_string(c.Moved()) + " moved.\n";
+  for (const PartyChange& p : c.party_changes) {
+    out += "\nThe " + p.role + ": " + (p.a.empty() ? "not defined" : p.a) + " in A, " +
+           (p.b.empty() ? "not defined" : p.b) + " in B.\n";
+  }
   bool any = false;
   for (const AlignedClause& x : c.aligned) {
     if (x.change == ClauseChange::kUnchanged && !x.moved) continue;
@@ -176,6 +187,10 @@ std::string ComparisonMarkdown(const ContractComparison& c) {
 
 std::string ComparisonDifferences(const ContractComparison& c) {
   std::string out;
+  for (const PartyChange& p : c.party_changes) {
+    out += "- The " + p.role + " is " + (p.a.empty() ? "not defined" : p.a) + " in A and " +
+           (p.b.empty() ? "not defined" : p.b) + " in B.\n";
+  }
   for (const AlignedClause& x : c.aligned) {
     std::string line;
     if (x.change == ClauseChange::kAdded) {

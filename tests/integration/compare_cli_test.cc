@@ -90,34 +90,43 @@ TEST(CompareReport, ClauseRedlineRendersInABrowser) {
   const std::string chromium = Chromium();
   ELLM_REQUIRE_OR_SKIP_(!chromium.empty(), "chromium (scripts/bootstrap installs it)");
   const std::string dir = MakeTempDir("ellm-compare-report");
-  const std::string samples = SourceDir() + "/configs/samples/";
+  // The hand-drafted services pair (tests/data/contracts/services): B
+  // renumbers and rewords, moves the term up, writes the fee in words,
+  // raises fee, payment days and liability cap, and adds exclusivity.
+  const std::string pair = SourceDir() + "/tests/data/contracts/services/";
+  fs::copy_file(pair + "a.pdf", dir + "/services-a.pdf");
+  fs::copy_file(pair + "b.pdf", dir + "/services-b.pdf");
   std::string out;
   const int rc =
-      RunCli("compare '" + samples + "contract-a.pdf' '" + samples + "contract-b.pdf' --model '" +
-                 model + "' --db '" + dir + "/ellm.db' --ctx 1536 --threads 2 --json --html '" +
-                 dir + "/report.html'",
+      RunCli("compare '" + dir + "/services-a.pdf' '" + dir + "/services-b.pdf' --model '" + model +
+                 "' --db '" + dir + "/ellm.db' --ctx 2048 --threads 2 --json --html '" + dir +
+                 "/report.html'",
              &out);
   ASSERT_EQ(rc, 0) << out;
   const size_t end = out.rfind("\n}\n");
   ASSERT_NE(end, std::string::npos) << out;
   const auto result = nlohmann::json::parse(out.substr(0, end + 2), nullptr, false);
   ASSERT_FALSE(result.is_discarded()) << out;
-  // The clause table: each paragraph of these unnumbered contracts is a
-  // clause; the values that differ are computed, and the parties are the
-  // contracts' own definitions.
+  // The clause table, computed: the reworded and moved term is not a
+  // change, the values that differ are named, the added clause flagged.
   const std::string text = result["text"].get<std::string>();
-  for (const char* row : {"| ¶2 (p. 1) | ¶2 (p. 1) | changed | values: EUR 96 million -> EUR "
-                          "118 million |",
-                          "| ¶3 Termination, liability and law (p. 2) | ¶3 Termination, "
-                          "liability and law (p. 2) | changed | values: 30 days -> 90 days |",
-                          "| ¶5 (p. 2) | ¶5 (p. 2) | changed | names: spain -> england, wales |"}) {
+  for (const char* row :
+       {"| 4 Term (p. 1) | 2 Term of Agreement (p. 1) | reworded, moved | same values and "
+        "obligations, other words |",
+        "| 2 Fees (p. 1) | 3 Fees and Payment (p. 1) | changed | values: USD 20,000 -> USD "
+        "21,000; 30 days -> 45 days |",
+        "| - | 5 Exclusivity (p. 1) | added | only in B |",
+        "| 6 Limitation of Liability (p. 1) | 7 Liability (p. 1) | changed | values: USD "
+        "100,000 -> USD 150,000 |"}) {
     EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
   }
   const auto& clauses = result["json"]["clauses"];
-  EXPECT_EQ(clauses["counts"]["unchanged"], 1) << clauses["counts"].dump();
-  EXPECT_EQ(clauses["counts"]["changed"], 5) << clauses["counts"].dump();
-  EXPECT_EQ(clauses["parties"]["A"][0]["role"], "Buyer");
-  EXPECT_EQ(clauses["parties"]["B"][1]["name"], "Aero Turbines SA");
+  EXPECT_EQ(clauses["counts"]["changed"], 2) << clauses["counts"].dump();
+  EXPECT_EQ(clauses["counts"]["added"], 1) << clauses["counts"].dump();
+  EXPECT_EQ(clauses["counts"]["moved"], 1) << clauses["counts"].dump();
+  EXPECT_EQ(clauses["parties"]["A"][0]["role"], "Provider");
+  EXPECT_EQ(clauses["parties"]["B"][0]["name"], "Harbor Logistics Inc.");
+  EXPECT_TRUE(clauses["parties"]["changed"].empty()) << clauses["parties"].dump();
 
   const std::string html = dir + "/report.html";
   ASSERT_TRUE(fs::exists(html));
@@ -142,15 +151,14 @@ TEST(CompareReport, ClauseRedlineRendersInABrowser) {
   std::cout << "screenshot: " << png << "\n";
   ASSERT_EQ(std::system(("pdftotext -layout '" + pdf + "' '" + dir + "/report.txt'").c_str()), 0);
   const std::string rendered = ReadFile(dir + "/report.txt");
-  for (const char* shown :
-       {"Comparison of contract-a.pdf (A) and", "Northwind Energy plc (the Buyer, p. 1)",
-        "6 clauses in A, 6 in B: 1 unchanged, 0 reworded, 5 changed", "values: 30 days -> 90 days",
-        "England and Wales."}) {
+  for (const char* shown : {"Comparison of services-a.pdf (A) and", "Provider, p. 1)",
+                            "9 clauses in A, 10 in B:", "added", "reworded", "moved", "Exclusivity",
+                            "values: USD 20,000 -> USD 21,000"}) {
     EXPECT_NE(rendered.find(shown), std::string::npos) << shown << "\n" << rendered;
   }
   // Deletions and insertions are marked in the page itself.
-  EXPECT_NE(source.find("<del>96</del>"), std::string::npos);
-  EXPECT_NE(source.find("<ins>118</ins>"), std::string::npos);
+  EXPECT_NE(source.find("<del>USD 20,000</del>"), std::string::npos) << source;
+  EXPECT_NE(source.find("<ins>"), std::string::npos);
   if (!::testing::Test::HasFailure()) {
     // Kept for a person to look at; the rest goes.
     const std::string keep = ::testing::TempDir() + "ellm-compare-report.png";

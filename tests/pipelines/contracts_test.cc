@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ellm/ingest/document.h"
+#include "ellm/ingest/extract.h"
 #include "ellm/pipelines/contracts.h"
 #include "test_env.h"
 
@@ -75,6 +77,19 @@ TEST(ContractClauses, EveryCommonNumberingStyle) {
   EXPECT_NE(c[3].text.find("(b) second item."), std::string::npos) << "sub-clauses stay in text";
   EXPECT_NE(c[7].text.find("a list item inside clause 4"), std::string::npos);
   EXPECT_EQ(c[4].text, "The price is EUR 10,000.");
+}
+
+TEST(ContractClauses, RunInHeadingsAndSubClausesOfReflowedText) {
+  const std::vector<Clause> c = SplitClauses(
+      OnePage("4. REPAIRS 4.1 The Landlord shall repair the roof. 4.2 The Tenant shall clean.\n"
+              "5. Fees and Payment The Customer shall pay within 30 days. Section 6 Term. Two "
+              "years.\n"));
+  std::vector<std::string> got;
+  for (const Clause& x : c) got.push_back(x.number + "|" + x.heading + "|" + x.text);
+  const std::vector<std::string> want = {
+      "4|REPAIRS|", "4.1||The Landlord shall repair the roof.", "4.2||The Tenant shall clean.",
+      "5|Fees and Payment|The Customer shall pay within 30 days.", "6|Term|Two years."};
+  EXPECT_EQ(got, want);
 }
 
 TEST(ContractClauses, PagesFollowTheClauses) {
@@ -152,11 +167,23 @@ TEST(ContractCompare, SwappedObligationIsAChange) {
 // for unnumbered ones ("preamble").
 std::string Name(const Clause& c) { return c.number.empty() ? ClauseKindName(c.kind) : c.number; }
 
-void CheckPair(const fs::path& dir) {
-  SCOPED_TRACE(dir.filename().string());
+// The pages of a PDF as the pipelines read them (the sandboxed extractor,
+// ingest::RenderForModel): lines of a block reflowed into one.
+std::vector<Page> PdfPages(const fs::path& pdf) {
+  ingest::ExtractOptions options;
+  options.extractor_path = ELLM_EXTRACTOR_PATH;
+  auto doc = ingest::ExtractDocument(pdf.string(), options);
+  EXPECT_TRUE(doc.ok()) << pdf << ": " << doc.status().ToString();
+  return doc.ok() ? SplitPages(ingest::RenderForModel(*doc)) : std::vector<Page>{};
+}
+
+// `ext`: "txt" (the text as written) or "pdf" (make_pdfs.py's rendering).
+void CheckPair(const fs::path& dir, const std::string& ext) {
+  SCOPED_TRACE(dir.filename().string() + " (" + ext + ")");
   const auto expected = nlohmann::json::parse(Read(dir / "expected.json"));
   const ContractComparison c =
-      CompareContracts(Pages(Read(dir / "a.txt")), Pages(Read(dir / "b.txt")));
+      ext == "pdf" ? CompareContracts(PdfPages(dir / "a.pdf"), PdfPages(dir / "b.pdf"))
+                   : CompareContracts(Pages(Read(dir / "a.txt")), Pages(Read(dir / "b.txt")));
   const std::string shown = ComparisonMarkdown(c);
   for (const char* side : {"A", "B"}) {
     const auto& parties = std::string(side) == "A" ? c.parties_a : c.parties_b;
@@ -208,10 +235,24 @@ TEST(ContractCompare, HandDraftedPairsGiveTheirWrittenDifferences) {
   int pairs = 0;
   for (const auto& entry : fs::directory_iterator(root)) {
     if (!fs::exists(entry.path() / "expected.json")) continue;
-    CheckPair(entry.path());
+    CheckPair(entry.path(), "txt");
     ++pairs;
   }
-  EXPECT_GE(pairs, 1);
+  EXPECT_GE(pairs, 3);
+}
+
+// The same pairs as PDFs: headings in bold run into their text and
+// sub-clauses into their clause's paragraph once extracted ("4. REPAIRS
+// 4.1 The Landlord shall ... 4.2 The Tenant ...").
+TEST(ContractCompare, HandDraftedPdfPairsGiveTheSameDifferences) {
+  const fs::path root = fs::path(ELLM_SOURCE_DIR) / "tests/data/contracts";
+  int pairs = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!fs::exists(entry.path() / "a.pdf")) continue;
+    CheckPair(entry.path(), "pdf");
+    ++pairs;
+  }
+  EXPECT_GE(pairs, 3);
 }
 
 // The fuzz target's promises (tests/fuzz/contracts_fuzz.cc) on its corpus:

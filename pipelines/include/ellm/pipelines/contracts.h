@@ -88,9 +88,16 @@ struct AlignedClause {
   std::string why;                // for kChanged: what differs, in words
 };
 
+// A role whose party differs: renamed, swapped with another role, or
+// defined on one side only ("" on the other).
+struct PartyChange {
+  std::string role, a, b;
+};
+
 struct ContractComparison {
   std::vector<Clause> a, b;
   std::vector<Party> parties_a, parties_b;
+  std::vector<PartyChange> party_changes;
   // Pairs in B's order, A's removed clauses placed after their predecessor
   // in A.
   std::vector<AlignedClause> aligned;
