@@ -35,6 +35,8 @@ constexpr const char* kUsage =
     "           [--params JSON] [--chat-template NAME]  run a pipeline on local files;\n"
     "           [--log-prompts FILE]          store the result; FILE: each generation\n"
     "           [KV flags]                    as a JSON line (prompt ids, limits, answer)\n"
+    "           [--html FILE] [--no-model]    compare: the clause redline as a page; the\n"
+    "                                         clause comparison alone (no model, no store)\n"
     "  compare A B [--pipeline compare-contracts] [summarize's options]  compare contracts\n"
     "  batch MANIFEST [--pipeline P] [--model PATH] [--db PATH]  a resumable run over a\n"
     "           [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"

@@ -22,7 +22,7 @@ _ellm_flags() {
     extract) echo "--json --max-pages --max-bytes --timeout --memory-mib --config --extractor" ;;
     summarize | compare)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --params" \
-        "--chat-template --log-prompts --json $_ellm_kv_flags" ;;
+        "--chat-template --log-prompts --json --html --no-model $_ellm_kv_flags" ;;
     batch)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --chat-template" \
         "$_ellm_kv_flags" ;;

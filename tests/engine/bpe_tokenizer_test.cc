@@ -1,8 +1,8 @@
 // Byte-level BPE tokenizer ("gpt2") tests: llama.cpp's golden vectors for its
-// llama-bpe, qwen2 and gpt-2 test vocabularies (shared/testdata/tokenizers),
-// one test case per string; round trips; special and end-of-generation
-// tokens; clear errors for unsupported files; merge order on a tiny
-// synthetic vocabulary.
+// llama-bpe, qwen2 and gpt-2 test vocabularies (llama.cpp's models/,
+// scripts/reference/llama-source), one test case per string; round trips; special and
+// end-of-generation tokens; clear errors for unsupported files; merge order on a tiny synthetic
+// vocabulary.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -30,7 +30,7 @@ using ::ellm::testing::ReadInputs;
 using ::ellm::testing::ReadOutputs;
 
 std::string VocabPath(const std::string& shared, const std::string& name) {
-  return shared + "/testdata/tokenizers/ggml-vocab-" + name + ".gguf";
+  return shared + "/ggml-vocab-" + name + ".gguf";
 }
 
 // One tokenizer per vocabulary per process (the llama-bpe file has 280,000
@@ -39,7 +39,7 @@ const Tokenizer* LoadShared(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second.get();
-  const std::string path = VocabPath(::ellm::testing::SharedDir(), name);
+  const std::string path = VocabPath(::ellm::testing::VocabDir(), name);
   auto file = gguf::GgufFile::Open(path);
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   if (!file.ok()) return nullptr;
@@ -59,8 +59,9 @@ const Tokenizer* LoadShared(const std::string& name) {
 class BpeVocab : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    shared_ = ::ellm::testing::SharedDir();
-    ELLM_REQUIRE_OR_SKIP_(!shared_.empty(), "the shared test data folder (../shared)");
+    shared_ = ::ellm::testing::VocabDir();
+    ELLM_REQUIRE_OR_SKIP_(!shared_.empty(),
+                          "llama.cpp's test vocabularies (scripts/reference/llama-source)");
     tok_ = LoadShared(GetParam());
     ASSERT_NE(tok_, nullptr);
     base_ = VocabPath(shared_, GetParam());
@@ -165,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Vocabularies, BpeVocab, ::testing::Values("llama-bpe", 
 // --- Behaviour on the real test vocabularies. ---
 
 TEST(BpeTokenizer, InvalidUtf8BecomesReplacementCharacters) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const Tokenizer* tok = LoadShared("llama-bpe");
   ASSERT_NE(tok, nullptr);
   // A lone continuation byte and a truncated sequence each read as U+FFFD.
@@ -174,7 +175,7 @@ TEST(BpeTokenizer, InvalidUtf8BecomesReplacementCharacters) {
 }
 
 TEST(BpeTokenizer, Llama3AddsBosAndParsesSpecialTokensOnlyWhenAsked) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const Tokenizer* tok = LoadShared("llama-bpe");
   ASSERT_NE(tok, nullptr);
   const TokenId begin = tok->Find("<|begin_of_text|>");
@@ -208,7 +209,7 @@ TEST(BpeTokenizer, Llama3AddsBosAndParsesSpecialTokensOnlyWhenAsked) {
 }
 
 TEST(BpeTokenizer, Qwen2DoesNotAddBosAndParsesImStart) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const Tokenizer* tok = LoadShared("qwen2");
   ASSERT_NE(tok, nullptr);
   EXPECT_FALSE(tok->add_bos());
@@ -222,7 +223,7 @@ TEST(BpeTokenizer, Qwen2DoesNotAddBosAndParsesImStart) {
 }
 
 TEST(BpeTokenizer, MarksLlamaCppEndOfGenerationTokens) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   struct Expect {
     const char* vocab;
     const char* text;
@@ -248,7 +249,7 @@ TEST(BpeTokenizer, MarksLlamaCppEndOfGenerationTokens) {
 }
 
 TEST(BpeTokenizer, TokenToPieceRendersRawBytes) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const Tokenizer* tok = LoadShared("gpt-2");
   ASSERT_NE(tok, nullptr);
   const TokenId space_hello = tok->Find("\xC4\xA0hello");  // "Ġhello"

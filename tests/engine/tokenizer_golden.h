@@ -1,5 +1,5 @@
 // Readers for llama.cpp's tokenizer golden pairs (models/ggml-vocab-*.gguf.inp
-// / .out; format in shared/testdata/tokenizers/README.md) and helpers to
+// / .out; llama.cpp's format, models/ggml-vocab-*.gguf.inp/.out) and helpers to
 // print their strings and ids in failure messages.
 #pragma once
 

@@ -1,5 +1,6 @@
 // Tokenizer unit tests: llama.cpp's golden vectors for its SPM test vocabulary
-// (shared/testdata/tokenizers), and clear errors for malformed vocabularies.
+// (llama.cpp's models/, scripts/reference/llama-source), and clear errors for malformed
+// vocabularies.
 #include "ellm/engine/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -69,8 +70,8 @@ std::string Ids(const std::vector<TokenId>& ids) {
 }
 
 TEST(SpmTokenizer, MatchesLlamaCppGoldenVectors) {
-  ELLM_REQUIRE_SHARED(shared);
-  const std::string base = shared + "/testdata/tokenizers/ggml-vocab-llama-spm.gguf";
+  ELLM_REQUIRE_VOCABS(shared);
+  const std::string base = shared + "/ggml-vocab-llama-spm.gguf";
   auto file = gguf::GgufFile::Open(base);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   auto tok = Tokenizer::FromGguf(*file);
@@ -120,8 +121,8 @@ std::string Utf8(uint32_t cp) {
 }
 
 TEST(SpmTokenizer, RoundTripsValidUtf8AndSurvivesArbitraryBytes) {
-  ELLM_REQUIRE_SHARED(shared);
-  auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-llama-spm.gguf");
+  ELLM_REQUIRE_VOCABS(shared);
+  auto file = gguf::GgufFile::Open(shared + "/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   auto tok = Tokenizer::FromGguf(*file);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();

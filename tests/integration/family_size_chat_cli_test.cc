@@ -43,8 +43,8 @@ TEST_P(FamilySizeChatCli, GreedyTokensMatchLlamaCpp) {
     ELLM_REQUIRE_MODEL(model);
     vocab = model;
   } else {
-    ELLM_REQUIRE_SHARED(shared);
-    vocab = shared + "/testdata/tokenizers/" + vocab;
+    ELLM_REQUIRE_VOCABS(shared);
+    vocab = shared + "/" + vocab;
   }
   const std::string dir = MakeTempDir("family_size_cli");
   const std::string path = dir + "/" + size + ".gguf";

@@ -47,16 +47,14 @@ const json kTools = json::array({{{"type", "function"},
 class HermesToolCalls : public ::testing::Test {
  protected:
   void SetUp() override {
-    ELLM_REQUIRE_SHARED(shared);
+    ELLM_REQUIRE_VOCABS(shared);
     const std::string ref_path = SourceDir() + "/tests/reference/families/sizes/qwen2.5-0.5b.json";
     std::ifstream in(ref_path);
     ASSERT_TRUE(in) << "missing reference file " << ref_path;
     const json ref = json::parse(in);
     dir_ = MakeTempDir("hermes_tools");
     const std::string path = dir_ + "/qwen2.5-0.5b.gguf";
-    ASSERT_EQ(BuildFamilyModel(
-                  ref, shared + "/testdata/tokenizers/" + ref["vocab"].get<std::string>(), path)
-                  .error,
+    ASSERT_EQ(BuildFamilyModel(ref, shared + "/" + ref["vocab"].get<std::string>(), path).error,
               "");
     auto engine = Engine::Load(path, {.threads = 2});
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();

@@ -220,7 +220,7 @@ TEST(InfoCli, TheRealModelRuns) {
 }
 
 TEST(InfoCli, FilesThisBuildCannotRunSayWhy) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const std::string dir = MakeTempDir("ellm-info");
   struct Case {
     std::string name;
@@ -228,7 +228,7 @@ TEST(InfoCli, FilesThisBuildCannotRunSayWhy) {
     std::string reason;  // in the verdict
   };
   // A vocabulary-only file: the tokenizer is fine, the weights are missing.
-  const std::string vocab = shared + "/testdata/tokenizers/ggml-vocab-llama-spm.gguf";
+  const std::string vocab = shared + "/ggml-vocab-llama-spm.gguf";
   GgufBuilder unknown_pre;
   unknown_pre.Str("general.architecture", "llama")
       .Str("tokenizer.ggml.model", "gpt2")

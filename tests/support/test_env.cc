@@ -17,12 +17,6 @@ bool InCi() {
 
 std::string SourceDir() { return ELLM_SOURCE_DIR; }
 
-std::string SharedDir() {
-  const char* env = std::getenv("ELLM_SHARED_DIR");
-  std::string path = env && *env ? env : SourceDir() + "/../shared";
-  return std::filesystem::is_directory(path) ? path : "";
-}
-
 std::string LlamaSourceDir() {
   const char* env = std::getenv("ELLM_LLAMA_SRC");
   std::string path;
@@ -38,6 +32,12 @@ std::string LlamaSourceDir() {
     path = root + "/llama.cpp-npm/node-llama-cpp-3.22.1/src";
   }
   return std::filesystem::is_directory(path + "/models") ? path : "";
+}
+
+std::string VocabDir() {
+  const std::string src = LlamaSourceDir();
+  if (src.empty()) return "";
+  return std::filesystem::exists(src + "/models/ggml-vocab-llama-bpe.gguf") ? src + "/models" : "";
 }
 
 std::string ModelPath() {

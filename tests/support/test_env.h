@@ -19,13 +19,14 @@ std::string KafkaBrokers();
 // A fresh directory under $TMPDIR, removed by the caller (or left for debugging).
 std::string MakeTempDir(const std::string& prefix);
 std::string SourceDir();
-// The shared test data (tokenizer vectors, notes): $ELLM_SHARED_DIR, else the
-// `shared/` folder beside the repository; empty if absent.
-std::string SharedDir();
 // llama.cpp v0.5.0's source as node-llama-cpp bundles it (reference data:
 // models/templates/*.jinja, models/ggml-vocab-*): $ELLM_LLAMA_SRC, else the
 // cache folder scripts/reference/llama-source unpacks into; empty if absent.
 std::string LlamaSourceDir();
+// llama.cpp's test vocabularies with their golden tokenizations
+// (ggml-vocab-NAME.gguf, .gguf.inp, .gguf.out): LlamaSourceDir()/models;
+// empty if absent.
+std::string VocabDir();
 
 }  // namespace ellm::testing
 
@@ -47,10 +48,11 @@ std::string LlamaSourceDir();
   std::string var = ::ellm::testing::KafkaBrokers(); \
   ELLM_REQUIRE_OR_SKIP_(!var.empty(), "the Kafka broker (run scripts/kafka start)")
 
-// Declares `std::string var` with the shared test data folder, or fails/skips.
-#define ELLM_REQUIRE_SHARED(var)                  \
-  std::string var = ::ellm::testing::SharedDir(); \
-  ELLM_REQUIRE_OR_SKIP_(!var.empty(), "the shared test data folder (../shared)")
+// Declares `std::string var` with llama.cpp's vocabulary folder, or fails/skips.
+#define ELLM_REQUIRE_VOCABS(var)                 \
+  std::string var = ::ellm::testing::VocabDir(); \
+  ELLM_REQUIRE_OR_SKIP_(!var.empty(),            \
+                        "llama.cpp's test vocabularies (run scripts/reference/llama-source)")
 
 // Declares `std::string var` with llama.cpp's source folder, or fails/skips.
 #define ELLM_REQUIRE_LLAMA_SRC(var)                    \

@@ -1,7 +1,7 @@
 // Gemma 3 (text): sandwich RMSNorms, per-head Q/K RMSNorm, GeGLU with tanh
 // GELU, NEOX RoPE with a separate base for sliding-window layers, 5 local
 // layers for each global one, embeddings scaled by sqrt(n_embd), output tied
-// to the embeddings. Facts: ../shared/notes/gemma3-reference-facts.md
+// to the embeddings. Facts: llama.cpp v0.5.0, the numeric reference
 // (llama.cpp src/models/gemma3.cpp).
 #include "model/archs/archs.h"
 

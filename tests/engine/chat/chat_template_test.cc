@@ -24,7 +24,7 @@ std::string ReadFile(const std::string& path) {
 
 // Llama 3's vocabulary (BOS <|begin_of_text|>, added by the tokenizer).
 std::unique_ptr<Tokenizer> Llama3Tokenizer(const std::string& shared) {
-  auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-llama-bpe.gguf");
+  auto file = gguf::GgufFile::Open(shared + "/ggml-vocab-llama-bpe.gguf");
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   auto tok = Tokenizer::FromGguf(*file);
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
@@ -48,7 +48,7 @@ struct ModelFile {
 };
 
 TEST(ChatTemplate, AppliesTheFilesOwnJinjaTemplateAsLlamaCppDoes) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   ELLM_REQUIRE_LLAMA_SRC(src);
   auto tok = Llama3Tokenizer(shared);
   ASSERT_TRUE(tok->add_bos());
@@ -73,7 +73,7 @@ TEST(ChatTemplate, AppliesTheFilesOwnJinjaTemplateAsLlamaCppDoes) {
 }
 
 TEST(ChatTemplate, ChoosesNamedBuiltinFileOrDetected) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   auto tok = Llama3Tokenizer(shared);
   const ModelFile with("llama", "{{ messages[0]['content'] }}!");
   const ModelFile without("qwen2", "");
@@ -105,7 +105,7 @@ TEST(ChatTemplate, ChoosesNamedBuiltinFileOrDetected) {
 }
 
 TEST(ChatTemplate, BadTemplatesAreErrorsNeverFallbacks) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   auto tok = Llama3Tokenizer(shared);
   // The file's own template does not parse: an error naming it and the line.
   auto broken = ChatTemplate::FromGguf(ModelFile("llama", "ok\n{% if %}"), *tok, "");

@@ -218,7 +218,7 @@ std::string RandomDecode(JsonConstraint& c, const Tokenizer& tok, uint32_t seed)
 }
 
 TEST(JsonConstraint, RandomLogitsAlwaysGiveValidDocumentsOnRealVocabularies) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const std::string schema = R"({"type": "object", "properties": {
       "party": {"enum": ["Supplier", "Buyer"]}, "amount": {"type": "number", "minimum": 0},
       "due": {"type": "string", "format": "date"},
@@ -226,7 +226,7 @@ TEST(JsonConstraint, RandomLogitsAlwaysGiveValidDocumentsOnRealVocabularies) {
       "required": ["party", "amount", "due"], "additionalProperties": false})";
   for (const char* vocab : {"llama-spm", "llama-bpe", "qwen2"}) {
     SCOPED_TRACE(vocab);
-    auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-" + vocab + ".gguf");
+    auto file = gguf::GgufFile::Open(shared + "/ggml-vocab-" + vocab + ".gguf");
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     auto tok = Tokenizer::FromGguf(*file);
     ASSERT_TRUE(tok.ok()) << tok.status().ToString();
@@ -254,8 +254,8 @@ TEST(JsonConstraint, RandomLogitsAlwaysGiveValidDocumentsOnRealVocabularies) {
 }
 
 TEST(JsonConstraint, RefusesTokensThatBreakTheDocument) {
-  ELLM_REQUIRE_SHARED(shared);
-  auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-llama-bpe.gguf");
+  ELLM_REQUIRE_VOCABS(shared);
+  auto file = gguf::GgufFile::Open(shared + "/ggml-vocab-llama-bpe.gguf");
   ASSERT_TRUE(file.ok());
   auto tok = Tokenizer::FromGguf(*file);
   ASSERT_TRUE(tok.ok());
@@ -307,8 +307,8 @@ std::vector<nlohmann::json> Blocks(const std::string& text, const std::string& o
 class TaggedJsonConstraint : public ::testing::Test {
  protected:
   void SetUp() override {
-    ELLM_REQUIRE_SHARED(shared);
-    auto file = gguf::GgufFile::Open(shared + "/testdata/tokenizers/ggml-vocab-qwen2.gguf");
+    ELLM_REQUIRE_VOCABS(shared);
+    auto file = gguf::GgufFile::Open(shared + "/ggml-vocab-qwen2.gguf");
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     file_.emplace(std::move(*file));
     auto tok = Tokenizer::FromGguf(*file_);

@@ -77,7 +77,7 @@ Built& Model(const std::string& family, const std::string& shared) {
     return m;
   }
   m.path = dir + "/" + family + ".gguf";
-  const std::string vocab = shared + "/testdata/tokenizers/" + m.ref["vocab"].get<std::string>();
+  const std::string vocab = shared + "/" + m.ref["vocab"].get<std::string>();
   ellm::testing::BuiltFamilyModel built = ellm::testing::BuildFamilyModel(m.ref, vocab, m.path);
   if (!built.error.empty()) {
     m.error = built.error;
@@ -103,7 +103,7 @@ Built& Model(const std::string& family, const std::string& shared) {
 class FamilyGolden : public ::testing::TestWithParam<std::string> {};
 
 #define ELLM_FAMILY_MODEL(var)                                       \
-  ELLM_REQUIRE_SHARED(shared);                                       \
+  ELLM_REQUIRE_VOCABS(shared);                                       \
   Built& var = Model(GetParam(), shared);                            \
   ASSERT_TRUE(var.error.empty()) << GetParam() << ": " << var.error; \
   ASSERT_NE(var.engine, nullptr)
@@ -244,14 +244,14 @@ struct Damage {
 class FamilyBadFile : public ::testing::TestWithParam<Damage> {};
 
 TEST_P(FamilyBadFile, ErrorNamesWhatIsWrong) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const Damage& d = GetParam();
   const json ref = ReadJson(RefPath(d.family));
   ASSERT_FALSE(ref.is_null()) << RefPath(d.family);
   const std::string dir = ellm::testing::MakeTempDir("family_bad");
   const std::string path = dir + "/bad.gguf";
-  auto built = ellm::testing::BuildFamilyModel(
-      ref, shared + "/testdata/tokenizers/" + ref["vocab"].get<std::string>(), path, d.damage);
+  auto built = ellm::testing::BuildFamilyModel(ref, shared + "/" + ref["vocab"].get<std::string>(),
+                                               path, d.damage);
   ASSERT_TRUE(built.error.empty()) << built.error;
   auto e = Engine::Load(path, {.threads = 1});
   ASSERT_FALSE(e.ok());

@@ -113,8 +113,8 @@ TEST_P(FamilySizeGolden, MatchesLlamaCpp) {
         << "ELLM_TEST_MODEL is not the Gemma 3 model whose vocabulary the recipe names";
     vocab = model;
   } else {
-    ELLM_REQUIRE_SHARED(shared);
-    vocab = shared + "/testdata/tokenizers/" + vocab;
+    ELLM_REQUIRE_VOCABS(shared);
+    vocab = shared + "/" + vocab;
   }
   TempDir dir;
   const std::string path = dir.path + "/" + size + ".gguf";

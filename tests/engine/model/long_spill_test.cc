@@ -46,14 +46,14 @@ std::string LongText(const Engine& engine, int64_t tokens) {
 }
 
 TEST(LongSpill, PerplexityAt64KIsIdenticalWithAndWithoutSpill) {
-  ELLM_REQUIRE_SHARED(shared);
+  ELLM_REQUIRE_VOCABS(shared);
   const std::string dir = testing::MakeTempDir("long_spill");
   std::ifstream recipe_in(testing::SourceDir() + "/tests/reference/families/qwen2-yarn.json");
   ASSERT_TRUE(recipe_in) << "missing tests/reference/families/qwen2-yarn.json";
   const nlohmann::json recipe = nlohmann::json::parse(recipe_in);
   const std::string model = dir + "/qwen2-yarn.gguf";
-  const testing::BuiltFamilyModel built = testing::BuildFamilyModel(
-      recipe, shared + "/testdata/tokenizers/" + recipe["vocab"].get<std::string>(), model);
+  const testing::BuiltFamilyModel built =
+      testing::BuildFamilyModel(recipe, shared + "/" + recipe["vocab"].get<std::string>(), model);
   ASSERT_TRUE(built.error.empty()) << built.error;
   auto engine = Engine::Load(model, {.threads = 2});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
