@@ -40,6 +40,7 @@ Tensors are written one at a time, so memory stays near the largest tensor
 import argparse
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -178,14 +179,15 @@ def main():
     ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
     ap.add_argument("--out", help="default: $ELLM_CACHE/synthetic/<name>.gguf")
     ap.add_argument("--vocab", help="the GGUF file the tokenizer is copied from (default: "
-                    "llama.cpp's vocabulary of the shape's family, from /work/shared/testdata)")
+                    "llama.cpp's vocabulary of the shape's family, from the source "
+                    "scripts/reference/llama-source unpacks)")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
     s = SHAPES[args.shape]
     if not args.vocab:
-        args.vocab = os.path.join(here, "..", "..", "shared", "testdata", "tokenizers", s["vocab"])
-        if not os.path.exists(args.vocab):
-            args.vocab = os.path.join("/work/shared/testdata/tokenizers", s["vocab"])
+        src = subprocess.check_output([os.path.join(here, "..", "scripts", "reference",
+                                                    "llama-source")], text=True).strip()
+        args.vocab = os.path.join(src, "models", s["vocab"])
     out = args.out or os.path.join(cache, "synthetic", f"{s['label']}-synthetic-q4_k_m.gguf")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
 

@@ -116,8 +116,28 @@ Meaning MeaningOf(const Clause& c, const std::vector<Party>& parties,
   return m;
 }
 
+// The clause's heading as a clause of its own, for its values.
+Clause HeadingOnly(const Clause& c) {
+  Clause h = c;
+  h.text = c.heading;
+  return h;
+}
+
+// The heading and the text as one: where a PDF's reflowed paragraph puts
+// the line between them differs between two versions of one clause.
+Clause Combined(const Clause& c) {
+  Clause h = c;
+  if (!c.heading.empty()) h.text = c.heading + ". " + c.text;
+  return h;
+}
+
 std::vector<ValueChange> ValueChanges(const Clause& a, const Clause& b) {
   const std::vector<ClauseValue> va = ClauseValues(a), vb = ClauseValues(b);
+  // A value of one side's text that the other side states in its heading
+  // is not a change (a heading run into the text on one side only).
+  std::vector<ClauseValue> pool_a = va, pool_b = vb;
+  for (ClauseValue& v : ClauseValues(HeadingOnly(a))) pool_a.push_back(std::move(v));
+  for (ClauseValue& v : ClauseValues(HeadingOnly(b))) pool_b.push_back(std::move(v));
   // As multisets: "24 months" twice in A and once in B is one "24 months"
   // missing from B.
   auto missing_from = [](const std::vector<ClauseValue>& from, const std::vector<ClauseValue>& in) {
@@ -141,7 +161,8 @@ std::vector<ValueChange> ValueChanges(const Clause& a, const Clause& b) {
     }
     return out;
   };
-  std::vector<const ClauseValue*> only_a = missing_from(va, vb), only_b = missing_from(vb, va);
+  std::vector<const ClauseValue*> only_a = missing_from(va, pool_b),
+                                  only_b = missing_from(vb, pool_a);
   std::vector<ValueChange> out;
   // One value of a kind on each side: a change from one to the other.
   for (auto ia = only_a.begin(); ia != only_a.end();) {
@@ -180,14 +201,23 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 void Classify(const Clause& a, const Clause& b, const std::vector<Party>& parties_a,
               const std::vector<Party>& parties_b, const std::set<std::string>& roles,
               AlignedClause* pair) {
-  // The same words under another heading or number are the same clause.
-  if (NormalizeWords(a.text) == NormalizeWords(b.text)) {
+  // The same words under another heading or number are the same clause;
+  // so are the same heading and words split differently between the two.
+  if (NormalizeWords(a.text) == NormalizeWords(b.text) ||
+      NormalizeWords(Combined(a).text) == NormalizeWords(Combined(b).text)) {
     pair->change = ClauseChange::kUnchanged;
     return;
   }
   pair->redline = DiffWords(a.text, b.text);
   pair->values = ValueChanges(a, b);
-  Meaning ma = MeaningOf(a, parties_a, roles), mb = MeaningOf(b, parties_b, roles);
+  // Parties, negations and obligations over heading and text together;
+  // proper names of the text, each looked for in all of the other side.
+  Meaning ma = MeaningOf(Combined(a), parties_a, roles),
+          mb = MeaningOf(Combined(b), parties_b, roles);
+  ma.names = MeaningOf(a, parties_a, roles).names;
+  mb.names = MeaningOf(b, parties_b, roles).names;
+  const std::string words_a = " " + NormalizeWords(Combined(a).text) + " ",
+                    words_b = " " + NormalizeWords(Combined(b).text) + " ";
   std::vector<std::string> why;
   if (a.kind == ClauseKind::kPreamble && b.kind == ClauseKind::kPreamble) {
     // The preamble names the parties in any order and style; who is which
@@ -210,12 +240,14 @@ void Classify(const Clause& a, const Clause& b, const std::vector<Party>& partie
   }
   if (ma.negations != mb.negations) why.push_back("negation");
   if (ma.obliges != mb.obliges || ma.permits != mb.permits) why.push_back("obligation");
-  if (ma.names != mb.names) {
-    std::vector<std::string> gone, added;
-    std::set_difference(ma.names.begin(), ma.names.end(), mb.names.begin(), mb.names.end(),
-                        std::back_inserter(gone));
-    std::set_difference(mb.names.begin(), mb.names.end(), ma.names.begin(), ma.names.end(),
-                        std::back_inserter(added));
+  std::vector<std::string> gone, added;
+  for (const std::string& n : ma.names) {
+    if (words_b.find(" " + n + " ") == std::string::npos) gone.push_back(n);
+  }
+  for (const std::string& n : mb.names) {
+    if (words_a.find(" " + n + " ") == std::string::npos) added.push_back(n);
+  }
+  if (!gone.empty() || !added.empty()) {
     why.push_back("names: " + Join(gone, ", ") + " -> " + Join(added, ", "));
   }
   pair->change = why.empty() ? ClauseChange::kReworded : ClauseChange::kChanged;

@@ -594,6 +594,13 @@ std::string NameBefore(const std::string& text, size_t floor, size_t end) {
   static const std::regex lead(R"(^(?:[,.]\s*)*(?:and|AND)\s+)");
   name = std::regex_replace(name, lead, "");
   while (!name.empty() && (name.front() == ',' || name.front() == ' ')) name.erase(0, 1);
+  // "Background (Master Services Agreement) Brightwave Consulting Ltd": a
+  // heading run into the text ends at its bracket; "ACME LIMITED, ...
+  // (company number 123)" has nothing after it and stays.
+  if (const size_t close = name.rfind(')'); close != std::string::npos) {
+    const std::string after = TrimCopy(name.substr(close + 1));
+    if (!after.empty() && std::isupper(static_cast<unsigned char>(after[0]))) name = after;
+  }
   if (const size_t comma = name.find(','); comma != std::string::npos) {
     // Keep "Acme, Inc." whole.
     if (!HasCompanySuffix(TrimCopy(name.substr(comma + 1)).substr(0, 6))) {

@@ -163,6 +163,31 @@ TEST(ContractCompare, SwappedObligationIsAChange) {
   EXPECT_NE(c.aligned[1].why.find("parties"), std::string::npos) << c.aligned[1].why;
 }
 
+// A renamed party is one change of the contract (who is the Borrower), not
+// a change of every clause that names it; swapped roles are two.
+TEST(ContractCompare, RenamedAndSwappedPartiesAreReportedOncePerRole) {
+  const std::string clauses =
+      "\n1. The Loan\nThe Lender agrees to lend the Borrower USD 50,000.\n"
+      "2. Repayment\nThe Borrower will repay the Loan within 30 days of a demand.\n";
+  const auto renamed = CompareContracts(
+      OnePage("Marlow & Finch LLP (the \"Lender\") and Vega Analytics LLC (the \"Borrower\")." +
+              clauses),
+      OnePage("Marlow & Finch LLP (the \"Lender\") and Orion Labs GmbH (the \"Borrower\")." +
+              clauses));
+  ASSERT_EQ(renamed.party_changes.size(), 1u);
+  EXPECT_EQ(renamed.party_changes[0].role, "Borrower");
+  EXPECT_EQ(renamed.party_changes[0].a, "Vega Analytics LLC");
+  EXPECT_EQ(renamed.party_changes[0].b, "Orion Labs GmbH");
+  EXPECT_EQ(renamed.Count(ClauseChange::kChanged), 0);
+  const auto swapped = CompareContracts(
+      OnePage("Acme Ltd (the \"Lender\") and Beta Ltd (the \"Borrower\")." + clauses),
+      OnePage("Beta Ltd (the \"Lender\") and Acme Ltd (the \"Borrower\")." + clauses));
+  EXPECT_EQ(swapped.party_changes.size(), 2u);
+  EXPECT_NE(ComparisonMarkdown(swapped).find("The Lender: Acme Ltd in A, Beta Ltd in B."),
+            std::string::npos)
+      << ComparisonMarkdown(swapped);
+}
+
 // The clause of a side named as in expected.json: its number, or its kind
 // for unnumbered ones ("preamble").
 std::string Name(const Clause& c) { return c.number.empty() ? ClauseKindName(c.kind) : c.number; }
