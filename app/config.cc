@@ -396,7 +396,8 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
           CheckKeys(src, n, "http",
                     {"enabled", "listen", "api_keys_file", "tls_cert_file", "tls_key_file",
                      "sessions", "max_queue", "context", "max_body_bytes", "read_timeout_s",
-                     "write_timeout_s", "cors_origins"}));
+                     "write_timeout_s", "header_timeout_s", "max_connections",
+                     "max_incomplete_per_client", "max_sessions_per_key", "cors_origins"}));
       HttpConfig& h = c.http;
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "enabled", h.enabled));
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "listen", h.listen));
@@ -409,6 +410,12 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "max_body_bytes", h.server.max_body_bytes));
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "read_timeout_s", h.server.read_timeout_s));
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "write_timeout_s", h.server.write_timeout_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "header_timeout_s", h.server.header_timeout_s));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "http", "max_connections", h.server.max_connections));
+      ELLM_RETURN_IF_ERROR(
+          Get(src, n, "http", "max_incomplete_per_client", h.server.max_incomplete_per_client));
+      ELLM_RETURN_IF_ERROR(
+          Get(src, n, "http", "max_sessions_per_key", h.server.max_sessions_per_key));
       ELLM_RETURN_IF_ERROR(Get(src, n, "http", "cors_origins", h.server.cors_origins));
       if (Status s = server::ParseListen(h.listen, &h.server.host, &h.server.port); !s.ok()) {
         return At(src, n["listen"], "http.listen: " + s.message());

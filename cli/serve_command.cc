@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "usage: ellm serve --model M [--listen HOST:PORT] [--api-keys-file F] [--threads N]\n"
     "                  [--ctx N] [--db PATH] [--config FILE] [--sessions N] [--max-queue N]\n"
     "                  [--tls-cert F --tls-key F] [--cors-origin ORIGIN[,ORIGIN...]]\n"
-    "                  [--max-body BYTES] [--chat-template NAME|F.jinja]\n";
+    "                  [--max-body BYTES] [--max-sessions-per-key N]\n"
+    "                  [--chat-template NAME|F.jinja]\n";
 
 Status Run(const Flags& f) {
   // The config's http: section first (when --config names one), flags over it.
@@ -52,6 +53,8 @@ Status Run(const Flags& f) {
   ELLM_ASSIGN_OR_RETURN(int64_t sessions, f.GetInt("sessions", o.sessions));
   ELLM_ASSIGN_OR_RETURN(int64_t queue, f.GetInt("max-queue", o.max_queue));
   ELLM_ASSIGN_OR_RETURN(int64_t ctx, f.GetInt("ctx", o.n_ctx));
+  ELLM_ASSIGN_OR_RETURN(int64_t per_key, f.GetInt("max-sessions-per-key", o.max_sessions_per_key));
+  o.max_sessions_per_key = static_cast<int>(std::clamp<int64_t>(per_key, -1, 1 << 20));
   ELLM_ASSIGN_OR_RETURN(int64_t max_body,
                         f.GetInt("max-body", static_cast<int64_t>(o.max_body_bytes)));
   o.max_body_bytes = static_cast<size_t>(std::max<int64_t>(max_body, 0));
@@ -142,7 +145,7 @@ int Serve(const Args& args) {
   auto flags = Flags::Parse(args,
                             {"model", "listen", "api-keys-file", "threads", "ctx", "db", "config",
                              "sessions", "max-queue", "tls-cert", "tls-key", "cors-origin",
-                             "max-body", "pipelines", kChatTemplateFlag},
+                             "max-body", "max-sessions-per-key", "pipelines", kChatTemplateFlag},
                             {});
   if (!flags.ok()) {
     std::fprintf(stderr, "ellm serve: %s\n%s", flags.status().message().c_str(), kUsage);

@@ -3,9 +3,11 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "completion_runner.h"
@@ -14,6 +16,7 @@
 #include "ellm/server/metrics_labels.h"
 #include "ellm/server/openai.h"
 #include "ellm/server/request_guard.h"
+#include "front_gate.h"
 #include "server_state.h"
 
 namespace ellm::server {
@@ -27,6 +30,27 @@ bool SameKey(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
   }
   return diff == 0;
+}
+
+// The front gate's connection counters (front_gate.h).
+void WriteGateMetrics(const FrontGate::Stats& g, std::string& out) {
+  out += "# HELP ellm_http_open_connections Client connections open at the front gate\n";
+  out += "# TYPE ellm_http_open_connections gauge\n";
+  out += "ellm_http_open_connections " + std::to_string(g.open) + "\n";
+  out +=
+      "# HELP ellm_http_connections_total Client connections by how the front gate ended "
+      "them: forwarded (a whole request), header_timeout (not whole in time), refused (a "
+      "malformed or oversize head), evicted (the oldest incomplete one at a cap), busy (503), "
+      "stalled (its client stopped reading the reply)\n# TYPE ellm_http_connections_total "
+      "counter\n";
+  const std::pair<const char*, uint64_t> outcomes[] = {
+      {"forwarded", g.forwarded},  {"header_timeout", g.header_timeout},
+      {"refused", g.refused_head}, {"evicted", g.evicted},
+      {"busy", g.over_capacity},   {"stalled", g.stalled}};
+  for (const auto& [name, n] : outcomes) {
+    out += std::string("ellm_http_connections_total{outcome=\"") + name + "\"} " +
+           std::to_string(n) + "\n";
+  }
 }
 
 }  // namespace
@@ -53,8 +77,13 @@ Status ApiServerOptions::Validate() const {
   if (max_queue < 0 || max_queue > 4096) return InvalidArgumentError("max_queue must be 0..4096");
   if (n_ctx < 16) return InvalidArgumentError("context must be at least 16 tokens");
   if (max_body_bytes < 1024) return InvalidArgumentError("max_body_bytes must be at least 1024");
-  if (read_timeout_s < 1 || write_timeout_s < 1) {
-    return InvalidArgumentError("read and write timeouts must be at least 1 s");
+  if (read_timeout_s < 1 || write_timeout_s < 1 || header_timeout_s < 1) {
+    return InvalidArgumentError("read, write and header timeouts must be at least 1 s");
+  }
+  if (max_sessions_per_key < 0) return InvalidArgumentError("max_sessions_per_key must be >= 0");
+  if (max_connections < 8 || max_incomplete_per_client < 1) {
+    return InvalidArgumentError(
+        "max_connections must be at least 8 and max_incomplete_per_client at least 1");
   }
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return InvalidArgumentError("TLS needs both a certificate and a key file");
@@ -106,7 +135,11 @@ StatusOr<std::vector<std::string>> ReadApiKeysFile(const std::string& given) {
 struct ApiServer::State : ServerState {};
 
 ApiServer::ApiServer(ApiServerOptions options)
-    : options_(std::move(options)), state_(std::make_unique<State>()) {}
+    : options_(std::move(options)), state_(std::make_unique<State>()) {
+  state_->per_key_limit = options_.max_sessions_per_key > 0 ? options_.max_sessions_per_key
+                          : options_.api_keys.size() >= 2   ? std::max(1, options_.sessions - 1)
+                                                            : 0;
+}
 
 ApiServer::~ApiServer() { Stop(); }
 
@@ -175,6 +208,7 @@ std::string ApiServer::MetricsText() const {
   out += "# HELP ellm_http_queued_requests Requests admitted (running or waiting)\n";
   out += "# TYPE ellm_http_queued_requests gauge\n";
   out += "ellm_http_queued_requests " + std::to_string(st.admitted.load()) + "\n";
+  if (gate_) WriteGateMetrics(gate_->stats(), out);
   st.ttft.Write(out, "ellm_http_time_to_first_token_seconds",
                 "From the request's arrival to its first token");
   st.itl.Write(out, "ellm_http_inter_token_latency_seconds", "Between tokens of one reply");
@@ -186,10 +220,43 @@ std::string ApiServer::MetricsText() const {
 void ApiServer::SetJobs(JobService* jobs) { state_->jobs.store(jobs); }
 
 void ApiServer::Stop() {
+  if (gate_) gate_->Stop();
   if (http_) http_->stop();
 }
 
-bool ApiServer::Run() { return http_ && http_->listen_after_bind(); }
+bool ApiServer::Run() {
+  if (!http_) return false;
+  std::thread gate;
+  if (gate_) gate = std::thread([this] { gate_->Run(); });
+  const bool served = http_->listen_after_bind();
+  if (gate_) {
+    gate_->Stop();
+    gate.join();
+  }
+  return served;
+}
+
+// Plain HTTP: cpp-httplib on a private loopback port behind the front
+// gate, which owns the public socket (front_gate.h).
+Status ApiServer::BindGate() {
+  FrontGateOptions g;
+  g.host = options_.host;
+  g.port = options_.port;
+  g.head.max_body_bytes = options_.max_body_bytes;
+  g.header_timeout_s = options_.header_timeout_s;
+  g.stall_timeout_s = options_.write_timeout_s;
+  g.max_connections = options_.max_connections;
+  g.max_unread_per_client = options_.max_incomplete_per_client;
+  g.max_buffered_bytes = std::max<uint64_t>(256u << 20, 4 * options_.max_body_bytes);
+  const int inner = http_->bind_to_any_port("127.0.0.1");
+  if (inner <= 0) return UnavailableError("cannot listen on 127.0.0.1 (any port)");
+  g.inner_port = inner;
+  StatusOr<std::unique_ptr<FrontGate>> gate = FrontGate::Bind(std::move(g));
+  if (!gate.ok()) return gate.status();
+  gate_ = std::move(*gate);
+  port_ = gate_->port();
+  return OkStatus();
+}
 
 Status ApiServer::Bind() {
   const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
@@ -234,38 +301,45 @@ Status ApiServer::Bind() {
     }
   };
 
-  svr.set_pre_routing_handler([&o, &st, cors](const httplib::Request& req, httplib::Response& res) {
-    cors(req, res);
-    if (req.method == "OPTIONS") {
-      res.status = o.cors_origins.empty() ? 405 : 204;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (std::optional<ApiError> refused = GuardRequest(req, {.keyless = o.api_keys.empty()})) {
-      SendError(res, *refused);
-      st.Count(RouteLabel(req.path), refused->status);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.path == "/health" || o.api_keys.empty()) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    bool ok = false;
-    if (auth.rfind(prefix, 0) == 0) {
-      const std::string key = auth.substr(prefix.size());
-      for (const std::string& k : o.api_keys) ok |= SameKey(key, k);
-    }
-    if (!ok) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      SendError(res, Error(401, "authentication_error",
-                           auth.empty() ? "no API key given: send Authorization: Bearer <key>"
-                                        : "the API key is not valid",
-                           "invalid_api_key"));
-      st.Count(RouteLabel(req.path), 401);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  svr.set_pre_routing_handler(
+      [this, &o, &st, cors](const httplib::Request& req, httplib::Response& res) {
+        if (gate_ && !(req.remote_addr == "127.0.0.1" && gate_->IsGatePort(req.remote_port))) {
+          SendError(res, Error(403, "permission_error",
+                               "connect to the API's public address, not its internal port",
+                               "not_through_gate"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        cors(req, res);
+        if (req.method == "OPTIONS") {
+          res.status = o.cors_origins.empty() ? 405 : 204;
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (std::optional<ApiError> refused = GuardRequest(req, {.keyless = o.api_keys.empty()})) {
+          SendError(res, *refused);
+          st.Count(RouteLabel(req.path), refused->status);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (req.path == "/health" || o.api_keys.empty()) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string prefix = "Bearer ";
+        bool ok = false;
+        if (auth.rfind(prefix, 0) == 0) {
+          const std::string key = auth.substr(prefix.size());
+          for (const std::string& k : o.api_keys) ok |= SameKey(key, k);
+        }
+        if (!ok) {
+          res.set_header("WWW-Authenticate", "Bearer");
+          SendError(res, Error(401, "authentication_error",
+                               auth.empty() ? "no API key given: send Authorization: Bearer <key>"
+                                            : "the API key is not valid",
+                               "invalid_api_key"));
+          st.Count(RouteLabel(req.path), 401);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -406,6 +480,7 @@ Status ApiServer::Bind() {
     RunCompletion(st, o, req, res, false);
   });
 
+  if (!tls) return BindGate();
   if (o.port == 0) {
     port_ = svr.bind_to_any_port(o.host);
     if (port_ <= 0) return UnavailableError("cannot listen on " + o.host + " (any port)");

@@ -67,6 +67,72 @@ ChoiceResult Result(const CompletionRequest& r, ToolSyntax syntax, const Reply& 
   return c;
 }
 
+// A place in the queue, given back when the generation ends: a streamed
+// reply's before its [DONE], so that a client's next request, sent on
+// reading it, is never refused for the place its last one still held
+// (httplib drops the stream's provider only after the client has read to
+// the end).
+class Admission {
+ public:
+  Admission(ServerState& st, std::string key, int choices)
+      : st_(st), key_(std::move(key)), choices_(choices) {}
+  ~Admission() { Release(); }
+  void Release() {
+    if (released_.exchange(true)) return;
+    st_.admitted.fetch_sub(1);
+    if (st_.per_key_limit <= 0) return;
+    std::lock_guard<std::mutex> lock(st_.keys_mu);
+    auto it = st_.key_choices.find(key_);
+    if (it != st_.key_choices.end() && (it->second -= choices_) <= 0) st_.key_choices.erase(it);
+  }
+
+ private:
+  ServerState& st_;
+  std::string key_;
+  int choices_;
+  std::atomic<bool> released_{false};
+};
+
+// Admission: past the queue's bound, or past the key's share of the
+// sessions (ServerState::per_key_limit), 429 at once; null with `refused`.
+std::shared_ptr<Admission> Admit(ServerState& st, const ApiServerOptions& o,
+                                 const httplib::Request& req, int choices, ApiError* refused) {
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "";
+  if (st.per_key_limit > 0 && choices > st.per_key_limit) {
+    *refused =
+        InvalidRequest("n is " + std::to_string(choices) + ": one API key may hold at most " +
+                           std::to_string(st.per_key_limit) + " sessions at once",
+                       "n");
+    return nullptr;
+  }
+  const int limit = std::max(1, o.sessions) + o.max_queue;
+  if (st.admitted.fetch_add(1) >= limit) {
+    st.admitted.fetch_sub(1);
+    *refused = Error(429, "rate_limit_error",
+                     "the server is busy (" + std::to_string(limit) +
+                         " requests running or queued); retry after a second",
+                     "rate_limit_exceeded");
+    return nullptr;
+  }
+  if (st.per_key_limit > 0) {
+    std::lock_guard<std::mutex> lock(st.keys_mu);
+    int& held = st.key_choices[key];
+    if (held + choices > st.per_key_limit) {
+      st.admitted.fetch_sub(1);
+      *refused = Error(429, "rate_limit_error",
+                       "this API key has " + std::to_string(held) +
+                           " choices running or queued, and may have " +
+                           std::to_string(st.per_key_limit) + "; retry after a second",
+                       "rate_limit_exceeded");
+      if (held == 0) st.key_choices.erase(key);
+      return nullptr;
+    }
+    held += choices;
+  }
+  return std::make_shared<Admission>(st, key, choices);
+}
+
 }  // namespace
 
 void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Request& req,
@@ -163,30 +229,12 @@ void RunCompletion(ServerState& st, const ApiServerOptions& o, const httplib::Re
       c.ro.top_logprobs = r.top_logprobs;
     }
   }
-  // Admission: past the queue's bound, 429 at once.
-  const int limit = std::max(1, o.sessions) + o.max_queue;
-  if (st.admitted.fetch_add(1) >= limit) {
-    st.admitted.fetch_sub(1);
-    res.set_header("Retry-After", "1");
-    return fail(Error(429, "rate_limit_error",
-                      "the server is busy (" + std::to_string(limit) +
-                          " requests running or queued); retry after a second",
-                      "rate_limit_exceeded"));
+  ApiError refused;
+  std::shared_ptr<Admission> admitted = Admit(st, o, req, r.n, &refused);
+  if (!admitted) {
+    if (refused.status == 429) res.set_header("Retry-After", "1");
+    return fail(refused);
   }
-  // Given back when the generation ends: a streamed reply's before its
-  // [DONE], so that a client's next request, sent on reading it, is never
-  // refused for the place its last one still held (httplib drops the
-  // stream's provider only after the client has read to the end).
-  struct Admission {
-    explicit Admission(std::atomic<int>& n) : count(n) {}
-    ~Admission() { Release(); }
-    void Release() {
-      if (!released.exchange(true)) count.fetch_sub(1);
-    }
-    std::atomic<int>& count;
-    std::atomic<bool> released{false};
-  };
-  auto admitted = std::make_shared<Admission>(st.admitted);
 
   const Tokenizer* tokp = &tok;  // the engine's: outlives the stream
   // Choice i's entries [*from, end) whose pieces begin before `upto` bytes

@@ -74,6 +74,12 @@ struct ServerState {
   std::vector<Slot> slots;
   uint64_t uses = 0;
   std::atomic<int> admitted{0};
+  // Choices admitted (running or queued) per API key, a request with `n`
+  // choices counting n: at most per_key_limit each (0: no limit), so one
+  // key cannot hold every session.
+  std::mutex keys_mu;
+  std::map<std::string, int> key_choices;
+  int per_key_limit = 0;
 
   // Metrics.
   mutable std::mutex metrics_mu;

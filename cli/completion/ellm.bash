@@ -32,7 +32,7 @@ _ellm_flags() {
     model) echo "--config --to" ;;
     serve)
       echo "--model --listen --api-keys-file --threads --ctx --db --config --pipelines" \
-        "--sessions --max-queue --tls-cert --tls-key --cors-origin --max-body --chat-template" ;;
+        "--sessions --max-queue --max-sessions-per-key --tls-cert --tls-key --cors-origin --max-body --chat-template" ;;
     *) echo "" ;;
   esac
 }

@@ -125,6 +125,8 @@ struct MetricsConfig {
 // "credential:NAME" for a systemd credential; required off loopback),
 // tls_cert_file / tls_key_file, sessions, max_queue, context (tokens per
 // API session), max_body_bytes, read_timeout_s, write_timeout_s,
+// header_timeout_s, max_connections, max_incomplete_per_client,
+// max_sessions_per_key,
 // cors_origins. Replies share the model with the Kafka jobs and go first.
 struct HttpConfig {
   bool enabled = false;

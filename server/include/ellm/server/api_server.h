@@ -29,6 +29,8 @@ class Server;
 
 namespace ellm::server {
 
+class FrontGate;
+
 struct ApiServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (port() tells which)
@@ -40,11 +42,25 @@ struct ApiServerOptions {
   std::string tls_key_file;
   size_t max_body_bytes = 64u << 20;
   int read_timeout_s = 30;
-  int write_timeout_s = 600;
+  // A reply (streamed or not) whose client has read nothing for this long
+  // ends, and its session is freed.
+  int write_timeout_s = 30;
+  // Plain HTTP goes through the front gate (server/front_gate.h): a
+  // request's line and headers must arrive within header_timeout_s; at most
+  // max_connections at once, and max_incomplete_per_client from one
+  // address whose request has not fully arrived (past either, the oldest
+  // such connection is dropped).
+  int header_timeout_s = 10;
+  int max_connections = 1024;
+  int max_incomplete_per_client = 32;
   // Replies evaluated side by side, each in its own KV cache, their tokens
   // decoded together (one pass over the weights per token for all).
   int sessions = 8;
-  int max_queue = 16;    // requests waiting for a session before 429
+  int max_queue = 16;  // requests waiting for a session before 429
+  // Choices one API key may have running or queued at once (a request with
+  // `n` counts n); past it 429. 0: sessions - 1 when there are two keys or
+  // more (no key can take every session), no limit with one key or none.
+  int max_sessions_per_key = 0;
   int64_t n_ctx = 8192;  // each session's context (capped at the model's)
   // Origins allowed by CORS (Access-Control-Allow-Origin); empty: no CORS
   // headers at all. "*" allows any.
@@ -93,9 +109,11 @@ class ApiServer {
 
  private:
   struct State;
+  Status BindGate();
   ApiServerOptions options_;
   int port_ = 0;
   std::unique_ptr<State> state_;
+  std::unique_ptr<FrontGate> gate_;  // null with TLS
   std::unique_ptr<httplib::Server> http_;
 };
 

@@ -4,10 +4,15 @@
 // response_format schema and its tools — answers 400 naming the limit and
 // keeps serving: /health, a normal chat completion, a tool call whose
 // arguments text is as deep (kept as text). Paths chosen to inject lines
-// into /metrics, or to add series, do neither.
+// into /metrics, or to add series, do neither. 500 silent connections
+// and 50 slow bodies (no API key needed to send them) keep neither /health
+// nor a chat request out.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -30,6 +36,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKey = "sk-hostile-0123456789";
+constexpr const char* kOtherKey = "sk-other-9876543210";
 constexpr size_t kHostile = 2000000;
 
 std::string Arrays(size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
@@ -39,7 +46,7 @@ class ServeProcess {
  public:
   bool Start(const std::string& model, const std::string& dir) {
     const std::string keys = dir + "/keys";
-    std::ofstream(keys) << kKey << "\n";
+    std::ofstream(keys) << kKey << "\n" << kOtherKey << "\n";
     std::filesystem::permissions(
         keys, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     int out[2];
@@ -239,6 +246,107 @@ TEST_F(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {
   EXPECT_NE(text.find("ellm_http_requests_total{endpoint=\"unmatched\",status=\"401\"} 1001"),
             std::string::npos)
       << text;
+}
+
+// A connection to 127.0.0.1:port that has sent `bytes` and then nothing.
+int SendAndHold(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Issue 53: forty connections that sent part of a request line and then
+// nothing made /health time out for as long as they stayed.
+TEST_F(HostileInputServe, FiveHundredSilentClientsKeepNobodyOut) {
+  std::vector<int> held;
+  for (int i = 0; i < 500; ++i) {
+    const int fd = SendAndHold(serve_.port(), "POST /v1/chat/completions HTTP/1.1\r\nHo");
+    ASSERT_GE(fd, 0) << i;
+    held.push_back(fd);
+  }
+  // Bodies that never finish: a head announcing 1000 bytes, then 10.
+  for (int i = 0; i < 50; ++i) {
+    held.push_back(SendAndHold(serve_.port(),
+                               "POST /v1/jobs HTTP/1.1\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 1000\r\n\r\n{\"id\":\"sl"));
+  }
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  }
+  auto normal = Post("/v1/chat/completions",
+                     "{\"messages\":[" + kUser + "],\"max_tokens\":4,\"temperature\":0}");
+  EXPECT_EQ(normal.first, 200) << normal.second.dump();
+  EXPECT_TRUE(serve_.Alive());
+  const std::string text = Metrics();
+  std::smatch evicted;
+  ASSERT_TRUE(std::regex_search(
+      text, evicted, std::regex("ellm_http_connections_total\\{outcome=\"evicted\"\\} (\\d+)")))
+      << text;
+  EXPECT_GE(std::stoi(evicted[1]), 500 - 32) << "the oldest silent connections were dropped";
+  for (int fd : held) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+// Issue 53: `n` up to 16 let one client hold every session. With two keys
+// and one session, a key may hold one choice: n=2 is refused, and while one
+// of its requests runs its next is a 429, but the other key's is served.
+TEST_F(HostileInputServe, OneKeyCannotHoldEverySession) {
+  auto many =
+      Post("/v1/chat/completions", "{\"messages\":[" + kUser + "],\"max_tokens\":2,\"n\":2}");
+  EXPECT_EQ(many.first, 400) << many.second.dump();
+  EXPECT_EQ(many.second["error"]["param"], "n");
+  // A counting stream of up to 1500 tokens holds the key's one session
+  // from its first event until this client goes away.
+  const std::string count = json({{"prompt", "1, 2, 3, 4, 5, 6, 7, 8,"},
+                                  {"max_tokens", 1500},
+                                  {"temperature", 0},
+                                  {"stream", true}})
+                                .dump();
+  const int stream = SendAndHold(serve_.port(),
+                                 "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1"
+                                 "\r\nAuthorization: Bearer " +
+                                     std::string(kKey) +
+                                     "\r\nContent-Type: application/json\r\n"
+                                     "Content-Length: " +
+                                     std::to_string(count.size()) + "\r\n\r\n" + count);
+  ASSERT_GE(stream, 0);
+  std::string got;
+  char buf[4096];
+  while (got.find("data: ") == std::string::npos) {
+    const ssize_t n = recv(stream, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(got.find("data: "), std::string::npos) << got;
+  const json small = {{"prompt", "Hi"}, {"max_tokens", 1}};
+  auto second = Post("/v1/completions", small.dump());
+  EXPECT_EQ(second.first, 429) << second.second.dump();
+  EXPECT_NE(second.second["error"]["message"].get<std::string>().find("this API key has 1"),
+            std::string::npos)
+      << second.second.dump();
+  httplib::Client other("127.0.0.1", serve_.port());
+  other.set_bearer_token_auth(kOtherKey);
+  other.set_read_timeout(120, 0);
+  // Admitted (it waits for the session, no 429) while the stream holds it.
+  auto served = std::async(std::launch::async, [&] {
+    return other.Post("/v1/completions", small.dump(), "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(stream);  // its generation stops; the other key's request runs
+  const auto result = served.get();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 200) << result->body;
 }
 
 }  // namespace
