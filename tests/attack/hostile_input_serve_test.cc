@@ -250,16 +250,8 @@ TEST_F(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {
 
 // A connection to 127.0.0.1:port that has sent `bytes` and then nothing.
 int SendAndHold(int port, const std::string& bytes) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  const int fd = ConnectLoopback(port);
+  if (fd >= 0) (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   return fd;
 }
 

@@ -5,10 +5,8 @@
 // server of a real ApiServer refuses connections that went around the gate.
 #include "front_gate.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,21 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Connect(int port, int rcvbuf = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+int Connect(int port, int rcvbuf = 0) { return testing::ConnectLoopback(port, rcvbuf); }
 
 void SendAll(int fd, const std::string& data) {
   size_t sent = 0;
@@ -91,6 +75,12 @@ class FrontGateTest : public ::testing::Test {
     inner_port_ = inner_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(inner_port_, 0);
     inner_thread_ = std::thread([this] { inner_.listen_after_bind(); });
+    // httplib's stop() is lost on a server not yet running: TearDown would
+    // then wait for ever on a test that ended quickly.
+    for (int i = 0; i < 5000 && !inner_.is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(inner_.is_running());
     o.inner_port = inner_port_;
     StatusOr<std::unique_ptr<FrontGate>> gate = FrontGate::Bind(o);
     ASSERT_TRUE(gate.ok()) << gate.status().message();

@@ -18,4 +18,9 @@ HttpResponse HttpRequest(int port, const std::string& method, const std::string&
 // 127.0.0.1:port over a plain socket; the same reading and timeout.
 HttpResponse HttpSendRaw(int port, const std::string& request);
 
+// A socket connected to 127.0.0.1:port, its receive buffer set to `rcvbuf`
+// bytes when > 0 (before connecting, so the window stays small) and its
+// reads timing out after 10 s; -1 if the connection fails.
+int ConnectLoopback(int port, int rcvbuf = 0);
+
 }  // namespace ellm::testing
