@@ -55,8 +55,12 @@ Status DecodeBatcher::Decode(Session& session, TokenId token, const LogitsCallba
       continue;
     }
     // Lead a pass once every member has a token pending, the pass is full,
-    // or the oldest pending token has waited long enough.
-    const Clock::time_point due = pending_.front()->arrived + options_.max_wait;
+    // or the oldest pending token has waited long enough. The wait counts
+    // from the end of the last pass at the earliest: tokens that arrived
+    // while it ran wait for the members it just served, or the members
+    // would settle into halves that take turns, each pass half full.
+    const Clock::time_point due =
+        std::max(pending_.front()->arrived, last_pass_end_) + options_.max_wait;
     if (pending_.size() >= static_cast<size_t>(std::max(1, members_)) ||
         pending_.size() >= max_batch_ || Clock::now() >= due) {
       RunBatch(lock);
@@ -108,6 +112,7 @@ void DecodeBatcher::RunBatch(std::unique_lock<std::mutex>& lock) {
     stats_.rows += rows.size();
   }
   running_ = false;
+  last_pass_end_ = Clock::now();
   cv_.notify_all();
 }
 

@@ -344,5 +344,43 @@ TEST_F(ReplyTest, RepliesThroughABatcherEqualRepliesAlone) {
   EXPECT_LT(st.passes * 2, st.rows) << "mean batch below 2";
 }
 
+// Members that fall out of step come back into step: two members start a
+// pass late, and after that every pass still waits for the members the last
+// one served (each spends a little time on its token, as sampling and
+// writing a reply do) instead of the two halves taking turns, each pass half
+// full. The batcher's own max_wait is shorter than one pass here.
+TEST_F(ReplyTest, BatcherMembersOutOfStepComeBackIntoStep) {
+  DecodeBatcher batcher(*engine_, {.max_batch = 4, .max_wait = std::chrono::milliseconds(3)});
+  const std::vector<TokenId> prompt = Chat("Name a planet.");
+  constexpr int kMembers = 4, kSteps = 32;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < kMembers; ++i) {
+    auto s = engine_->NewSession({.n_ctx = 1024});
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Eval(prompt, LogitsFor::kNone, [](int64_t, std::span<const float>) {}).ok());
+    sessions.push_back(std::move(*s));
+  }
+  std::vector<DecodeBatcher::Member> members;
+  for (int i = 0; i < kMembers; ++i) members.push_back(batcher.Join());
+  std::vector<Status> result(kMembers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kMembers; ++i) {
+    threads.emplace_back([&, i] {
+      // The second half arrives while the first half's pass runs.
+      if (i >= kMembers / 2) std::this_thread::sleep_for(std::chrono::milliseconds(4));
+      for (int step = 0; step < kSteps && result[i].ok(); ++step) {
+        result[i] = batcher.Decode(*sessions[i], prompt.back(), [](int64_t, auto) {});
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& r : result) ASSERT_TRUE(r.ok()) << r.ToString();
+  const DecodeBatcher::Stats st = batcher.stats();
+  EXPECT_EQ(st.rows, static_cast<uint64_t>(kMembers * kSteps));
+  EXPECT_GE(static_cast<double>(st.rows) / static_cast<double>(st.passes), 3.0)
+      << st.rows << " rows in " << st.passes << " passes";
+}
+
 }  // namespace
 }  // namespace ellm

@@ -750,14 +750,17 @@ def batched_decode(ellm, model, tmp):
         wait_ready(base)
         client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
         mid = client.models.list().data[0].id
-        asks = ["Name a planet.", "Count to ten.", "Name three fruits.", "Say hello in Spanish."]
+        # Long answers, so that the few milliseconds between the four
+        # requests' arrivals are small beside the time they decode together.
+        asks = ["Write a story about a dragon.", "Count from one to fifty in words.",
+                "Describe the ocean in detail.", "Explain how rain forms, step by step."]
 
         def ask(q, stream):
             msgs = [{"role": "user", "content": q}]
             if not stream:
-                return client.chat.completions.create(model=mid, messages=msgs, max_tokens=40,
+                return client.chat.completions.create(model=mid, messages=msgs, max_tokens=120,
                                                       temperature=0).choices[0].message.content
-            s = client.chat.completions.create(model=mid, messages=msgs, max_tokens=40,
+            s = client.chat.completions.create(model=mid, messages=msgs, max_tokens=120,
                                                temperature=0, stream=True)
             return "".join((c.choices[0].delta.content or "") for c in s if c.choices)
 
@@ -775,7 +778,7 @@ def batched_decode(ellm, model, tmp):
         rows = metric(base, "ellm_http_decode_rows_total") - rows0
         differ = [(a, b) for a, b in zip(got, alone) if a != b]
         check(not differ, f"concurrent replies equal the replies alone (differing: {differ})")
-        check(passes > 0 and rows / passes >= 2,
+        check(passes > 0 and rows / passes >= 2.5,
               f"concurrent streams share decode passes ({rows:.0f} tokens in {passes:.0f} passes)")
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -5,7 +5,8 @@
 //
 // Each thread that decodes joins (Join) and then calls Decode once per
 // token. A call waits until every member has a token pending (or until the
-// oldest pending one has waited max_wait, so a member busy elsewhere, e.g.
+// oldest pending one has waited max_wait since it arrived or since the last
+// pass ended, whichever is later, so a member busy elsewhere, e.g.
 // writing to a slow client, delays the others by at most that), then one of
 // the waiting threads runs them all under one interactive turn of the
 // engine's gate and each caller gets its own logits back in its own
@@ -79,6 +80,7 @@ class DecodeBatcher {
   std::condition_variable cv_;
   int members_ = 0;
   bool running_ = false;
+  std::chrono::steady_clock::time_point last_pass_end_{};
   std::deque<Step*> pending_;
   Stats stats_;
 };
