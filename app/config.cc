@@ -290,11 +290,11 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "store", "retention_days", c.store.retention_days));
     }
     if (YAML::Node n = root["kafka"]) {
-      ELLM_RETURN_IF_ERROR(
-          CheckKeys(src, n, "kafka",
-                    {"enabled", "brokers", "group_id", "jobs_topic", "results_topic",
-                     "dead_letter_topic", "group_instance_id", "session_timeout_ms",
-                     "max_poll_interval_ms", "shutdown_grace_s", "transactions", "properties"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(
+          src, n, "kafka",
+          {"enabled", "brokers", "group_id", "jobs_topic", "results_topic", "dead_letter_topic",
+           "group_instance_id", "session_timeout_ms", "max_poll_interval_ms", "shutdown_grace_s",
+           "transactions", "reply_topics", "properties"}));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "enabled", c.kafka.enabled));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "brokers", c.kafka.brokers));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_id", c.kafka.group_id));
@@ -307,6 +307,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
           Get(src, n, "kafka", "max_poll_interval_ms", c.kafka.max_poll_interval_ms));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "shutdown_grace_s", c.kafka.shutdown_grace_s));
       ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "transactions", c.kafka.transactions));
+      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "reply_topics", c.kafka.reply_topics));
       if (YAML::Node p = n["properties"]) {
         if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
         for (const auto& kv : p) {

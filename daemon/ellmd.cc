@@ -127,6 +127,8 @@ int RunKafka(Context& ctx) {
   runner_options.limits.allowed_roots = config.jobs.allowed_roots;
   runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
   runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
+  runner_options.limits.reply_topics = k.reply_topics;
+  runner_options.limits.reserved_topics = {k.jobs_topic, k.dead_letter_topic};
   runner_options.max_publish_attempts = config.jobs.max_publish_attempts;
   runner_options.timeout_s = config.jobs.timeout_s;
   const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");

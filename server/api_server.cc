@@ -440,6 +440,11 @@ Status ApiServer::Bind() {
           }
           message = std::move(*body);
         }
+        if (message.contains("reply_to")) {
+          return SendError(res, InvalidRequest("reply_to is for jobs sent through Kafka: an HTTP "
+                                               "job's result is read with GET /v1/jobs/{id}",
+                                               "reply_to", "reply_to_not_allowed"));
+        }
         if (!message.contains("version")) message["version"] = 1;
         const std::string key = req.get_header_value("Idempotency-Key");
         if (!key.empty()) {

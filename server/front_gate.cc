@@ -327,6 +327,9 @@ struct FrontGate::Loop {
         const size_t head = HeadSize(c.in, o.head.max_bytes);
         if (head > 0) {
           if (!StartBody(id, c, head)) return;
+        } else if (!CouldBeRequest(c.in)) {
+          Count(&Stats::refused_head);
+          return Refuse(id, c, {400, "bad_request", "not an HTTP request"});
         } else if (c.in.size() > o.head.max_bytes + 3) {
           Count(&Stats::refused_head);
           return Refuse(id, c,

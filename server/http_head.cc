@@ -34,6 +34,15 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// The methods passed on to the inner server (its routes answer 404 or 405
+// for the ones they do not serve); any other is a 501 from the gate.
+constexpr std::string_view kMethods[] = {"GET",    "HEAD",  "POST",   "PUT",
+                                         "DELETE", "PATCH", "OPTIONS"};
+
+bool KnownMethod(std::string_view m) {
+  return std::find(std::begin(kMethods), std::end(kMethods), m) != std::end(kMethods);
+}
+
 HeadResult Refuse(int status, std::string code, std::string message) {
   HeadResult r;
   r.refusal = {status, std::move(code), std::move(message)};
@@ -69,6 +78,11 @@ HeadResult ParseRequestLine(std::string_view line, RequestHead* head) {
   const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   const std::string_view version = line.substr(sp2 + 1);
   if (!IsToken(method)) return Refuse(400, "bad_request", "malformed request method");
+  if (!KnownMethod(method)) {
+    return Refuse(501, "not_implemented",
+                  "the method " + std::string(method.substr(0, 16)) +
+                      (method.size() > 16 ? "..." : "") + " is not served");
+  }
   if (target.empty() || std::any_of(target.begin(), target.end(),
                                     [](unsigned char c) { return c <= 0x20 || c == 0x7f; })) {
     return Refuse(400, "bad_request", "malformed request target");
@@ -81,6 +95,7 @@ HeadResult ParseRequestLine(std::string_view line, RequestHead* head) {
   }
   head->method = method;
   head->target = target;
+  head->http11 = version == "HTTP/1.1";
   head->forwarded.append(line).append("\r\n");
   HeadResult ok;
   ok.ok = true;
@@ -90,7 +105,7 @@ HeadResult ParseRequestLine(std::string_view line, RequestHead* head) {
 // One "Name: value" field: checked, and kept in the forwarded head unless
 // it is hop-by-hop.
 HeadResult ParseField(std::string_view line, const HeadLimits& limits, RequestHead* head,
-                      bool* seen_length) {
+                      bool* seen_length, int* hosts) {
   if (line.empty()) return Refuse(400, "bad_request", "an empty line inside the request head");
   if (line.front() == ' ' || line.front() == '\t') {
     return Refuse(400, "bad_request", "folded header lines are not accepted");
@@ -101,6 +116,7 @@ HeadResult ParseField(std::string_view line, const HeadLimits& limits, RequestHe
   }
   const std::string name = Lower(line.substr(0, colon));
   const std::string_view value = Trim(line.substr(colon + 1));
+  if (name == "host") ++*hosts;
   if (name == "transfer-encoding") {
     return Refuse(411, "length_required",
                   "send the request body with a Content-Length header: chunked transfer "
@@ -158,6 +174,8 @@ const char* Reason(int status) {
       return "Request Header Fields Too Large";
     case 503:
       return "Service Unavailable";
+    case 501:
+      return "Not Implemented";
     case 505:
       return "HTTP Version Not Supported";
     default:
@@ -175,6 +193,14 @@ size_t HeadSize(std::string_view buf, size_t limit) {
     if (i >= 2 && window[i - 1] == '\r' && window[i - 2] == '\n') return i + 1;
   }
   return 0;
+}
+
+bool CouldBeRequest(std::string_view buf) {
+  const size_t end = std::min(buf.find_first_of(" \r\n"), buf.size());
+  const std::string_view method = buf.substr(0, end);
+  if (end < buf.size()) return KnownMethod(method);
+  return std::any_of(std::begin(kMethods), std::end(kMethods),
+                     [&](std::string_view m) { return m.substr(0, method.size()) == method; });
 }
 
 HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits) {
@@ -197,9 +223,16 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits) {
   HeadResult line = ParseRequestLine(lines[0], &result.head);
   if (!line.ok) return line;
   bool seen_length = false;
+  int hosts = 0;
   for (size_t i = 1; i < lines.size(); ++i) {
-    HeadResult field = ParseField(lines[i], limits, &result.head, &seen_length);
+    HeadResult field = ParseField(lines[i], limits, &result.head, &seen_length, &hosts);
     if (!field.ok) return field;
+  }
+  // RFC 9112 3.2: an HTTP/1.1 request carries exactly one Host field.
+  if (hosts > 1 || (hosts == 0 && result.head.http11)) {
+    return Refuse(
+        400, "bad_request",
+        hosts == 0 ? "an HTTP/1.1 request without a Host header" : "more than one Host header");
   }
   result.head.forwarded.append("Connection: close\r\n\r\n");
   result.ok = true;

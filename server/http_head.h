@@ -28,6 +28,7 @@ struct HeadRefusal {
 struct RequestHead {
   std::string method;
   std::string target;
+  bool http11 = false;  // HTTP/1.1 (else 1.0)
   uint64_t content_length = 0;
   bool expect_continue = false;  // the client waits for "100 Continue"
   // The head as the inner server gets it: the same request line and
@@ -48,8 +49,16 @@ struct HeadResult {
 // 0 while it is not complete. Looks at no more than limit + 4 bytes.
 size_t HeadSize(std::string_view buf, size_t limit);
 
+// Whether the bytes a connection has sent so far can begin a request this
+// server serves (a known method, or the start of one): false for a TLS
+// handshake, binary noise or a line of text, which the gate then refuses at
+// once instead of waiting for a head that never comes.
+bool CouldBeRequest(std::string_view buf);
+
 // Parses a complete head (HeadSize bytes). Refused, with the status the
-// gate answers: 400 (malformed), 505 (not HTTP/1.0 or 1.1), 431 (too
+// gate answers: 400 (malformed, or an HTTP/1.1 request without exactly one
+// Host), 501 (a method other than GET, HEAD, POST, PUT, DELETE, PATCH,
+// OPTIONS), 505 (not HTTP/1.0 or 1.1), 431 (too
 // big, too many fields), 411 (a Transfer-Encoding: bodies must come with
 // a Content-Length), 413 (Content-Length over the limit), 417 (an
 // expectation other than 100-continue).

@@ -205,6 +205,9 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
                   "'.' or '..'): '" +
                       t.substr(0, 80) + "'"};
     }
+    if (std::optional<std::string> why = ReplyToRefusal(t, limits)) {
+      return Fail{"reply_to_not_allowed", *why};
+    }
   }
   if (j.contains("timeout_s")) {
     const json& t = j["timeout_s"];
@@ -235,6 +238,24 @@ std::optional<Fail> Parse(const json& j, std::string_view key, const JobMessageL
 }
 
 }  // namespace
+
+std::optional<std::string> ReplyToRefusal(const std::string& topic,
+                                          const JobMessageLimits& limits) {
+  const std::string quoted = "'reply_to' '" + topic + "'";
+  if (topic.starts_with("__")) return quoted + " is one of Kafka's internal topics";
+  if (limits.reserved_topics.contains(topic)) {
+    return quoted + " is the daemon's own jobs or dead-letter topic";
+  }
+  if (limits.reply_topics.empty()) return std::nullopt;
+  for (const std::string& allowed : limits.reply_topics) {
+    const bool prefix = allowed.ends_with('*');
+    if (prefix ? topic.starts_with(std::string_view(allowed).substr(0, allowed.size() - 1))
+               : topic == allowed) {
+      return std::nullopt;
+    }
+  }
+  return quoted + " is not among kafka.reply_topics";
+}
 
 ParsedJob ParseJobMessage(std::string_view payload, std::string_view key,
                           const JobMessageLimits& limits) {

@@ -106,6 +106,9 @@ jobs: {allowed_roots: [/srv/in, /data], max_inline_bytes: 1024, max_attempts: 2}
   // Transactions are on unless turned off; their id is derived, not set.
   EXPECT_TRUE(ParseConfig("", "c")->kafka.transactions);
   EXPECT_FALSE(ParseConfig("kafka: {transactions: false}\n", "c")->kafka.transactions);
+  EXPECT_TRUE(ParseConfig("", "c")->kafka.reply_topics.empty());
+  EXPECT_EQ(ParseConfig("kafka: {reply_topics: [team-*, audit]}\n", "c")->kafka.reply_topics,
+            (std::vector<std::string>{"team-*", "audit"}));
   auto txn_id = ParseConfig("kafka:\n  properties: {transactional.id: x}\n", "c.yaml");
   ASSERT_FALSE(txn_id.ok());
   EXPECT_NE(txn_id.status().message().find("transactional.id"), std::string::npos);

@@ -266,9 +266,10 @@ TEST_F(HostileInputServe, FiveHundredSilentClientsKeepNobodyOut) {
   }
   // Bodies that never finish: a head announcing 1000 bytes, then 10.
   for (int i = 0; i < 50; ++i) {
-    held.push_back(SendAndHold(serve_.port(),
-                               "POST /v1/jobs HTTP/1.1\r\nContent-Type: application/json\r\n"
-                               "Content-Length: 1000\r\n\r\n{\"id\":\"sl"));
+    held.push_back(SendAndHold(
+        serve_.port(),
+        "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n{\"id\":\"sl"));
   }
   for (int i = 0; i < 5; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -339,6 +340,157 @@ TEST_F(HostileInputServe, OneKeyCannotHoldEverySession) {
   const auto result = served.get();
   ASSERT_TRUE(result);
   EXPECT_EQ(result->status, 200) << result->body;
+}
+
+// A complete request to the API with the test key: `path`, JSON `body`.
+std::string Authorized(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kKey +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+std::string Chat(const json& extra) {
+  json body = {{"messages", {{{"role", "user"}, {"content", "Say hi."}}}}, {"max_tokens", 2}};
+  body.update(extra);
+  return Authorized("/v1/chat/completions", body.dump());
+}
+
+std::string Schema(const json& schema) {
+  return Chat({{"response_format",
+                {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", schema}}}}}});
+}
+
+std::string InlineJob(const json& extra) {
+  json body = {{"pipeline", "document-stats"},
+               {"documents", {{{"name", "a.txt"}, {"content_base64", "aGVsbG8="}}}}};
+  body.update(extra);
+  return Authorized("/v1/jobs", body.dump());
+}
+
+// Issue 53's "20 more of your own": requests an attacker would try at the
+// protocol, the JSON and the job doors, each answered with its own status
+// at once; after each the server is alive and /health answers within 1 s,
+// and after all of them a normal chat request gets its answer.
+TEST_F(HostileInputServe, EachHostileRequestGetsItsAnswerAndTheServiceStaysWhole) {
+  json many_msgs = json::array();
+  for (int i = 0; i < 100000; ++i) many_msgs.push_back({{"role", "user"}, {"content", ""}});
+  json bias = json::object();
+  for (int i = 0; i < 100000; ++i) bias[std::to_string(i)] = 1;
+  json tools = json::array();
+  for (int i = 0; i < 10000; ++i) {
+    tools.push_back({{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}}}});
+  }
+  json big_enum = json::array();
+  for (int i = 0; i < 200000; ++i) big_enum.push_back(std::to_string(i));
+  std::string fields;
+  for (int i = 0; i < 200; ++i) fields += "X-" + std::to_string(i) + ": y\r\n";
+  const std::string tls_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+  const struct {
+    std::string what, request;
+    int status;
+  } cases[] = {
+      {"a 20 KB request target", "GET /" + std::string(20000, 'a') + " HTTP/1.1\r\n\r\n", 431},
+      {"200 header fields", "GET /health HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n", 431},
+      {"a 20 KB bearer token",
+       "GET /v1/models HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + std::string(20000, 'k') +
+           "\r\n\r\n",
+       431},
+      {"Content-Length -1", "POST /v1/jobs HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400},
+      {"Content-Length past 64 bits",
+       "POST /v1/jobs HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400},
+      {"Content-Length with Transfer-Encoding (smuggling)",
+       "POST /v1/jobs HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n0\r\n\r\n",
+       411},
+      {"HTTP/2.0 on an HTTP/1 port", "GET /health HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+      {"HTTP/1.1 without Host", "GET /health HTTP/1.1\r\n\r\n", 400},
+      {"two Host headers", "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+      {"a 9000-byte method", std::string(9000, 'G') + " /health HTTP/1.1\r\nHost: a\r\n\r\n", 501},
+      {"an unknown method", "BREW /health HTTP/1.1\r\nHost: a\r\n\r\n", 501},
+      {"a space in the target", "GET /he alth HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+      {"a TLS handshake on the plain port", tls_hello + std::string(500, '\0'), 400},
+      {"binary noise", std::string(2048, '\x01'), 400},
+      {"an encoded path traversal",
+       "GET /v1/jobs/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
+           std::string(kKey) + "\r\n\r\n",
+       404},
+      {"invalid UTF-8 in a message",
+       Authorized("/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"),
+       400},
+      {"a lone surrogate escape",
+       Authorized("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"\ud800"}],"max_tokens":2})"),
+       400},
+      {"a number of 5000 digits",
+       Authorized("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1)" +
+                      std::string(5000, '0') + "}"),
+       400},
+      {"temperature 1e309",
+       Authorized("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"hi"}],"temperature":1e309})"),
+       400},
+      {"max_tokens -1", Chat({{"max_tokens", -1}}), 400},
+      {"max_tokens 1e30", Chat({{"max_tokens", 1e30}}), 400},
+      {"n 0", Chat({{"n", 0}}), 400},
+      {"top_k 2^62", Chat({{"top_k", int64_t{1} << 62}}), 400},
+      {"10,000 stop strings", Chat({{"stop", std::vector<std::string>(10000, "x")}}), 400},
+      {"100,000 messages", Chat({{"messages", many_msgs}}), 400},
+      {"100,000 logit_bias entries", Chat({{"logit_bias", bias}}), 400},
+      {"10,000 tools", Chat({{"tools", tools}}), 400},
+      {"a role of 1000 characters",
+       Chat({{"messages", {{{"role", std::string(1000, 'r')}, {"content", "hi"}}}}}), 400},
+      {"a schema that refers to itself", Schema({{"$ref", "#"}}), 400},
+      {"a schema pattern that backtracks", Schema({{"type", "string"}, {"pattern", "^(a+)+$"}}),
+       400},
+      {"a schema enum of 200,000 values", Schema({{"enum", big_enum}}), 400},
+      {"a job id of 10,000 characters", InlineJob({{"id", std::string(10000, 'a')}}), 400},
+      {"a job id with a path in it", InlineJob({{"id", "../../x"}}), 400},
+      {"a document name with a path",
+       InlineJob({{"documents", {{{"name", "../../x"}, {"content_base64", "aGk="}}}}}), 400},
+      {"10,000 documents",
+       InlineJob({{"documents",
+                   std::vector<json>(10000, {{"name", "a.txt"}, {"content_base64", "aGk="}})}}),
+       400},
+      {"a document path outside the allowed roots",
+       InlineJob({{"documents", {{{"path", "/etc/shadow"}}}}}), 400},
+      {"reply_to naming Kafka's offsets topic", InlineJob({{"reply_to", "__consumer_offsets"}}),
+       400},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const HttpResponse r = HttpSendRaw(serve_.port(), c.request);
+    EXPECT_EQ(r.status, c.status) << r.body.substr(0, 300);
+    if (r.status >= 400) {
+      const json body = json::parse(r.body, nullptr, false);
+      EXPECT_TRUE(body.contains("error")) << r.body.substr(0, 300);
+    }
+    ASSERT_TRUE(serve_.Alive());
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  }
+  // Two requests in one packet: the first is answered and the connection
+  // ends; the second never reaches the server.
+  const HttpResponse piped = HttpSendRaw(
+      serve_.port(),
+      "GET /health HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(piped.status, 200);
+  EXPECT_EQ(piped.body.find("HTTP/1.1"), std::string::npos) << piped.body;
+  // A thousand wrong keys lock nobody out.
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(HttpSendRaw(serve_.port(),
+                          "GET /v1/models HTTP/1.1\r\nHost: a\r\nAuthorization: "
+                          "Bearer sk-wrong-" +
+                              std::to_string(i) + "\r\n\r\n")
+                  .status,
+              401);
+  }
+  auto normal = Post("/v1/chat/completions",
+                     "{\"messages\":[" + kUser + "],\"max_tokens\":4,\"temperature\":0}");
+  ASSERT_EQ(normal.first, 200) << normal.second.dump();
+  EXPECT_FALSE(normal.second["choices"][0]["message"]["content"].get<std::string>().empty());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (head > text.size() || head > limits.max_bytes + 4) __builtin_trap();
   const HeadResult r = ParseRequestHead(text.substr(0, head != 0 ? head : text.size()), limits);
   if (r.ok) {
+    if (!CouldBeRequest(text)) __builtin_trap();  // the gate would have refused it early
     if (r.head.content_length > limits.max_body_bytes) __builtin_trap();
     if (!r.head.forwarded.ends_with("Connection: close\r\n\r\n")) __builtin_trap();
     if (HeadSize(r.head.forwarded, 1 << 20) != r.head.forwarded.size()) __builtin_trap();

@@ -54,6 +54,34 @@ TEST_F(JobMessageTest, AcceptsAFullValidMessage) {
   EXPECT_EQ(p.message.timeout_s, 600);
 }
 
+// Issue 53: reply_to could name any topic: Kafka's internal ones, the jobs
+// topic (the result would come back as a job) or the dead-letter topic.
+TEST_F(JobMessageTest, ReplyToNamesOnlyTopicsTheOperatorAllows) {
+  limits_.reserved_topics = {"ellm.jobs", "ellm.jobs.dlq"};
+  auto with = [&](const std::string& topic) {
+    return Parse(R"({"id":"j","pipeline":"summarize-report","reply_to":")" + topic +
+                 R"(","documents":[{"name":"a.txt","content_base64":"aGk="}]})");
+  };
+  for (const char* refused :
+       {"__consumer_offsets", "__transaction_state", "ellm.jobs", "ellm.jobs.dlq"}) {
+    const ParsedJob p = with(refused);
+    EXPECT_EQ(p.error_code, "reply_to_not_allowed") << refused << ": " << p.error;
+    EXPECT_NE(p.error.find(refused), std::string::npos) << p.error;
+  }
+  EXPECT_TRUE(with("team-a.results").ok());
+  limits_.reply_topics = {"team-*", "audit.results"};
+  EXPECT_TRUE(with("team-a.results").ok());
+  EXPECT_TRUE(with("audit.results").ok());
+  const ParsedJob other = with("audit.results2");
+  EXPECT_EQ(other.error_code, "reply_to_not_allowed");
+  EXPECT_NE(other.error.find("kafka.reply_topics"), std::string::npos) << other.error;
+  EXPECT_EQ(with("__team-x").error_code, "reply_to_not_allowed");
+  // Still never the reserved ones, even when a pattern would match them.
+  limits_.reply_topics = {"ellm*"};
+  EXPECT_EQ(with("ellm.jobs").error_code, "reply_to_not_allowed");
+  EXPECT_TRUE(with("ellm.team").ok());
+}
+
 // Issue 53: the store keeps HTTP jobs under "http:"; a message taking that
 // prefix could occupy or answer for one, so it is refused, and its id is
 // not kept (the failure is filed under the topic position instead).

@@ -117,16 +117,18 @@ TEST_F(FrontGateTest, WholeRequestsPassAndRepliesEndTheirConnection) {
   EXPECT_TRUE(health.ends_with("ok"));
 
   const std::string body(100000, 'b');
-  const std::string echo = Request("POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + body);
+  const std::string echo =
+      Request("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + body);
   EXPECT_TRUE(echo.ends_with("\r\n\r\n100000")) << echo.substr(0, 200);
 
-  const std::string big = Request("GET /big HTTP/1.1\r\n\r\n");
+  const std::string big = Request("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(StatusOf(big), 200);
   EXPECT_GT(big.size(), size_t{8} << 20);
 
   // Expect: 100-continue is answered by the gate, which then reads the body.
   const int fd = Connect(gate_->port());
-  SendAll(fd, "POST /echo HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  SendAll(fd,
+          "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   char buf[64] = {0};
   const ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
   EXPECT_EQ(std::string(buf, static_cast<size_t>(std::max<ssize_t>(n, 0))),
@@ -136,9 +138,9 @@ TEST_F(FrontGateTest, WholeRequestsPassAndRepliesEndTheirConnection) {
   close(fd);
 
   // The inner server can tell the gate's connections from others.
-  EXPECT_TRUE(Request("GET /peer HTTP/1.1\r\n\r\n").ends_with("gate"));
+  EXPECT_TRUE(Request("GET /peer HTTP/1.1\r\nHost: x\r\n\r\n").ends_with("gate"));
   const int direct = Connect(inner_port_);
-  SendAll(direct, "GET /peer HTTP/1.1\r\nConnection: close\r\n\r\n");
+  SendAll(direct, "GET /peer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(ReadAll(direct).ends_with("direct"));
   close(direct);
   EXPECT_EQ(gate_->stats().forwarded, 5u);
@@ -153,12 +155,12 @@ TEST_F(FrontGateTest, FiveHundredSilentConnectionsDoNotKeepAQuickRequestOut) {
   for (int i = 0; i < 500; ++i) {
     const int fd = Connect(gate_->port());
     ASSERT_GE(fd, 0) << i;
-    SendAll(fd, "GET /health HTTP/1.1\r\nHo");
+    SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nHo");
     silent.push_back(fd);
   }
   for (int i = 0; i < 20; ++i) {
     const Clock::time_point t0 = Clock::now();
-    const std::string health = Request("GET /health HTTP/1.1\r\n\r\n");
+    const std::string health = Request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     EXPECT_EQ(StatusOf(health), 200) << health;
     EXPECT_LT(s, 1.0) << "request " << i;
@@ -181,7 +183,8 @@ TEST_F(FrontGateTest, RequestsThatDoNotArriveInTimeGet408) {
   EXPECT_GT(s, 0.9);
   EXPECT_LT(s, 3.0);
   // A body of 100,000 bytes may take 1 s + 100000 / 64 KiB/s = 2.5 s.
-  const std::string body = Request("POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc");
+  const std::string body =
+      Request("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc");
   EXPECT_EQ(StatusOf(body), 408) << body;
   EXPECT_EQ(gate_->stats().header_timeout, 2u);
   EXPECT_EQ(gate_->stats().forwarded, 0u);
@@ -191,12 +194,15 @@ TEST_F(FrontGateTest, OversizeOrChunkedRequestsAreRefusedBeforeTheirBody) {
   FrontGateOptions o;
   o.head.max_body_bytes = 1 << 20;
   Start(o);
-  const std::string big_head = Request("GET / HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n");
+  const std::string big_head =
+      Request("GET / HTTP/1.1\r\nHost: x\r\nX: " + std::string(20000, 'a') + "\r\n");
   EXPECT_EQ(StatusOf(big_head), 431) << big_head.substr(0, 200);
   // Neither body is sent: the answer comes from the head alone.
-  const std::string chunked = Request("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  const std::string chunked =
+      Request("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
   EXPECT_EQ(StatusOf(chunked), 411) << chunked;
-  const std::string too_long = Request("POST /echo HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n");
+  const std::string too_long =
+      Request("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
   EXPECT_EQ(StatusOf(too_long), 413) << too_long;
   EXPECT_NE(too_long.find("request_too_large"), std::string::npos);
   EXPECT_EQ(gate_->stats().refused_head, 3u);
@@ -209,7 +215,7 @@ TEST_F(FrontGateTest, AReplyNobodyReadsEnds) {
   o.stall_timeout_s = 1;
   Start(o);
   const int fd = Connect(gate_->port(), 4096);
-  SendAll(fd, "GET /big HTTP/1.1\r\n\r\n");
+  SendAll(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   const Clock::time_point t0 = Clock::now();
   while (gate_->stats().stalled == 0 && Clock::now() - t0 < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -217,7 +223,7 @@ TEST_F(FrontGateTest, AReplyNobodyReadsEnds) {
   EXPECT_EQ(gate_->stats().stalled, 1u);
   EXPECT_LT(ReadAll(fd).size(), size_t{8} << 20);  // cut short
   close(fd);
-  EXPECT_EQ(StatusOf(Request("GET /health HTTP/1.1\r\n\r\n")), 200);
+  EXPECT_EQ(StatusOf(Request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")), 200);
 }
 
 // When every connection is busy with a reply, a new one gets 503 at once.
@@ -228,17 +234,17 @@ TEST_F(FrontGateTest, BusyEverywhereIs503WithRetryAfter) {
   std::vector<int> busy;
   for (int i = 0; i < 8; ++i) {
     busy.push_back(Connect(gate_->port()));
-    SendAll(busy.back(), "GET /sleep HTTP/1.1\r\n\r\n");
+    SendAll(busy.back(), "GET /sleep HTTP/1.1\r\nHost: x\r\n\r\n");
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const std::string refused = Request("GET /health HTTP/1.1\r\n\r\n");
+  const std::string refused = Request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(StatusOf(refused), 503) << refused;
   EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
   for (int fd : busy) {
     EXPECT_TRUE(ReadAll(fd).ends_with("slept"));
     close(fd);
   }
-  EXPECT_EQ(StatusOf(Request("GET /health HTTP/1.1\r\n\r\n")), 200);
+  EXPECT_EQ(StatusOf(Request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")), 200);
 }
 
 // The TCP ports this process listens on at 127.0.0.1 (/proc/net/tcp rows

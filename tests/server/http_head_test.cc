@@ -67,6 +67,11 @@ TEST(HttpHead, RefusesWhatTheInnerServerShouldNeverSee) {
       {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400, "bad_request"},
       {"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", 400, "bad_request"},
       {std::string("GET / HTTP/1.1\r\nX: a\0b\r\n\r\n", 26), 400, "bad_request"},
+      {"GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "bad_request"},  // no Host
+      {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_request"},
+      {"BREW / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not_implemented"},
+      {std::string(9000, 'G') + " / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not_implemented"},
+      {"get / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not_implemented"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.head);
@@ -75,6 +80,23 @@ TEST(HttpHead, RefusesWhatTheInnerServerShouldNeverSee) {
     EXPECT_EQ(r.refusal.status, c.status) << r.refusal.message;
     EXPECT_EQ(r.refusal.code, c.code);
   }
+}
+
+// What the gate sees before a head is whole: the start of a known method,
+// or it refuses at once instead of waiting out the header deadline.
+TEST(HttpHead, TellsARequestFromNoiseByItsFirstBytes) {
+  for (const char* start : {"", "G", "GE", "GET", "GET ", "POST /v1/chat", "OPTIONS * HTTP/1.1\r\n",
+                            "DELETE /v1/jobs/a HTTP/1.1\r\nHo"}) {
+    EXPECT_TRUE(CouldBeRequest(start)) << start;
+  }
+  for (const std::string& start :
+       {std::string("\x16\x03\x01\x02\x00", 5), std::string("\r\nGET"), std::string(" GET"),
+        std::string("GETX"), std::string("hello world\n"), std::string("PRI * HTTP/2.0"),
+        std::string("GET\t/"), std::string("POSTAL "), std::string(1, '\0')}) {
+    EXPECT_FALSE(CouldBeRequest(start)) << start;
+  }
+  // A head the parser accepts could always be a request.
+  EXPECT_TRUE(CouldBeRequest("GET /health HTTP/1.1\r\nHost: a\r\n\r\n"));
 }
 
 TEST(HttpHead, SizeAndFieldCountAreBounded) {
@@ -124,6 +146,7 @@ TEST(HttpHead, FuzzCorpusKeepsItsPromises) {
     const HeadResult r =
         ParseRequestHead(std::string_view(data).substr(0, size ? size : data.size()), limits);
     if (r.ok) {
+      EXPECT_TRUE(CouldBeRequest(data));
       EXPECT_LE(r.head.content_length, limits.max_body_bytes);
       EXPECT_TRUE(r.head.forwarded.ends_with("Connection: close\r\n\r\n"));
       EXPECT_EQ(HeadSize(r.head.forwarded, 1 << 20), r.head.forwarded.size());

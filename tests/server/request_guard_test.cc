@@ -96,7 +96,7 @@ class KeylessApiServer : public ::testing::Test {
     server_ = std::make_unique<ApiServer>(o);
     ASSERT_TRUE(server_->Bind().ok());
     thread_ = std::thread([this] { server_->Run(); });
-    for (int i = 0; i < 100 && Send("GET /health", "").status == 0; ++i) {
+    for (int i = 0; i < 100 && Send("GET /health", "Host: 127.0.0.1\r\n").status == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }

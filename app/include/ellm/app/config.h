@@ -77,6 +77,9 @@ struct KafkaConfig {
   // transactional.id "ellmd/<group_id>/<group instance id>". false: each is
   // sent on its own (at-least-once; readers deduplicate by job id).
   bool transactions = true;
+  // Topics a job's reply_to may name: names, or prefixes ending in '*'.
+  // Empty: any legal topic but Kafka's internal ones and the two above.
+  std::vector<std::string> reply_topics;
   // Passed to librdkafka unchanged: security.protocol, ssl.*, sasl.*, ...
   std::map<std::string, std::string> properties;
   Status Validate() const;

@@ -59,12 +59,22 @@ struct JobMessageLimits {
   size_t max_inline_bytes = 8u << 20;      // decoded size, per document
   size_t max_documents = 32;
   size_t max_message_bytes = 64u << 20;
+  // Topics a message's reply_to may name: exact names, or prefixes ending
+  // in '*' ("team-*"). Empty: any legal name. Either way never Kafka's
+  // internal topics ("__consumer_offsets", ...) nor `reserved_topics`
+  // (the daemon's jobs and dead-letter topics: a result there would loop
+  // back as a job or pass for a refused one).
+  std::vector<std::string> reply_topics;
+  std::set<std::string> reserved_topics;
 };
+
+// Whether `topic` may be a reply_to under `limits` (the reason when not).
+std::optional<std::string> ReplyToRefusal(const std::string& topic, const JobMessageLimits& limits);
 
 // Stable error codes (stored in jobs.error_code; append-only):
 //   invalid_json, invalid_message, unsupported_version, unknown_pipeline,
 //   inline_too_large, path_not_allowed, document_not_found,
-//   document_unreadable, key_mismatch.
+//   document_unreadable, key_mismatch, reply_to_not_allowed.
 struct ParsedJob {
   JobMessage message;      // filled as far as parsing got (id may be empty)
   std::string error_code;  // empty when the message is valid
