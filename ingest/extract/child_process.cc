@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <thread>
 
 namespace ellm::ingest {
@@ -49,8 +50,8 @@ struct Fd {
 };
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
-[[noreturn]] void ExecChild(const char* binary, char* const* argv, pid_t parent, const int src[4],
-                            const rlimit& cpu, const rlimit& as, bool limit_as) {
+[[noreturn]] void ExecChild(const char* binary, char* const* argv, char* const* envp, pid_t parent,
+                            const int src[4], const rlimit& cpu, const rlimit& as, bool limit_as) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);
   // Move the sources above the targets first so that dup2 never overwrites
@@ -88,7 +89,7 @@ struct Fd {
       setrlimit(RLIMIT_CORE, &zero) != 0 || (limit_as && setrlimit(RLIMIT_AS, &as) != 0)) {
     _exit(126);
   }
-  execv(binary, argv);
+  execve(binary, argv, envp);
   _exit(127);
 }
 
@@ -115,12 +116,25 @@ void Reap(pid_t pid, int* status, rusage* usage) {
 
 void FailExtractorForksForTesting(int n) { forks_to_fail = n; }
 
+std::vector<std::string> ChildEnvironment() {
+  std::vector<std::string> env;
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+                           "ELLM_TEST_EXTRACTOR_MISBEHAVE", "ELLM_FAKE_EXTRACTOR_MODE"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  return env;
+}
+
 StatusOr<ChildResult> RunChild(const std::string& binary, const std::vector<std::string>& argv,
                                int input_fd, const ChildLimits& limits) {
   std::vector<std::string> args = argv;
   std::vector<char*> cargv;
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  std::vector<std::string> env = ChildEnvironment();
+  std::vector<char*> cenv;
+  for (std::string& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
 
   Fd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (devnull.fd < 0) return ErrnoError(errno, "cannot open /dev/null");
@@ -144,7 +158,7 @@ StatusOr<ChildResult> RunChild(const std::string& binary, const std::vector<std:
   const pid_t pid = fail > 0 ? (errno = EAGAIN, -1) : fork();
   if (pid < 0) return ErrnoError(errno, "fork of the extractor");
   if (pid == 0) {
-    ExecChild(binary.c_str(), cargv.data(), parent, src, cpu_limit, as_limit,
+    ExecChild(binary.c_str(), cargv.data(), cenv.data(), parent, src, cpu_limit, as_limit,
               kApplyAddressSpaceLimit);
   }
   out_w.Close();

@@ -38,6 +38,11 @@ struct ChildResult {
   double cpu_seconds = 0;  // user + system time of the child
 };
 
+// The child's whole environment: none of this process's variables (API
+// keys, broker credentials, paths) but the sanitizers' options and the
+// test hooks of the extractor and of the tests' fake one.
+std::vector<std::string> ChildEnvironment();
+
 // `argv[0]` is passed as given; `binary` is executed. `input_fd` (-1: none)
 // becomes the child's fd 3. Errors only for failures in this process (pipe,
 // fork): what happened to the child is in the result.

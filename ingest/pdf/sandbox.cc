@@ -6,16 +6,23 @@
 
 #include <fcntl.h>
 #include <iconv.h>
+#include <linux/landlock.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ellm/base/sanitizers.h"
 
@@ -71,10 +78,70 @@ void PreloadConverters() {
   (void)from_utf8;
 }
 
+// What the extractor may still read once confined: poppler's data (CMaps
+// and Unicode maps for CJK text), the time zone glibc reads for dates, and
+// the fonts fontconfig may look up. Everything else on the file system,
+// the documents beside the input included, is out of reach.
+constexpr const char* kReadable[] = {"/usr/share/poppler", "/usr/share/zoneinfo", "/etc/localtime",
+                                     "/usr/share/fonts", "/etc/fonts"};
+
+// Landlock's file-system rights known to the kernel's ABI `abi`: every one
+// is handled, so each is denied but where a rule grants it.
+uint64_t HandledRights(int abi) {
+  uint64_t rights = (uint64_t{1} << 13) - 1;  // ABI 1: execute ... make_sym
+  if (abi >= 2) rights |= uint64_t{1} << 13;  // refer (link or rename across dirs)
+  if (abi >= 3) rights |= uint64_t{1} << 14;  // truncate
+  if (abi >= 5) rights |= uint64_t{1} << 15;  // ioctl on devices
+  return rights;
+}
+
 }  // namespace
+
+StatusOr<bool> ConfineFileSystem() {
+  const long abi =
+      syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return false;  // no Landlock in this kernel, or disabled
+  landlock_ruleset_attr attr{};
+  attr.handled_access_fs = HandledRights(static_cast<int>(abi));
+  const int ruleset =
+      static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0));
+  if (ruleset < 0) return InternalError(std::string("landlock: ") + std::strerror(errno));
+  for (const char* path : kReadable) {
+    const int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) continue;  // not installed here
+    struct stat st {};
+    landlock_path_beneath_attr rule{};
+    rule.parent_fd = fd;
+    rule.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      rule.allowed_access |= LANDLOCK_ACCESS_FS_READ_DIR;
+    }
+    const long rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+    close(fd);
+    if (rc != 0) {
+      close(ruleset);
+      return InternalError(std::string("landlock: rule for ") + path + ": " + std::strerror(errno));
+    }
+  }
+  const bool ok = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+                  syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
+  const int err = errno;
+  close(ruleset);
+  if (!ok) return InternalError(std::string("landlock: cannot confine: ") + std::strerror(err));
+  return true;
+}
 
 Status EnterExtractorSandbox() {
   PreloadConverters();
+  // Reads first (Landlock's calls are not on the seccomp list). Where the
+  // kernel has no Landlock the seccomp filter alone still holds.
+  StatusOr<bool> confined = ConfineFileSystem();
+  if (!confined.ok()) return confined.status();
+  if (!*confined) {
+    static const char kNote[] =
+        "ellm-extract: no Landlock in this kernel: reads are not confined\n";
+    (void)!write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
+  }
   // KILL_PROCESS needs the seccomp() system call (Linux 4.14); where a
   // parent's filter hides it (a systemd SystemCallFilter= without
   // `seccomp`), libseccomp refuses it and KILL_THREAD does the same here:
@@ -137,6 +204,24 @@ void MisbehaveForTesting(const char* what) {
   } else if (w == "exec") {
     char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
     execv("/bin/true", argv);
+  } else if (w == "read") {
+    // Read-only opens pass seccomp; Landlock refuses this one.
+    const int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      static const char kMsg[] = "ellm-extract: read /etc/passwd from inside the sandbox\n";
+      (void)!write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+      abort();
+    }
+  } else if (w == "env") {
+    // The parent passes only these (ChildEnvironment).
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view v = *e;
+      if (!v.starts_with("ASAN_OPTIONS=") && !v.starts_with("UBSAN_OPTIONS=") &&
+          !v.starts_with("LSAN_OPTIONS=") && !v.starts_with("ELLM_TEST_EXTRACTOR_MISBEHAVE=") &&
+          !v.starts_with("ELLM_FAKE_EXTRACTOR_MODE=")) {
+        abort();
+      }
+    }
   }
 }
 

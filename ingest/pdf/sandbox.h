@@ -17,12 +17,23 @@ namespace ellm::ingest::pdf {
 // which the parent reports as extract.sandbox_violation. Irreversible; the
 // process must be single-threaded (the filter is not synchronised to other
 // threads). Errors only if the kernel refuses the filter.
+// First, where the kernel has Landlock (Linux 5.13+), confines the file
+// system (ConfineFileSystem): even read-only opens reach only poppler's
+// data, the time zone and the fonts.
 Status EnterExtractorSandbox();
 
-// Test-only (ELLM_TEST_EXTRACTOR_MISBEHAVE=socket|write|exec, read by
+// Landlock: this process may from now on read files only under poppler's
+// data, the time zone files and the fonts, and write, create, remove or
+// execute nothing anywhere (open fds stay usable). false when the kernel
+// has no Landlock (nothing changed); an error if it has and refused.
+StatusOr<bool> ConfineFileSystem();
+
+// Test-only (ELLM_TEST_EXTRACTOR_MISBEHAVE=socket|write|exec|read|env, read by
 // ellm-extract after entering the sandbox): tries what the sandbox forbids,
-// so tests can check it kills the child. Returns if `what` is empty or
-// unknown, or, without the sandbox, after the forbidden call went through.
+// so tests can check it kills the child (socket, write, exec). `read`
+// (/etc/passwd) and `env` (a variable the parent should not have passed)
+// abort the child if they succeed, a crash instead of a violation. Returns
+// if `what` is empty or unknown, or when the attempt was refused.
 void MisbehaveForTesting(const char* what);
 
 }  // namespace ellm::ingest::pdf

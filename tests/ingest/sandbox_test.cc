@@ -50,6 +50,25 @@ TEST(ExtractorSandbox, KillsAChildThatStartsAProgram) {
   ExpectViolation(ExtractMisbehaving("exec"));
 }
 
+// Issue 53 item 5: read-only opens pass the seccomp filter, so Landlock
+// keeps the child from reading anything but poppler's data, the time zone
+// and the fonts; "read" aborts the child if /etc/passwd opens.
+TEST(ExtractorSandbox, AChildCannotReadFilesBesideItsInput) {
+  StatusOr<Document> doc = ExtractMisbehaving("read");
+  ASSERT_TRUE(doc.ok()) << "the child read /etc/passwd: " << doc.status().ToString();
+  EXPECT_EQ(doc->metadata.page_count, 1);
+}
+
+// Issue 53 item 5: the child inherited the parent's environment (API keys,
+// broker credentials); "env" aborts the child on any variable beyond the
+// sanitizers' options and its own test hook.
+TEST(ExtractorSandbox, AChildGetsAnEmptyEnvironment) {
+  setenv("ELLM_TEST_SECRET", "sk-do-not-pass", 1);
+  StatusOr<Document> doc = ExtractMisbehaving("env");
+  unsetenv("ELLM_TEST_SECRET");
+  ASSERT_TRUE(doc.ok()) << "the child saw the parent's variables: " << doc.status().ToString();
+}
+
 TEST(ExtractorSandbox, AnUnknownMisbehaviourChangesNothing) {
   StatusOr<Document> doc = ExtractMisbehaving("nothing");
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
