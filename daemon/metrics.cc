@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ellm/base/socket_options.h"
+#include "ellm/server/front_gate.h"
 
 namespace ellm::daemon {
 namespace {
@@ -171,8 +172,12 @@ struct Metrics::State {
         .Set(1);
   }
 
-  // Stops the server first: handlers read everything below.
+  // Stops the gate and the server first: handlers read everything below.
   ~State() {
+    if (gate != nullptr) {
+      gate->Stop();
+      if (gating.joinable()) gating.join();
+    }
     if (server != nullptr) {
       server->stop();
       if (serving.joinable()) serving.join();
@@ -221,9 +226,11 @@ struct Metrics::State {
   std::string not_ready = "starting";
   std::string unhealthy;
   mutable std::mutex extra_mu;
-  std::function<std::string()> extra;  // appended to /metrics (SetExtraExposition)
-  std::unique_ptr<httplib::Server> server;
+  std::function<std::string()> extra;       // appended to /metrics (SetExtraExposition)
+  std::unique_ptr<httplib::Server> server;  // on a private loopback port
   std::thread serving;
+  std::unique_ptr<server::FrontGate> gate;  // the public socket
+  std::thread gating;
   int port = 0;
 };
 
@@ -232,7 +239,9 @@ namespace {
 // Starts the server on `listen` ("host:port", checked by
 // MetricsConfig::Validate): GET (and HEAD) of /metrics, /healthz and /readyz;
 // other paths 404, other methods 405. Two threads: scrapes and probes are
-// rare and each is answered in microseconds.
+// rare and each is answered in microseconds. The public socket is the API's
+// front gate (server/front_gate.h), so silent or slow connections cannot
+// hold those two threads and fail the liveness probe.
 Status StartServer(const std::string& listen, Metrics::State& state) {
   const size_t colon = listen.rfind(':');
   std::string host = listen.substr(0, colon);
@@ -251,13 +260,6 @@ Status StartServer(const std::string& listen, Metrics::State& state) {
     res.set_header("Cache-Control", "no-store");
     res.set_content(body, type);
   };
-  server->set_pre_routing_handler([text](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD")
-      return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("Allow", "GET, HEAD");
-    text(res, 405, "method not allowed\n");
-    return httplib::Server::HandlerResponse::Handled;
-  });
   const Metrics::State* st = &state;
   server->Get("/metrics", [st, text](const httplib::Request&, httplib::Response& res) {
     text(res, 200, st->Exposition(), kMetricsContentType);
@@ -294,20 +296,43 @@ Status StartServer(const std::string& listen, Metrics::State& state) {
         }
         text(res, 500, "internal error: " + what + "\n");
       });
-  int bound = port;
-  if (port == 0) {
-    bound = server->bind_to_any_port(host);
-  } else if (!server->bind_to_port(host, port)) {
-    bound = -1;
-  }
-  if (bound <= 0) {
+  const int inner = server->bind_to_any_port("127.0.0.1");
+  if (inner <= 0) return UnavailableError("metrics: cannot listen on 127.0.0.1 (any port)");
+  server::FrontGateOptions g;
+  g.host = host;
+  g.port = port;
+  g.inner_port = inner;
+  g.head.max_body_bytes = 64 << 10;
+  g.header_timeout_s = 5;
+  g.stall_timeout_s = 10;
+  g.max_connections = 256;
+  g.max_unread_per_client = 16;
+  g.max_buffered_bytes = 4u << 20;
+  StatusOr<std::unique_ptr<server::FrontGate>> gate = server::FrontGate::Bind(std::move(g));
+  if (!gate.ok()) {
     return UnavailableError("metrics: cannot listen on '" + listen + "': " + BindError(host, port) +
                             " (check metrics.listen)");
   }
-  state.port = bound;
+  server::FrontGate* front = gate->get();
+  // Only the gate's own connections reach the handlers.
+  server->set_pre_routing_handler(
+      [text, front](const httplib::Request& req, httplib::Response& res) {
+        if (!front->IsGatePort(req.remote_port)) {
+          text(res, 403, "forbidden: connect to metrics.listen\n");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (req.method == "GET" || req.method == "HEAD") {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        res.set_header("Allow", "GET, HEAD");
+        text(res, 405, "method not allowed\n");
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  state.port = front->port();
   httplib::Server* raw = server.get();
   state.server = std::move(server);  // from here on ~State stops it
-  // The thread inherits this thread's signal mask (the caller blocks the
+  state.gate = std::move(*gate);
+  // The threads inherit this thread's signal mask (the caller blocks the
   // daemon's signals first).
   state.serving = std::thread([raw] { raw->listen_after_bind(); });
   // stop() does nothing before the accept loop runs: wait for it, so that
@@ -315,6 +340,7 @@ Status StartServer(const std::string& listen, Metrics::State& state) {
   for (int i = 0; i < 5000 && !raw->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  state.gating = std::thread([front] { front->Run(); });
   return OkStatus();
 }
 

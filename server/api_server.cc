@@ -13,10 +13,10 @@
 #include "completion_runner.h"
 #include "ellm/base/json.h"
 #include "ellm/base/socket_options.h"
+#include "ellm/server/front_gate.h"
 #include "ellm/server/metrics_labels.h"
 #include "ellm/server/openai.h"
 #include "ellm/server/request_guard.h"
-#include "front_gate.h"
 #include "server_state.h"
 
 namespace ellm::server {

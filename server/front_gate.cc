@@ -1,6 +1,6 @@
 // The front gate's event loop (front_gate.h): one epoll thread, every
 // socket non-blocking, level-triggered.
-#include "front_gate.h"
+#include "ellm/server/front_gate.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

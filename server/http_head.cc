@@ -1,5 +1,5 @@
 // Request heads checked and rewritten before the inner server (http_head.h).
-#include "http_head.h"
+#include "ellm/server/http_head.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,12 @@
 #include "metrics.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "http_get.h"
 
@@ -181,6 +185,28 @@ TEST(Metrics, UnknownPathsAre404AndOtherMethods405) {
   EXPECT_EQ(head.status, 200);
   EXPECT_EQ(head.body, "");
   EXPECT_EQ(Request(port, "POST", "/metrics").status, 405);
+}
+
+// Issue 53: the listener had two threads and no header deadline, so two
+// silent connections held /healthz for 10 s each and a liveness probe
+// failed. Behind the front gate a hundred of them hold nothing.
+TEST(Metrics, SilentConnectionsDoNotHoldTheProbes) {
+  auto metrics = Metrics::Start(LoopbackAnyPort());
+  ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
+  const int port = (*metrics)->port();
+  std::vector<int> silent;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ellm::testing::ConnectLoopback(port);
+    ASSERT_GE(fd, 0);
+    (void)!send(fd, "GET /healthz HTTP/1.1\r\nHo", 26, MSG_NOSIGNAL);
+    silent.push_back(fd);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Get(port, "/healthz").status, 200);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  }
+  for (int fd : silent) close(fd);
 }
 
 TEST(Metrics, SecondServerOnTheSamePortFailsNamingTheAddress) {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "http_head.h"
+#include "ellm/server/http_head.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ellm::server;

@@ -3,7 +3,7 @@
 // slow clients cannot keep a quick one out, oversize heads and bodies are
 // refused before they are read, a reply nobody reads ends, and the inner
 // server of a real ApiServer refuses connections that went around the gate.
-#include "front_gate.h"
+#include "ellm/server/front_gate.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>

@@ -1,6 +1,6 @@
 // Issue 53: the front gate's request-head parser (server/http_head.h), and
 // its fuzz corpus replayed through the fuzz target's promises.
-#include "http_head.h"
+#include "ellm/server/http_head.h"
 
 #include <gtest/gtest.h>
 

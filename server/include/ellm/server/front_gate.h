@@ -22,7 +22,7 @@
 #include <string>
 
 #include "ellm/base/status.h"
-#include "http_head.h"
+#include "ellm/server/http_head.h"
 
 namespace ellm::server {
 
