@@ -44,6 +44,11 @@ class JobQueue : public ::testing::Test {
     daemons_.push_back(Daemon::Start(c, dir_, env));
     return daemons_.back().get();
   }
+  // A valid job whose result event is to go to `reply_to`.
+  std::string WithReplyTo(const std::string& id, const std::string& reply_to) {
+    return R"({"id":")" + id + R"(","pipeline":"document-stats","reply_to":")" + reply_to +
+           R"(","documents":[{"path":")" + inbox_ + R"(/report.txt"}]})";
+  }
   std::string Job(const std::string& id, const std::string& params = "{}",
                   const std::string& doc = "") {
     std::string path = doc.empty() ? inbox_ + "/report.txt" : doc;

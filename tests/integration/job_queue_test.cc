@@ -129,6 +129,18 @@ TEST_F(JobQueue, PoisonMessagesFailAndAreDeadLetteredWhileGoodJobsComplete) {
       // nothing of it is read, so it is filed under its position.
       {"deep", Job("deep", "{\"x\":" + std::string(200000, '[') + std::string(200000, ']') + "}"),
        "invalid:" + topic_ + ":0:7", "invalid_message"},
+      // Issue 53: reply_to named any topic. Its result would come back as a
+      // job on the jobs topic, or pass for a refused job on the dead-letter
+      // one; Kafka's own topics are never a job's to write.
+      {"rt-jobs", WithReplyTo("rt-jobs", topic_), "rt-jobs", "reply_to_not_allowed"},
+      {"rt-dlq", WithReplyTo("rt-dlq", topic_ + ".dlq"), "rt-dlq", "reply_to_not_allowed"},
+      {"rt-offsets", WithReplyTo("rt-offsets", "__consumer_offsets"), "rt-offsets",
+       "reply_to_not_allowed"},
+      // Invalid UTF-8 in a string, and the HTTP jobs' id prefix (filed
+      // under their positions: no id of theirs is kept).
+      {"", "{\"id\":\"u\",\"pipeline\":\"document-stats\xff\"}", "invalid:" + topic_ + ":0:11",
+       "invalid_json"},
+      {"", Job("http:taken"), "invalid:" + topic_ + ":0:12", "invalid_message"},
   };
   Produce(brokers, "good1", Job("good1"));
   for (const Poison& p : poison) Produce(brokers, p.key, p.payload);
