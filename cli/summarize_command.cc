@@ -100,9 +100,9 @@ Status WriteHtmlReport(const std::string& path, const pipelines::PipelineOutput&
   return OkStatus();
 }
 
-// ellm compare A B --no-model: the clause comparison alone (no model, no
-// store): what the pipeline computes before the model writes anything, in
-// a fraction of the time.
+// ellm compare A B --no-model: the key terms and the clause comparison
+// alone (no model, no store): what the pipeline computes before the model
+// writes its prose, in a fraction of the time.
 Status RunWithoutModel(const Flags& f) {
   const auto& files = f.positional();
   if (files.size() != 2) return InvalidArgumentError("--no-model compares two files");
@@ -122,6 +122,7 @@ Status RunWithoutModel(const Flags& f) {
   }
   const pipelines::ContractComparison c = pipelines::CompareContracts(pages[0], pages[1]);
   const nlohmann::ordered_json clauses = pipelines::ComparisonJson(c);
+  const std::vector<pipelines::KeyTermRow> terms = pipelines::KeyTermsView(c);
   const std::string name_a = std::filesystem::path(files[0]).filename().string();
   const std::string name_b = std::filesystem::path(files[1]).filename().string();
   if (f.Has("html")) {
@@ -134,12 +135,15 @@ Status RunWithoutModel(const Flags& f) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (f.Has("json")) {
-    nlohmann::ordered_json out = {
-        {"documents", {{"A", name_a}, {"B", name_b}}}, {"clauses", clauses}, {"seconds", seconds}};
+    nlohmann::ordered_json out = {{"documents", {{"A", name_a}, {"B", name_b}}},
+                                  {"comparison", pipelines::KeyTermsJson(terms)},
+                                  {"clauses", clauses},
+                                  {"seconds", seconds}};
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "A: " << name_a << " (" << titles[0] << ")\nB: " << name_b << " (" << titles[1]
-              << ")\n\n## Clauses compared\n\n"
+              << ")\n\n## Key terms compared\n\n"
+              << pipelines::KeyTermsMarkdown(terms) << "\n## Clauses compared\n\n"
               << pipelines::ComparisonMarkdown(c);
   }
   std::fprintf(stderr, "compare --no-model: %zu and %zu clauses; %.2f s\n", c.a.size(), c.b.size(),

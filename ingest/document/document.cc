@@ -1,6 +1,7 @@
 // Document rendering and its JSON form (see document.h).
 #include "ellm/ingest/document.h"
 
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -24,11 +25,18 @@ Status ReadField(const json& obj, const char* key, const std::string& where, T* 
   if constexpr (std::is_same_v<T, std::string>) {
     if (!it->is_string()) return InvalidArgumentError(where + "." + key + " is not a string");
   } else {
-    if (!it->is_number_integer()) {
-      return InvalidArgumentError(where + "." + key + " is not an integer");
+    // In range of T too: the child's numbers are as untrusted as its text.
+    const bool fits =
+        it->is_number_unsigned()
+            ? it->template get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+            : it->is_number_integer() &&
+                  it->template get<int64_t>() >= std::numeric_limits<T>::min() &&
+                  it->template get<int64_t>() <= std::numeric_limits<T>::max();
+    if (!fits) {
+      return InvalidArgumentError(where + "." + key + " is not an integer in range");
     }
   }
-  *out = it->get<T>();
+  *out = it->template get<T>();
   return OkStatus();
 }
 
@@ -94,11 +102,12 @@ StatusOr<Document> DocumentFromJson(std::string_view text) {
   if (!parsed.ok()) return parsed.status().WithContext("document JSON");
   const json& j = *parsed;
   if (!j.is_object()) return InvalidArgumentError("document JSON is not an object");
-  if (j.value("format", "") != kFormat) {
+  auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != kFormat) {
     return InvalidArgumentError("document JSON: \"format\" is not \"ellm.document\"");
   }
   auto version = j.find("version");
-  if (version == j.end() || !version->is_number_integer() || version->get<int>() != kVersion) {
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != kVersion) {
     return InvalidArgumentError("document JSON: unsupported \"version\" (expected 1)");
   }
   Document doc;

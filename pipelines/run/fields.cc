@@ -13,18 +13,13 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 using internal::AddGeneration;
+using internal::FileName;
 using internal::kMargin;
 using internal::Trim;
 using internal::Vars;
 
 // A field's answer ends with its sentence or line.
 const std::vector<std::string> kFieldStops = {". ", ".\n", "\n", "; "};
-
-// "contract-a.pdf" for "/inbox/contract-a.pdf" or "inline:contract-a.pdf".
-std::string FileName(const std::string& path) {
-  std::string p = path.rfind("inline:", 0) == 0 ? path.substr(7) : path;
-  return std::filesystem::path(p).filename().string();
-}
 
 ordered_json Faithfulness(const std::vector<FieldValue>& values) {
   int present = 0, verified = 0, swapped = 0, conflicts = 0;
@@ -161,27 +156,8 @@ PipelineResult PipelineProcessor::RunFields(const PipelineRequest& job,
     differ += static_cast<int>(!clause_differences.empty());
     const std::string differences = DifferencesList(spec_.fields, a, b) + clause_differences;
     if (!spec_.differences_prompt.empty() && differ > 0) {
-      auto prompt = RenderTemplate(
-          spec_.differences_prompt,
-          {{"differences", differences}, {"title_a", docs[0].title}, {"title_b", docs[1].title}});
-      if (!prompt.ok()) {
-        return PipelineResult::Failed("pipeline_error", prompt.status().message());
-      }
-      GenerationSettings settings = spec_.generation;
-      settings.max_tokens = spec_.differences_max_tokens;
-      settings.stop.push_back("\n");  // a short paragraph: one line
-      auto g = generator_->GenerateSections(spec_.system_prompt, *prompt, spec_.format, settings,
-                                            {{spec_.differences_lead, settings.max_tokens}}, cancel,
-                                            progress_);
-      if (!g.ok()) {
-        return PipelineResult::FailedWith("engine_error", g.status().ToString(), g.status());
-      }
-      if (g->cancelled) return PipelineResult::Cancelled();
-      AddGeneration(r, *g);
-      int dropped = 0;
-      const std::string prose = KeepSupportedSentences(g->text, differences, &dropped);
-      result["differences_prose"] = {{"kept", prose}, {"dropped_sentences", dropped}};
-      if (!prose.empty()) text += "\n## Differences\n\n" + prose + "\n";
+      PipelineResult prose = WriteDifferences(differences, docs, cancel, r, result, text);
+      if (prose.cancelled || !prose.error_code.empty()) return prose;
     }
   }
   r.output_json = result.dump();

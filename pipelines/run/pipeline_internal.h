@@ -25,4 +25,7 @@ std::map<std::string, std::string> Vars(const std::vector<PipelineDoc>& docs,
 
 std::string Trim(std::string s);
 
+// "contract-a.pdf" for "/inbox/contract-a.pdf" or "inline:contract-a.pdf".
+std::string FileName(const std::string& path);
+
 }  // namespace ellm::pipelines::internal

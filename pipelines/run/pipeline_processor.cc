@@ -56,6 +56,11 @@ std::string Trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
+std::string FileName(const std::string& path) {
+  std::string p = path.rfind("inline:", 0) == 0 ? path.substr(7) : path;
+  return std::filesystem::path(p).filename().string();
+}
+
 }  // namespace internal
 
 namespace {
@@ -562,6 +567,7 @@ PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::ato
   std::vector<PipelineDoc> docs;
   PipelineResult loaded = Load(job, cancel, &docs, &out);
   if (loaded.cancelled || !loaded.error_code.empty()) return loaded;
+  if (spec_.compare_clauses) return RunClauseComparison(docs, std::move(out), cancel);
   if (!spec_.fields.empty()) return RunFields(job, docs, std::move(out), cancel);
   // The text as read, for checking figures after map-reduce replaced it.
   std::vector<std::vector<Page>> source_pages;

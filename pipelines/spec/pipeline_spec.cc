@@ -44,10 +44,24 @@ Status ParseFields(const YAML::Node& root, const std::string& src, PipelineSpec&
   if (spec.differences_max_tokens <= 0) {
     return At(src, root["differences_max_tokens"], "differences_max_tokens must be positive");
   }
+  std::string compare;
+  ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "compare", compare, false));
+  if (!compare.empty() && compare != "clauses") {
+    return At(src, root["compare"], "compare '" + compare + "': expected clauses");
+  }
+  spec.compare_clauses = compare == "clauses";
   YAML::Node fields = root["fields"];
+  if (spec.compare_clauses) {
+    if (fields) return At(src, fields, "compare: clauses computes its terms: no fields");
+    if (root["sections"]) return At(src, root["sections"], "compare: clauses takes no sections");
+    if (spec.min_documents != 2 || spec.max_documents != 2) {
+      return At(src, root["compare"], "compare: clauses needs documents {min: 2, max: 2}");
+    }
+    return OkStatus();
+  }
   if (!fields) {
     if (!spec.differences_prompt.empty())
-      return At(src, root["differences_prompt"], "differences_prompt needs fields");
+      return At(src, root["differences_prompt"], "differences_prompt needs fields or compare");
     return OkStatus();
   }
   if (!fields.IsSequence() || fields.size() == 0) return At(src, fields, "fields must be a list");
@@ -111,6 +125,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "description",
                                               "sections",
                                               "fields",
+                                              "compare",
                                               "differences_prompt",
                                               "differences_max_tokens",
                                               "differences_lead",

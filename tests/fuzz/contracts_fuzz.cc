@@ -55,5 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string html =
       ellm::pipelines::ComparisonHtml(ellm::pipelines::ComparisonJson(c), "a", "b");
   if (html.find("</html>") == std::string::npos) __builtin_trap();
+  // Every key-term row has a value on some side and one of four statuses.
+  for (const ellm::pipelines::KeyTermRow& r : ellm::pipelines::KeyTermsView(c)) {
+    const bool same = r.status == "same";
+    if (r.a.empty() && r.b.empty()) __builtin_trap();
+    if (!same && r.status != "different" && r.status != "only in A" && r.status != "only in B") {
+      __builtin_trap();
+    }
+    if (same && (r.a.empty() || r.b.empty())) __builtin_trap();
+  }
   return 0;
 }

@@ -139,7 +139,7 @@ TEST(PipelinesEndToEnd, ReportsAndContractsBecomeResultsAndABrokenPdfFails) {
   EXPECT_NE(table.find("| Termination notice | 30 days (A p.2) | 90 days (B p.2) | different |"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("| Total price | EUR 96 million (A p.1) | EUR 118 million (B p.1) | "
+  EXPECT_NE(table.find("| Amounts payable | EUR 96 million (A p.1) | EUR 118 million (B p.1) | "
                        "different |"),
             std::string::npos)
       << table;

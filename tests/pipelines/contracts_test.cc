@@ -6,6 +6,7 @@
 // a missed one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,31 @@ std::vector<Page> PdfPages(const fs::path& pdf) {
   return doc.ok() ? SplitPages(ingest::RenderForModel(*doc)) : std::vector<Page>{};
 }
 
+// Issue 54 item 5: the key-term table is a view over the comparison; each
+// row expected.json lists has its values and status, and any other row is
+// the same on both sides.
+void CheckKeyTerms(const ContractComparison& c, const nlohmann::json& expected) {
+  ASSERT_TRUE(expected.is_object()) << "expected.json has no key_terms";
+  const std::vector<KeyTermRow> rows = KeyTermsView(c);
+  const std::string shown = KeyTermsMarkdown(rows);
+  for (const auto& [label, want] : expected.items()) {
+    auto row = std::find_if(rows.begin(), rows.end(),
+                            [&](const KeyTermRow& r) { return r.label == label; });
+    ASSERT_NE(row, rows.end()) << "no row " << label << "\n" << shown;
+    EXPECT_EQ(row->status, want["status"].get<std::string>()) << label << "\n" << shown;
+    for (const char* side : {"a", "b"}) {
+      std::vector<std::string> got;
+      for (const TermValue& v : side[0] == 'a' ? row->a : row->b) got.push_back(v.text);
+      EXPECT_EQ(got, want[side].get<std::vector<std::string>>()) << label << " " << side;
+    }
+  }
+  for (const KeyTermRow& r : rows) {
+    if (!expected.contains(r.label)) {
+      EXPECT_EQ(r.status, "same") << r.label << "\n" << shown;
+    }
+  }
+}
+
 // `ext`: "txt" (the text as written) or "pdf" (make_pdfs.py's rendering).
 void CheckPair(const fs::path& dir, const std::string& ext) {
   SCOPED_TRACE(dir.filename().string() + " (" + ext + ")");
@@ -245,6 +271,7 @@ void CheckPair(const fs::path& dir, const std::string& ext) {
       EXPECT_EQ(got, want) << "A " << ea << " / B " << eb;
     }
   }
+  CheckKeyTerms(c, expected["key_terms"]);
   for (size_t i = 0; i < c.aligned.size(); ++i) {
     if (listed[i]) continue;
     const AlignedClause& x = c.aligned[i];
@@ -301,6 +328,12 @@ TEST(ContractCompare, FuzzCorpusKeepsItsPromises) {
     EXPECT_EQ(std::count(seen_a.begin(), seen_a.end(), 1), static_cast<long>(seen_a.size()));
     EXPECT_EQ(std::count(seen_b.begin(), seen_b.end(), 1), static_cast<long>(seen_b.size()));
     EXPECT_NE(ComparisonHtml(ComparisonJson(c), "a", "b").find("</html>"), std::string::npos);
+    for (const KeyTermRow& r : KeyTermsView(c)) {
+      EXPECT_FALSE(r.a.empty() && r.b.empty()) << r.label;
+      EXPECT_TRUE(r.status == "same" || r.status == "different" || r.status == "only in A" ||
+                  r.status == "only in B")
+          << r.status;
+    }
     ++files;
   }
   EXPECT_GE(files, 4);

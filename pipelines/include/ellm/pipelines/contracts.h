@@ -15,6 +15,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,35 @@ std::string ComparisonMarkdown(const ContractComparison& c);
 // The differences as plain lines for the model's prose and its check
 // (KeepSupportedSentences): one line per changed, added or removed clause.
 std::string ComparisonDifferences(const ContractComparison& c);
+// The key-term table, a view over the clause comparison for any kind of
+// contract (no model): one row per party role either contract defines,
+// then, for the terms these contracts have, the values of the clauses about
+// them — date of agreement (the preamble), governing law, liability cap,
+// termination notice, confidentiality period, interest rate, price,
+// payment terms, delivery date, term. A clause is about a term when its
+// heading or its first sentence names it ("Fees", "terminate"); each value
+// goes to the first such term that takes its kind.
+struct TermValue {
+  std::string text;          // as written: "EUR 96 million", "Spain"
+  std::optional<Fact> fact;  // none for names and laws (compared as words)
+  int page = 0;
+  std::string clause;  // "4.2 Payment terms", "preamble"
+};
+struct KeyTermRow {
+  std::string name;    // "price", "buyer" (a role, lowercased)
+  std::string label;   // "Price", "Buyer"
+  std::string status;  // "same", "different", "only in A", "only in B"
+  std::vector<TermValue> a, b;
+};
+std::vector<KeyTermRow> KeyTermsView(const ContractComparison& c);
+// "| Price | EUR 96 million (A p.1) | EUR 118 million (B p.1) | different |".
+std::string KeyTermsMarkdown(const std::vector<KeyTermRow>& rows);
+// The result's "comparison": {field, label, status, a, b}, each side's
+// first value as value/page/verified/source and all of them in "values".
+nlohmann::ordered_json KeyTermsJson(const std::vector<KeyTermRow>& rows);
+// One line per term that is not the same, for the model's prose.
+std::string KeyTermsDifferences(const std::vector<KeyTermRow>& rows);
+
 // A self-contained HTML page (no scripts, no network) from ComparisonJson's
 // object (as a stored result holds it): the parties, then every aligned
 // pair side by side, deletions and insertions marked within changed

@@ -137,6 +137,18 @@ class PipelineProcessor : public Processor {
   // in it; with two documents, compared. `out` holds the loaded documents.
   PipelineResult RunFields(const PipelineRequest& job, const std::vector<PipelineDoc>& docs,
                            PipelineOutput out, const std::atomic<bool>& cancel);
+  // `compare: clauses` (run/compare.cc): two contracts compared clause by
+  // clause, the key-term table a view over it; the model writes only the
+  // prose.
+  PipelineResult RunClauseComparison(const std::vector<PipelineDoc>& docs, PipelineOutput out,
+                                     const std::atomic<bool>& cancel);
+  // The model's prose about `differences` (spec_.differences_prompt), its
+  // sentences checked against them: into result["differences_prose"] and a
+  // "## Differences" section of `text`. Empty on success.
+  PipelineResult WriteDifferences(const std::string& differences,
+                                  const std::vector<PipelineDoc>& docs,
+                                  const std::atomic<bool>& cancel, PipelineOutput& r,
+                                  nlohmann::ordered_json& result, std::string& text);
   std::optional<std::pair<std::string, nlohmann::ordered_json>> VerifySections(
       const std::string& text, const std::vector<std::vector<Page>>& source) const;
   // One document's field answers (chunked when it does not fit), resolved.

@@ -127,6 +127,12 @@ struct PipelineSpec {
     int max_tokens = 32;
   };
   std::vector<Field> fields;
+  // `compare: clauses`: two contracts compared clause by clause, for any
+  // kind of contract (contracts.h): the key-term table is a view over that
+  // comparison, computed, and the model writes only the prose of
+  // differences_prompt. Needs documents {min: 2, max: 2}; excludes fields
+  // and sections.
+  bool compare_clauses = false;
   // Two documents with fields: the prompt for the short prose under the
   // table, written from the computed differences alone (no document in
   // context). Placeholders: {{differences}} (one line per term), {{title_a}},
