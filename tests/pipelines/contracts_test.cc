@@ -210,7 +210,9 @@ void CheckKeyTerms(const ContractComparison& c, const nlohmann::json& expected) 
   ASSERT_TRUE(expected.is_object()) << "expected.json has no key_terms";
   const std::vector<KeyTermRow> rows = KeyTermsView(c);
   const std::string shown = KeyTermsMarkdown(rows);
-  for (const auto& [label, want] : expected.items()) {
+  for (const auto& item : expected.items()) {
+    const std::string label = item.key();
+    const nlohmann::json& want = item.value();
     auto row = std::find_if(rows.begin(), rows.end(),
                             [&](const KeyTermRow& r) { return r.label == label; });
     ASSERT_NE(row, rows.end()) << "no row " << label << "\n" << shown;
