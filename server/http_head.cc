@@ -1,5 +1,6 @@
 // Request heads checked and rewritten before the inner server (http_head.h).
 #include "ellm/server/http_head.h"
+#include "ellm/base/ascii.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,13 +20,6 @@ bool IsToken(std::string_view s) {
     }
   }
   return true;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 std::string_view Trim(std::string_view s) {
@@ -114,7 +108,7 @@ HeadResult ParseField(std::string_view line, const HeadLimits& limits, RequestHe
   if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
     return Refuse(400, "bad_request", "malformed header line");
   }
-  const std::string name = Lower(line.substr(0, colon));
+  const std::string name = AsciiLower(line.substr(0, colon));
   const std::string_view value = Trim(line.substr(colon + 1));
   if (name == "host") ++*hosts;
   if (name == "transfer-encoding") {
@@ -140,7 +134,7 @@ HeadResult ParseField(std::string_view line, const HeadLimits& limits, RequestHe
     head->content_length = n;
   }
   if (name == "expect") {
-    if (Lower(value) != "100-continue") {
+    if (AsciiLower(value) != "100-continue") {
       return Refuse(417, "expectation_failed", "only the expectation 100-continue is served");
     }
     head->expect_continue = true;

@@ -1,6 +1,7 @@
 // Route-independent checks of a request before authentication
 // (request_guard.h).
 #include "ellm/server/request_guard.h"
+#include "ellm/base/ascii.h"
 
 #include <httplib.h>
 
@@ -10,13 +11,6 @@
 
 namespace ellm::server {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // "application/json; charset=utf-8" -> "application/json".
 std::string MediaType(std::string_view content_type) {
@@ -28,7 +22,7 @@ std::string MediaType(std::string_view content_type) {
   while (!type.empty() && std::isspace(static_cast<unsigned char>(type.front()))) {
     type.remove_prefix(1);
   }
-  return Lower(type);
+  return AsciiLower(type);
 }
 
 bool IsDottedLoopback(std::string_view name) {
@@ -51,17 +45,17 @@ bool IsLoopbackHost(std::string_view host) {
   if (!host.empty() && host.front() == '[') {
     const size_t close = host.find(']');
     if (close == std::string_view::npos) return false;
-    name = Lower(host.substr(1, close - 1));
+    name = AsciiLower(host.substr(1, close - 1));
     return name == "::1";
   }
-  name = Lower(host.substr(0, host.find(':')));
+  name = AsciiLower(host.substr(0, host.find(':')));
   if (!name.empty() && name.back() == '.') name.pop_back();  // "localhost."
   return name == "localhost" || IsDottedLoopback(name);
 }
 
 std::optional<ApiError> GuardRequest(const httplib::Request& req, const RequestGuardOptions& o) {
   if (req.has_header("Transfer-Encoding") &&
-      Lower(req.get_header_value("Transfer-Encoding")) != "identity") {
+      AsciiLower(req.get_header_value("Transfer-Encoding")) != "identity") {
     ApiError e = InvalidRequest(
         "send the request body with a Content-Length header: chunked transfer encoding is not "
         "accepted",

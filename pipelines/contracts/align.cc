@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "ellm/base/ascii.h"
 #include "ellm/pipelines/contracts.h"
 #include "ellm/pipelines/statements.h"
 
@@ -27,12 +28,6 @@ std::vector<std::string> Words(std::string_view s) {
     if (j > i) out.emplace_back(s.substr(i, j - i));
     i = j;
   }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -92,7 +87,7 @@ Meaning MeaningOf(const Clause& c, const std::vector<Party>& parties,
       if (w.size() > n && w.compare(w.size() - n, n, possessive) == 0) w.resize(w.size() - n);
     }
     if (w.empty()) continue;
-    const std::string lw = Lower(w);
+    const std::string lw = AsciiLower(w);
     if (negation.count(lw)) ++m.negations;
     if (obligation.count(lw)) m.obliges = true;
     if (permission.count(lw)) m.permits = true;
@@ -111,7 +106,7 @@ Meaning MeaningOf(const Clause& c, const std::vector<Party>& parties,
     }
   }
   for (const Party& p : parties) {
-    for (const std::string& w : Words(p.name)) m.names.erase(Lower(StripPunct(w)));
+    for (const std::string& w : Words(p.name)) m.names.erase(AsciiLower(StripPunct(w)));
   }
   return m;
 }

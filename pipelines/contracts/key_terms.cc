@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ellm/base/ascii.h"
 #include "ellm/pipelines/contracts.h"
 
 namespace ellm::pipelines {
@@ -55,12 +56,6 @@ const std::vector<TermDef>& Terms() {
   return kTerms;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
 // Whether `keyword` occurs in lowercase `text` as described at TermDef.
@@ -81,15 +76,15 @@ bool HasKeyword(const std::string& text, std::string_view keyword) {
 // Customer shall pay ... within 30 days of invoice").
 std::string Subject(const Clause& c, const std::string& parents) {
   const size_t stop = c.text.find(". ");
-  return Lower(parents + " | " + c.heading + " | " +
-               std::string(std::string_view(c.text).substr(0, std::min(c.text.size(), stop))));
+  return AsciiLower(parents + " | " + c.heading + " | " +
+                    std::string(std::string_view(c.text).substr(0, std::min(c.text.size(), stop))));
 }
 
 bool About(const Clause& c, const std::string& parents, const TermDef& t) {
   if (t.preamble_only && c.kind != ClauseKind::kPreamble) return false;
   // The preamble's heading is the contract's title: its words say when.
   const std::string subject =
-      t.preamble_only ? Lower(std::string_view(c.text).substr(0, 400)) : Subject(c, parents);
+      t.preamble_only ? AsciiLower(std::string_view(c.text).substr(0, 400)) : Subject(c, parents);
   return std::any_of(t.keywords.begin(), t.keywords.end(),
                      [&](std::string_view k) { return HasKeyword(subject, k); });
 }
@@ -210,7 +205,7 @@ std::vector<KeyTermRow> KeyTermsView(const ContractComparison& c) {
     }
   }
   for (const std::string& role : roles) {
-    KeyTermRow row{Lower(role), role, "", {}, {}};
+    KeyTermRow row{AsciiLower(role), role, "", {}, {}};
     for (const Party& p : c.parties_a) {
       if (p.role == role) row.a.push_back({p.name, std::nullopt, p.page, "parties"});
     }

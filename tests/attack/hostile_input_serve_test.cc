@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "http_get.h"
+#include "metrics_text.h"
 #include "test_env.h"
 
 namespace ellm::testing {
@@ -218,16 +219,6 @@ TEST_F(HostileInputServe, DeepJsonIsA400AtEveryDoorAndTheServerKeepsServing) {
   EXPECT_EQ(deep_args.first, 200) << deep_args.second.dump();
   EXPECT_TRUE(serve_.Alive());
   EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
-}
-
-// The ellm_http_requests_total lines of `text`.
-std::vector<std::string> RequestSeries(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("ellm_http_requests_total{", 0) == 0) out.push_back(line);
-  }
-  return out;
 }
 
 TEST_F(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {

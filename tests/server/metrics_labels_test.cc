@@ -11,9 +11,12 @@
 
 #include "ellm/server/api_server.h"
 #include "http_get.h"
+#include "metrics_text.h"
 
 namespace ellm::server {
 namespace {
+
+using ellm::testing::RequestSeries;
 
 TEST(RouteLabel, IsTheRoutePatternOrUnmatched) {
   EXPECT_EQ(RouteLabel("/v1/chat/completions"), "/v1/chat/completions");
@@ -34,16 +37,6 @@ TEST(EscapeLabelValue, EscapesWhatTheTextFormatRequires) {
   EXPECT_EQ(EscapeLabelValue("/v1/jobs/{id}"), "/v1/jobs/{id}");
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   EXPECT_EQ(EscapeLabelValue(""), "");
-}
-
-// The ellm_http_requests_total lines of `text`.
-std::vector<std::string> RequestSeries(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("ellm_http_requests_total{", 0) == 0) out.push_back(line);
-  }
-  return out;
 }
 
 class ApiServerMetrics : public ::testing::Test {
