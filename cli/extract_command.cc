@@ -1,7 +1,7 @@
 // ellm extract: what the model will see of a file. Prints the page-marked
-// text (RenderForModel), or with --json the whole Document (metadata and
-// pages). Errors go to stderr with their kind: "ellm extract: encrypted: ...".
-// The limits are the config's extract: section (--config, else
+// text (RenderForModel), with --json the whole Document (metadata, pages and
+// heading tree), or with --outline the heading tree alone. Errors go to stderr with their kind:
+// "ellm extract: encrypted: ...". The limits are the config's extract: section (--config, else
 // /etc/ellm/ellm.yaml when readable, else the defaults), so a file ellmd
 // refuses is refused here too; the flags override it.
 #include <unistd.h>
@@ -19,15 +19,19 @@ namespace ellm::cli {
 namespace {
 
 constexpr const char* kExtractUsage =
-    "usage: ellm extract FILE [--json] [--max-pages N] [--max-bytes N] [--timeout SECONDS]\n"
-    "                         [--memory-mib N] [--config FILE] [--extractor PATH]\n"
-    "  FILE          a PDF, or a UTF-8 .txt / .md file\n"
-    "  --json        print the document as JSON (metadata and pages)\n"
+    "usage: ellm extract FILE [--json | --outline] [--max-pages N] [--max-bytes N]\n"
+    "                         [--timeout SECONDS] [--memory-mib N] [--config FILE]\n"
+    "                         [--extractor PATH]\n"
+    "  FILE          a PDF, a Word (.docx) or OpenDocument text (.odt) file, or UTF-8 text\n"
+    "                (Markdown when named .md); the content decides, not the name\n"
+    "  --json        print the document as JSON (metadata, pages and headings)\n"
+    "  --outline     print the document's heading tree: one heading a line, indented by\n"
+    "                level, with its page\n"
     "  --max-pages   reject PDFs with more pages (default 2000)\n"
     "  --max-bytes   reject larger files (default 256 MiB)\n"
-    "  --timeout     wall-clock limit for parsing a PDF, in seconds (default 180); its CPU\n"
-    "                time is limited to two thirds of it\n"
-    "  --memory-mib  address-space limit of the PDF parser, in MiB (default 2048)\n"
+    "  --timeout     wall-clock limit for parsing a PDF or office file, in seconds\n"
+    "                (default 180); its CPU time is limited to two thirds of it\n"
+    "  --memory-mib  address-space limit of the document parser, in MiB (default 2048)\n"
     "  --config      the defaults of the four limits above: the file's extract: section\n"
     "                (default /etc/ellm/ellm.yaml when readable)\n"
     "  --extractor   the ellm-extract binary (default: $ELLM_EXTRACTOR, then next to ellm,\n"
@@ -71,6 +75,17 @@ StatusOr<ingest::ExtractOptions> OptionsFrom(const Flags& flags) {
   return options;
 }
 
+// "  2.1 Fees (p. 3)": two spaces a level below the first.
+std::string OutlineText(const ingest::Document& doc) {
+  std::string out;
+  for (const ingest::Heading& h : doc.headings) {
+    out += std::string(static_cast<size_t>(2 * (h.level - 1)), ' ');
+    out += h.number.empty() ? h.title : h.number + " " + h.title;
+    out += " (p. " + std::to_string(h.page) + ")\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int Extract(const Args& args) {
@@ -80,8 +95,9 @@ int Extract(const Args& args) {
       return 0;
     }
   }
-  auto flags = Flags::Parse(
-      args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor"}, {"json"});
+  auto flags =
+      Flags::Parse(args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor"},
+                   {"json", "outline"});
   if (!flags.ok() || flags->positional().size() != 1) {
     std::fprintf(stderr, "ellm extract: %s\n%s",
                  flags.ok() ? "exactly one FILE is needed" : flags.status().message().c_str(),
@@ -102,8 +118,9 @@ int Extract(const Args& args) {
                  doc.status().message().c_str());
     return 1;
   }
-  const std::string out =
-      flags->Has("json") ? ingest::ToJson(*doc, 2) + "\n" : ingest::RenderForModel(*doc);
+  const std::string out = flags->Has("json")      ? ingest::ToJson(*doc, 2) + "\n"
+                          : flags->Has("outline") ? OutlineText(*doc)
+                                                  : ingest::RenderForModel(*doc);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

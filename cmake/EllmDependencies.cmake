@@ -15,6 +15,10 @@ find_package(SQLite3 REQUIRED)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++)
 pkg_check_modules(RDKAFKA_C REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
+# poppler's core API, for the PDF outline's pages (ingest/pdf/pdf_outline.h).
+pkg_check_modules(POPPLER REQUIRED IMPORTED_TARGET poppler)
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
+pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
 # The PDF extractor's seccomp sandbox (ingest/pdf/sandbox.h).
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)

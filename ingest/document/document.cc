@@ -1,6 +1,7 @@
 // Document rendering and its JSON form (see document.h).
 #include "ellm/ingest/document.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -57,10 +58,34 @@ Status ReadMetadata(const json& m, DocumentMetadata* meta) {
   return OkStatus();
 }
 
+// Headings point at pages of the document: levels 1..9, pages it has.
+Status ReadHeadings(const json& list, Document* doc) {
+  if (!list.is_array()) return InvalidArgumentError("document JSON: \"headings\" is not an array");
+  for (const json& h : list) {
+    const std::string w = "document.headings[" + std::to_string(doc->headings.size()) + "]";
+    if (!h.is_object()) return InvalidArgumentError(w + " is not an object");
+    Heading heading;
+    ELLM_RETURN_IF_ERROR(ReadField(h, "level", w, &heading.level));
+    ELLM_RETURN_IF_ERROR(ReadField(h, "number", w, &heading.number));
+    ELLM_RETURN_IF_ERROR(ReadField(h, "title", w, &heading.title));
+    ELLM_RETURN_IF_ERROR(ReadField(h, "page", w, &heading.page));
+    if (heading.level < 1 || heading.level > 9) {
+      return InvalidArgumentError(w + ".level is not between 1 and 9");
+    }
+    // Page numbers increase (checked before), so a binary search finds it.
+    auto page = std::lower_bound(doc->pages.begin(), doc->pages.end(), heading.page,
+                                 [](const Page& p, int n) { return p.number < n; });
+    const bool known = page != doc->pages.end() && page->number == heading.page;
+    if (!known) return InvalidArgumentError(w + ".page is not a page of the document");
+    doc->headings.push_back(std::move(heading));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 std::string RenderForModel(const Document& doc) {
-  const bool paginated = doc.metadata.media_type == kMediaTypePdf;
+  const bool paginated = doc.metadata.media_type == kMediaTypePdf || doc.pages.size() > 1;
   std::string out;
   for (const Page& page : doc.pages) {
     if (paginated) {
@@ -89,6 +114,14 @@ std::string ToJson(const Document& doc, int indent) {
   ordered_json pages = ordered_json::array();
   for (const Page& p : doc.pages) pages.push_back({{"number", p.number}, {"text", p.text}});
   j["pages"] = std::move(pages);
+  if (!doc.headings.empty()) {
+    ordered_json headings = ordered_json::array();
+    for (const Heading& h : doc.headings) {
+      headings.push_back(
+          {{"level", h.level}, {"number", h.number}, {"title", h.title}, {"page", h.page}});
+    }
+    j["headings"] = std::move(headings);
+  }
   // Invalid UTF-8 cannot reach here from the extractor (text is normalised
   // first); replacing rather than throwing keeps this total anyway.
   return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace);
@@ -131,6 +164,7 @@ StatusOr<Document> DocumentFromJson(std::string_view text) {
     last = page.number;
     doc.pages.push_back(std::move(page));
   }
+  if (auto h = j.find("headings"); h != j.end()) ELLM_RETURN_IF_ERROR(ReadHeadings(*h, &doc));
   return doc;
 }
 

@@ -110,6 +110,13 @@ std::string DescribeContent(const std::string& head) {
   return "it starts with bytes " + hex.substr(0, hex.size() - 1);
 }
 
+// UTF-8 without NUL bytes in the first KiB (a code point cut at its end
+// allowed): worth reading whole as plain text.
+bool LooksLikeText(const std::string& head) {
+  if (head.empty() || head.find('\0') != std::string::npos) return false;
+  return text::IsValidUtf8(head.substr(0, head.size() > 4 ? head.size() - 4 : head.size()));
+}
+
 StatusOr<Document> TextDocument(const std::string& path, const std::string& ext, std::string s) {
   if (!text::IsValidUtf8(s) || s.find('\0') != std::string::npos) {
     return MakeExtractError(ExtractError::kUnsupportedType,
@@ -171,7 +178,7 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
         // SECCOMP_RET_KILL_PROCESS: the parent learns only the signal, not
         // which call it was (that is in the kernel's audit log, if any).
         return MakeExtractError(ExtractError::kSandboxViolation,
-                                path + ": the PDF extractor made a forbidden system call (a " +
+                                path + ": the document extractor made a forbidden system call (a " +
                                     "socket, a new program or a file opened for writing?) and " +
                                     "its sandbox killed it; the file may be hostile");
       }
@@ -189,7 +196,7 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
                                     std::to_string(options.address_space_bytes >> 20) + " MiB");
       }
       return MakeExtractError(ExtractError::kCrashed,
-                              path + ": the PDF parser crashed on this file (" +
+                              path + ": the document parser crashed on this file (" +
                                   SignalName(r.signal) + ")" + stderr_hint);
     }
     case End::kExited:
@@ -210,16 +217,24 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
                                                       std::to_string(r.exit_code) + stderr_hint);
 }
 
-StatusOr<Document> PdfDocument(const std::string& path, const ExtractOptions& options, int fd) {
+// What the child should parse: "pdf" or "office".
+StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& options, int fd,
+                                 const std::string& kind) {
   ELLM_ASSIGN_OR_RETURN(std::string extractor, FindExtractor(options));
   ChildLimits limits;
   limits.cpu_seconds = options.cpu_seconds;
   limits.address_space_bytes = options.address_space_bytes;
   limits.max_output_bytes = options.max_output_bytes;
   limits.wall_timeout = options.wall_timeout;
-  std::vector<std::string> argv = {
-      "ellm-extract", "--max-pages", std::to_string(options.max_pages), "--name",
-      path,           "--input-fd",  std::to_string(kExtractorInputFd)};
+  std::vector<std::string> argv = {"ellm-extract",
+                                   "--kind",
+                                   kind,
+                                   "--max-pages",
+                                   std::to_string(options.max_pages),
+                                   "--name",
+                                   path,
+                                   "--input-fd",
+                                   std::to_string(kExtractorInputFd)};
   ELLM_ASSIGN_OR_RETURN(ChildResult r, RunChild(extractor, argv, fd, limits));
   return InterpretChild(path, options, r);
 }
@@ -345,9 +360,21 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
   // may have junk before it, as PDF readers allow.
   const bool is_pdf = data.head.rfind("%PDF-", 0) == 0 ||
                       (!text_ext && data.head.find("%PDF-") != std::string::npos);
+  // Word and OpenDocument files are ZIP archives; encrypted ones (and old
+  // .doc files) are OLE compound files. The child tells them apart.
+  const bool is_office = data.head.rfind("PK\x03\x04", 0) == 0 ||
+                         data.head.rfind("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 0) == 0;
   StatusOr<Document> doc = [&]() -> StatusOr<Document> {
-    if (is_pdf) return PdfDocument(path, options, fd);
+    if (is_pdf) return ChildDocument(path, options, fd, "pdf");
+    if (is_office) return ChildDocument(path, options, fd, "office");
     if (text_ext) return TextDocument(path, ext, std::move(data.all));
+    if (ext != ".pdf" && LooksLikeText(data.head)) {
+      // Any other name, even none: the content decides. Read it again whole.
+      ELLM_ASSIGN_OR_RETURN(FileData whole, ReadFileData(fd, path, st.st_size, true));
+      if (text::IsValidUtf8(whole.all) && whole.all.find('\0') == std::string::npos) {
+        return TextDocument(path, ".txt", std::move(whole.all));
+      }
+    }
     if (ext == ".pdf") {
       return MakeExtractError(ExtractError::kNotPdf, path + ": not a PDF (no %PDF- header); " +
                                                          DescribeContent(data.head));
@@ -355,7 +382,9 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
     return MakeExtractError(
         ExtractError::kUnsupportedType,
         path + ": unsupported file type" + (ext.empty() ? "" : " '" + ext + "'") + " (" +
-            DescribeContent(data.head) + "); ellm reads PDF, plain text (.txt) and Markdown (.md)");
+            DescribeContent(data.head) +
+            "); ellm reads PDF, Word (.docx), OpenDocument text (.odt), plain text (.txt) "
+            "and Markdown (.md)");
   }();
   if (!doc.ok()) return doc;
   doc->metadata.source = path;

@@ -1,7 +1,10 @@
-// ellm-extract: the sandboxed PDF -> Document child of ExtractDocument.
+// ellm-extract: the sandboxed PDF/Word/OpenDocument -> Document child of
+// ExtractDocument.
 //
-//   ellm-extract [--max-pages N] [--name NAME] --input-fd 3   (how the parent runs it)
-//   ellm-extract [--max-pages N] FILE                         (by hand)
+//   ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] --input-fd 3
+//   ellm-extract [--kind pdf|office] [--max-pages N] FILE        (by hand)
+//
+// --kind office reads a .docx or .odt (ingest/office); pdf is the default.
 //
 // Writes one JSON value to stdout and exits as extract/protocol.h says. It
 // never writes a file; the parent runs it under rlimits and a timeout, and
@@ -20,6 +23,7 @@
 #include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 #include "extract/protocol.h"
+#include "office/office_to_document.h"
 #include "pdf/pdf_to_document.h"
 #include "pdf/sandbox.h"
 
@@ -68,25 +72,29 @@ int Report(const Status& status) {
 
 int Run(int argc, char** argv) {
   int max_pages = 1 << 30, fd = -1;
-  std::string name, path;
+  std::string name, path, kind = "pdf";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--max-pages" || a == "--input-fd" || a == "--name") && i + 1 < argc) {
+    if ((a == "--max-pages" || a == "--input-fd" || a == "--name" || a == "--kind") &&
+        i + 1 < argc) {
       const char* v = argv[++i];
-      if (a == "--name") {
-        name = v;
+      if (a == "--name" || a == "--kind") {
+        (a == "--name" ? name : kind) = v;
       } else {
         (a == "--max-pages" ? max_pages : fd) = std::atoi(v);
       }
     } else if (!a.empty() && a[0] != '-') {
       path = a;
     } else {
-      std::fprintf(stderr,
-                   "usage: ellm-extract [--max-pages N] [--name NAME] (--input-fd FD | FILE)\n");
-      return 2;
+      kind = "";
     }
   }
-  if (fd < 0 && path.empty()) return Run(1, argv);  // prints usage
+  if ((kind != "pdf" && kind != "office") || (fd < 0 && path.empty())) {
+    std::fprintf(stderr,
+                 "usage: ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] "
+                 "(--input-fd FD | FILE)\n");
+    return 2;
+  }
   if (fd < 0) {
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -107,7 +115,9 @@ int Run(int argc, char** argv) {
   if (Status s = ellm::ingest::pdf::EnterExtractorSandbox(); !s.ok()) return Report(s);
   ellm::ingest::pdf::MisbehaveForTesting(std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE"));
   StatusOr<ellm::ingest::Document> doc =
-      ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages);
+      kind == "office"
+          ? ellm::ingest::office::OfficeToDocument(*bytes, name)
+          : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages);
   if (!doc.ok()) return Report(doc.status());
   return WriteAll(ellm::ingest::ToJson(*doc)) ? ellm::ingest::kExtractorExitOk : 1;
 }
@@ -119,6 +129,6 @@ int main(int argc, char** argv) {
     return Run(argc, argv);
   } catch (const std::bad_alloc&) {
     return Report(MakeExtractError(ExtractError::kResourceLimit,
-                                   "the PDF needs more memory than the extractor may use"));
+                                   "the document needs more memory than the extractor may use"));
   }
 }

@@ -350,7 +350,37 @@ bool StartsListItem(const std::string& line) {
                      std::isdigit(static_cast<unsigned char>(line[start]));
 }
 
-LineBreak BreakBetween(const OutLine& a, const OutLine& b) {
+// A line that ends a sentence short of its column's right edge, by more
+// than the next line's first word would have needed, was ended by its
+// writer: a paragraph break in a layout without space between paragraphs.
+bool EndsShort(const OutLine& a, const OutLine& b, double column_right) {
+  if (a.text.empty() || b.text.empty() || b.chars == 0) return false;
+  if (std::string_view(".:;!?").find(a.text.back()) == std::string_view::npos) return false;
+  const unsigned char first = static_cast<unsigned char>(b.text[0]);
+  if (!std::isupper(first) && !std::isdigit(first)) return false;
+  const size_t word = std::min(b.text.find(' '), b.text.size());
+  const double char_width = (b.box.x1 - b.box.x0) / static_cast<double>(b.chars);
+  return column_right - a.box.x1 > static_cast<double>(word + 2) * char_width;
+}
+
+// The right edge of line i's column: the furthest right edge of the nearby
+// lines (within kColumnWindow of it in reading order) that overlap it
+// horizontally. Bounded work per line, whatever the page holds.
+double ColumnRight(const std::vector<OutLine>& lines, size_t i) {
+  constexpr size_t kColumnWindow = 24;
+  double right = lines[i].box.x1;
+  const size_t lo = i > kColumnWindow ? i - kColumnWindow : 0;
+  const size_t hi = std::min(lines.size(), i + kColumnWindow + 1);
+  for (size_t j = lo; j < hi; ++j) {
+    const Box& b = lines[j].box;
+    if (!lines[j].table_row && std::min(b.x1, lines[i].box.x1) > std::max(b.x0, lines[i].box.x0)) {
+      right = std::max(right, b.x1);
+    }
+  }
+  return right;
+}
+
+LineBreak BreakBetween(const OutLine& a, const OutLine& b, double column_right) {
   if (a.table_row || b.table_row) return LineBreak::kParagraph;
   if (a.deferred != b.deferred) return LineBreak::kBlock;
   const bool below = b.box.y0 >= a.box.y0 + 0.5 * a.box.Height();
@@ -363,6 +393,7 @@ LineBreak BreakBetween(const OutLine& a, const OutLine& b) {
   // An indented first line starts a paragraph; an indent after a list
   // item's first line is its hanging indent.
   if (b.box.x0 - a.box.x0 > 1.0 * h && !StartsListItem(a.text)) return LineBreak::kParagraph;
+  if (EndsShort(a, b, column_right)) return LineBreak::kParagraph;
   return LineBreak::kNone;
 }
 
@@ -401,7 +432,8 @@ std::vector<TextLine> LayoutPage(std::vector<Word> words) {
   }
   std::vector<TextLine> result;
   for (size_t i = 0; i < out.size(); ++i) {
-    const LineBreak br = i == 0 ? LineBreak::kBlock : BreakBetween(out[i - 1], out[i]);
+    const LineBreak br =
+        i == 0 ? LineBreak::kBlock : BreakBetween(out[i - 1], out[i], ColumnRight(out, i - 1));
     result.push_back({out[i].text, br, out[i].table_row});  // copy: out[i] is read next round
   }
   // Rotated and vertical text: one line per run, after the page body.

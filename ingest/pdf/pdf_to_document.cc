@@ -3,12 +3,31 @@
 
 #include "ellm/ingest/extract.h"
 #include "pdf/layout.h"
+#include "pdf/pdf_outline.h"
 #include "pdf/poppler_pdf.h"
+#include "text/headings.h"
 #include "text/normalize.h"
 #include "text/paragraphs.h"
 #include "text/running_lines.h"
 
 namespace ellm::ingest::pdf {
+
+namespace {
+
+// The outline as the document's heading tree. An entry whose destination
+// names no page takes the page of the entry before it.
+std::vector<Heading> HeadingsFromOutline(const std::vector<OutlineEntry>& outline) {
+  std::vector<Heading> headings;
+  int page = 1;
+  for (const OutlineEntry& e : outline) {
+    if (e.page > 0) page = e.page;
+    auto [number, title] = text::SplitHeadingNumber(e.title);
+    headings.push_back({e.level, std::move(number), std::move(title), page});
+  }
+  return headings;
+}
+
+}  // namespace
 
 StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages) {
   ELLM_ASSIGN_OR_RETURN(std::unique_ptr<PdfFile> pdf, PdfFile::Open(std::move(bytes), name));
@@ -47,6 +66,7 @@ StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int
   for (int i = 0; i < info.page_count; ++i) {
     doc.pages.push_back({i + 1, text::TidyWhitespace(text::AssemblePage(pages[i], evidence))});
   }
+  doc.headings = HeadingsFromOutline(ReadPdfOutline(pdf->bytes()));
   return doc;
 }
 

@@ -32,6 +32,8 @@ class PdfFile {
   ~PdfFile();
 
   PdfInfo Info() const;
+  // The file's bytes, as given to Open.
+  const std::string& bytes() const { return bytes_; }
   // The words of page `index` (0-based), text normalised (NFC, ligatures).
   // A page poppler cannot read yields no words.
   std::vector<Word> PageWords(int index) const;

@@ -199,6 +199,17 @@ bool IsSignatureStart(const std::string& line) {
          StartsWithWord(line, "signatures");
 }
 
+// Where a reflowed paragraph runs on into the signature block: the offset
+// of "IN WITNESS WHEREOF", "SIGNED ..." or "EXECUTED ..." (in capitals, as
+// contracts write them) after a sentence end; npos if there is none.
+size_t SignatureRunIn(const std::string& line) {
+  for (std::string_view opener : {". IN WITNESS WHEREOF", ". SIGNED ", ". EXECUTED "}) {
+    const size_t at = line.find(opener);
+    if (at != std::string::npos) return at + 2;
+  }
+  return std::string::npos;
+}
+
 bool IsRecitalHeading(const std::string& line) {
   return (StartsWithWord(line, "recitals") || StartsWithWord(line, "background") ||
           StartsWithWord(line, "whereas")) &&
@@ -446,6 +457,11 @@ std::vector<Clause> SplitClauses(const std::vector<Page>& pages) {
         blank = true;
       } else if (!IsPageFurniture(line)) {
         for (std::string& part : SplitRunIn(line)) {
+          if (const size_t sig = SignatureRunIn(part); sig != std::string::npos) {
+            lines.push_back({part.substr(0, sig - 1), p.number, blank});
+            part.erase(0, sig);
+            blank = true;
+          }
           if (!part.empty()) lines.push_back({std::move(part), p.number, blank});
           blank = false;
         }

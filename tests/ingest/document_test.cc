@@ -42,6 +42,35 @@ TEST(DocumentJson, RoundTrips) {
   }
 }
 
+TEST(DocumentJson, HeadingsRoundTripAndMustPointAtPages) {
+  Document doc = TwoPages();
+  doc.headings = {{1, "1", "Scope", 1}, {2, "1.1", "Definitions", 2}};
+  auto back = DocumentFromJson(ToJson(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->headings.size(), 2u);
+  EXPECT_EQ(back->headings[1].level, 2);
+  EXPECT_EQ(back->headings[1].number, "1.1");
+  EXPECT_EQ(back->headings[1].title, "Definitions");
+  EXPECT_EQ(back->headings[1].page, 2);
+  EXPECT_EQ(ToJson(TwoPages()).find("headings"), std::string::npos);
+
+  doc.headings = {{1, "", "Nowhere", 3}};
+  auto missing_page = DocumentFromJson(ToJson(doc));
+  ASSERT_FALSE(missing_page.ok());
+  EXPECT_NE(missing_page.status().message().find("document.headings[0].page"), std::string::npos);
+  doc.headings = {{10, "", "Too deep", 1}};
+  EXPECT_FALSE(DocumentFromJson(ToJson(doc)).ok());
+}
+
+TEST(RenderForModel, MarksPagesOfAWordFileOnlyWhenItBreaksThem) {
+  Document doc;
+  doc.metadata.media_type = std::string(kMediaTypeDocx);
+  doc.pages = {{1, "One.\n"}};
+  EXPECT_EQ(RenderForModel(doc), "One.\n");
+  doc.pages.push_back({2, "Two.\n"});
+  EXPECT_EQ(RenderForModel(doc), "[page 1]\nOne.\n\n[page 2]\nTwo.\n");
+}
+
 TEST(DocumentJson, RejectsMalformedInputWithTheField) {
   EXPECT_FALSE(DocumentFromJson("not json").ok());
   EXPECT_FALSE(DocumentFromJson("{\"format\":\"other\",\"version\":1,\"pages\":[]}").ok());

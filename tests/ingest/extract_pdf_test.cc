@@ -193,9 +193,12 @@ TEST_F(TextFiles, PassPlainTextAndMarkdownThrough) {
 }
 
 TEST_F(TextFiles, RejectsEverythingElseClearly) {
+  WriteBytes(dir_ + "/photo.png", std::string("\x89PNG\r\n\x1a\n", 8));
+  ExpectError(ExtractDocument(dir_ + "/photo.png", TestOptions()), ExtractError::kUnsupportedType,
+              "unsupported file type '.png' (it is a PNG image)");
   WriteBytes(dir_ + "/report.docx", std::string("PK\x03\x04rest", 8));
-  ExpectError(ExtractDocument(dir_ + "/report.docx", TestOptions()), ExtractError::kUnsupportedType,
-              "unsupported file type '.docx'");
+  ExpectError(ExtractDocument(dir_ + "/report.docx", TestOptions()), ExtractError::kDamaged,
+              "not a readable ZIP archive");
   WriteBytes(dir_ + "/latin1.txt", "caf\xE9");
   ExpectError(ExtractDocument(dir_ + "/latin1.txt", TestOptions()), ExtractError::kUnsupportedType,
               "not UTF-8");

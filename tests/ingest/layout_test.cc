@@ -97,6 +97,22 @@ TEST(LayoutPage, MarksParagraphGapsAndIgnoresBadBoxes) {
   EXPECT_TRUE(LayoutPage({}).empty());
 }
 
+TEST(LayoutPage, ALineEndingASentenceShortOfItsColumnEndsAParagraph) {
+  // No extra space between paragraphs: what LibreOffice and Word print.
+  std::vector<Word> words;
+  AddLine(&words, "The Customer shall pay the Provider a monthly fee within", 50, 40);
+  AddLine(&words, "thirty days of the date of each invoice.", 50, 53);
+  AddLine(&words, "Either party may terminate this Agreement by giving notice", 50, 66);
+  AddLine(&words, "in writing. Notice takes effect when it is received by", 50, 79);
+  AddLine(&words, "the other party.", 50, 92);
+  std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 5u) << Joined(lines);
+  EXPECT_EQ(lines[1].break_before, LineBreak::kNone);
+  EXPECT_EQ(lines[2].break_before, LineBreak::kParagraph);  // "invoice." ends short
+  EXPECT_EQ(lines[3].break_before, LineBreak::kNone);       // "notice" has no full stop
+  EXPECT_EQ(lines[4].break_before, LineBreak::kNone);       // "the" is lower case
+}
+
 TEST(LayoutPage, KeepsListItemsWithTheirHangingIndent) {
   std::vector<Word> words;
   AddLine(&words, "\xE2\x80\xA2 First item that wraps onto", 50, 40);

@@ -31,7 +31,7 @@ void ExpectViolation(const StatusOr<Document>& doc) {
       << doc.status().ToString();
   EXPECT_EQ(doc.status().code(), StatusCode::kInternal);
   EXPECT_NE(
-      doc.status().message().find("table.pdf: the PDF extractor made a forbidden system call"),
+      doc.status().message().find("table.pdf: the document extractor made a forbidden system call"),
       std::string::npos)
       << doc.status().ToString();
 }

@@ -58,5 +58,32 @@ TEST(ExtractCli, InvalidConfigIsAUsageError) {
   std::filesystem::remove_all(dir);
 }
 
+// A Word file is read by its content, whatever its name: --outline prints
+// its heading tree with the numbers Word shows, --json carries the same.
+TEST(ExtractCli, AWordFileUnderAnyNameGivesItsOutline) {
+  const std::string dir = MakeTempDir("ellm-extract-cli");
+  std::filesystem::copy_file(SourceDir() + "/tests/data/office/tracked.docx",
+                             dir + "/contract-from-email");
+  std::string out;
+  ASSERT_EQ(RunCli("extract '" + dir + "/contract-from-email' --outline --extractor '" +
+                       ELLM_EXTRACTOR_PATH + "'",
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "1 Services (p. 1)\n2 Fees (p. 1)\n3 Term (p. 2)\n");
+  out.clear();
+  ASSERT_EQ(RunCli("extract '" + dir + "/contract-from-email' --json --extractor '" +
+                       ELLM_EXTRACTOR_PATH + "'",
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"media_type\": \"application/vnd.openxmlformats-officedocument."
+                     "wordprocessingml.document\""),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\"headings\""), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ellm::testing

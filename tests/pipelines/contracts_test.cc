@@ -93,6 +93,16 @@ TEST(ContractClauses, RunInHeadingsAndSubClausesOfReflowedText) {
   EXPECT_EQ(got, want);
 }
 
+TEST(ContractClauses, SignatureBlockRunningOnFromTheLastClauseStartsItsOwn) {
+  const std::vector<Clause> c = SplitClauses(
+      OnePage("7. Governing Law This Agreement is governed by the laws of Ohio. IN WITNESS "
+              "WHEREOF the parties have signed. SIGNED by the Buyer.\n"));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].text, "This Agreement is governed by the laws of Ohio.");
+  EXPECT_EQ(c[1].kind, ClauseKind::kSignature);
+  EXPECT_EQ(c[1].text, "IN WITNESS WHEREOF the parties have signed. SIGNED by the Buyer.");
+}
+
 TEST(ContractClauses, PagesFollowTheClauses) {
   const std::vector<Clause> c =
       SplitClauses({{1, "1. Scope\nThe scope.\n2. Price\nThe price"}, {2, "is EUR 5.\n3\n"}});

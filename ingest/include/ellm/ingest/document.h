@@ -18,6 +18,9 @@ namespace ellm::ingest {
 inline constexpr std::string_view kMediaTypePdf = "application/pdf";
 inline constexpr std::string_view kMediaTypeText = "text/plain";
 inline constexpr std::string_view kMediaTypeMarkdown = "text/markdown";
+inline constexpr std::string_view kMediaTypeDocx =
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+inline constexpr std::string_view kMediaTypeOdt = "application/vnd.oasis.opendocument.text";
 
 struct DocumentMetadata {
   std::string source;      // the path the document was read from, as given
@@ -35,9 +38,19 @@ struct Page {
   std::string text;  // UTF-8 (NFC); paragraphs separated by one blank line
 };
 
+// One entry of the document's own heading tree, in document order: from a
+// Word or OpenDocument file's heading styles (and their numbering).
+struct Heading {
+  int level = 1;       // 1 = chapter, 2 = section, ...
+  std::string number;  // as the reader sees it ("3", "2.1", "ARTICLE V"); may be empty
+  std::string title;   // the heading's text without its number
+  int page = 1;        // the Page::number it starts on
+};
+
 struct Document {
   DocumentMetadata metadata;
   std::vector<Page> pages;
+  std::vector<Heading> headings;  // empty when the file gives none
 };
 
 // The text the model sees. For a PDF every page starts with a marker line
@@ -50,14 +63,18 @@ struct Document {
 //   [page 2]
 //   ...
 //
-// Text and Markdown files are not paginated: their text is returned as is.
+// Word and OpenDocument files are paginated only where they break pages
+// explicitly; one without page breaks, like text and Markdown files, is
+// returned as is.
 std::string RenderForModel(const Document& doc);
 
 // The JSON form, versioned (append-only fields):
 //   {"format": "ellm.document", "version": 1,
 //    "metadata": {"source", "media_type", "title", "author", "producer",
 //                 "page_count", "byte_size", "sha256"},
-//    "pages": [{"number": 1, "text": "..."}, ...]}
+//    "pages": [{"number": 1, "text": "..."}, ...],
+//    "headings": [{"level": 1, "number": "1", "title": "...", "page": 1}, ...]}
+// ("headings" is optional when read: children before it wrote none).
 // `indent` < 0 writes one line; otherwise pretty-prints with that indent.
 std::string ToJson(const Document& doc, int indent = -1);
 // Parses and validates the form above (types, page numbers >= 1 and

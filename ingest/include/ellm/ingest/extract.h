@@ -1,12 +1,16 @@
 // ExtractDocument: one input file -> Document, the entry point pipelines use.
 //
-// The file's content decides how it is read: a file starting with "%PDF-"
-// is a PDF, parsed by poppler in a child process (the `ellm-extract` binary)
-// under limits on CPU time, address space, output size and wall-clock time,
-// and inside a seccomp filter (no sockets, no new programs, no file opened
-// for writing), so a crash, hang, memory blow-up or exploit on a hostile
-// file becomes an error for that file alone. A valid UTF-8 file named *.txt/*.text (plain text) or
-// *.md/*.markdown (Markdown) passes through. Anything else is rejected.
+// The file's content decides how it is read, never its name alone: a file
+// starting with "%PDF-" is a PDF, parsed by poppler in a child process (the
+// `ellm-extract` binary); a ZIP or OLE compound file is a Word (.docx) or
+// OpenDocument text (.odt) file, parsed by libzip and pugixml in the same
+// child (encrypted ones, old .doc files and other ZIPs are refused clearly).
+// The child runs under limits on CPU time, address space, output size and
+// wall-clock time, and inside a seccomp filter (no sockets, no new programs,
+// no file opened for writing), so a crash, hang, memory blow-up or exploit
+// on a hostile file becomes an error for that file alone. A valid UTF-8
+// file passes through as plain text, or as Markdown when named *.md or
+// *.markdown. Anything else is rejected.
 //
 // The input is only ever opened read-only; nothing is written next to it.
 // Thread-safe: concurrent calls run independent children.
@@ -34,9 +38,9 @@ enum class ExtractError {
   kNotFound,          // no such file                      (StatusCode::kNotFound)
   kUnreadable,        // exists but cannot be read: permissions, a directory, I/O error
   kNotPdf,            // named .pdf (or sniffed as binary) but not a PDF
-  kUnsupportedType,   // neither a PDF nor UTF-8 .txt/.md
-  kEncrypted,         // password-protected: needs a user password to open
-  kDamaged,           // a PDF poppler cannot repair
+  kUnsupportedType,   // not a PDF, Word/OpenDocument text file or UTF-8 text
+  kEncrypted,         // password-protected: needs a password to open (PDF, Word, ODT)
+  kDamaged,           // a PDF poppler cannot repair, a broken ZIP or XML part
   kNoTextLayer,       // no page has text: a scan without OCR
   kTooManyPages,      // above ExtractOptions::max_pages
   kTooLarge,          // above ExtractOptions::max_bytes

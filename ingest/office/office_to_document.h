@@ -1,0 +1,32 @@
+// Word (.docx) and OpenDocument text (.odt) bytes -> Document, in this
+// process: what the ellm-extract child runs for a ZIP or an OLE compound
+// file (everything else calls ExtractDocument, which runs it there).
+//
+// The text is the document as it reads with every tracked change accepted
+// (insertions kept, deletions dropped); comments, footnote marks and field
+// codes are left out. Headings come from the heading styles (and outline
+// levels), with the numbers Word or LibreOffice show before them; table
+// rows become "cell | cell" lines; explicit page breaks (and the page
+// breaks Word recorded when it last laid the file out) start new pages.
+#pragma once
+
+#include <string>
+
+#include "ellm/base/status.h"
+#include "ellm/ingest/document.h"
+
+namespace ellm::ingest::office {
+
+// Errors carry ExtractError reasons: kEncrypted (a password-protected Word
+// or OpenDocument file), kUnsupportedType (a ZIP that is no text document,
+// e.g. a spreadsheet, or a Word 97-2003 .doc), kDamaged (a broken archive or
+// XML), kResourceLimit (a part that expands beyond kMaxPartBytes),
+// kNoTextLayer (no text at all). `name` is used in messages. The result's
+// metadata has media_type, title, author, producer and page_count.
+StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string& name);
+
+// Internals, exposed for the tests.
+StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name);
+StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name);
+
+}  // namespace ellm::ingest::office
