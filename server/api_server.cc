@@ -236,8 +236,8 @@ bool ApiServer::Run() {
   return served;
 }
 
-// Plain HTTP: cpp-httplib on a private loopback port behind the front
-// gate, which owns the public socket (front_gate.h).
+// cpp-httplib on a private loopback port behind the front gate, which
+// owns the public socket and terminates TLS when configured (front_gate.h).
 Status ApiServer::BindGate() {
   FrontGateOptions g;
   g.host = options_.host;
@@ -248,6 +248,8 @@ Status ApiServer::BindGate() {
   g.max_connections = options_.max_connections;
   g.max_unread_per_client = options_.max_incomplete_per_client;
   g.max_buffered_bytes = std::max<uint64_t>(256u << 20, 4 * options_.max_body_bytes);
+  g.tls_cert_file = options_.tls_cert_file;
+  g.tls_key_file = options_.tls_key_file;
   const int inner = http_->bind_to_any_port("127.0.0.1");
   if (inner <= 0) return UnavailableError("cannot listen on 127.0.0.1 (any port)");
   g.inner_port = inner;
@@ -259,22 +261,11 @@ Status ApiServer::BindGate() {
 }
 
 Status ApiServer::Bind() {
-  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
-  if (tls) {
-    if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
-      return InvalidArgumentError("TLS needs both a certificate and a key file");
-    }
-    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
-                                                    options_.tls_key_file.c_str());
-    if (!ssl->is_valid()) {
-      return InvalidArgumentError("TLS: cannot use certificate '" + options_.tls_cert_file +
-                                  "' with key '" + options_.tls_key_file +
-                                  "' (unreadable, not PEM, or they do not match)");
-    }
-    http_ = std::move(ssl);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
+  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+    return InvalidArgumentError("TLS needs both a certificate and a key file");
   }
+  // Plain HTTP inside: TLS, when configured, ends at the front gate.
+  http_ = std::make_unique<httplib::Server>();
   httplib::Server& svr = *http_;
   svr.set_socket_options(SetReuseAddressOnly);
   State& st = *state_;
@@ -485,18 +476,7 @@ Status ApiServer::Bind() {
     RunCompletion(st, o, req, res, false);
   });
 
-  if (!tls) return BindGate();
-  if (o.port == 0) {
-    port_ = svr.bind_to_any_port(o.host);
-    if (port_ <= 0) return UnavailableError("cannot listen on " + o.host + " (any port)");
-  } else {
-    if (!svr.bind_to_port(o.host, o.port)) {
-      return UnavailableError("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                              " (in use, or not an address of this host)");
-    }
-    port_ = o.port;
-  }
-  return OkStatus();
+  return BindGate();
 }
 
 }  // namespace ellm::server

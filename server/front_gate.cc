@@ -14,9 +14,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "gate_tls.h"
 
 namespace ellm::server {
 namespace {
@@ -37,6 +40,9 @@ enum class Phase { kHead, kBody, kRelay, kLinger };
 
 struct Conn {
   int outer = -1;
+  ssl_st* ssl = nullptr;  // with TLS: the client's session
+  bool handshaken = false;
+  bool tls_wants_write = false;  // the last TLS read or write waits for EPOLLOUT
   int inner = -1;
   int inner_port = 0;
   Phase phase = Phase::kHead;
@@ -148,11 +154,45 @@ struct FrontGate::Loop {
 
   static bool Unread(const Conn& c) { return c.phase == Phase::kHead || c.phase == Phase::kBody; }
 
+  // recv() and send() on the client's socket, through TLS when it has it.
+  static ssize_t RecvOuter(Conn& c, char* buf, size_t len) {
+    if (c.ssl == nullptr) return recv(c.outer, buf, len, 0);
+    return TlsRecv(c.ssl, buf, len, &c.tls_wants_write);
+  }
+  static ssize_t SendOuter(Conn& c, const char* buf, size_t len) {
+    if (c.ssl == nullptr) return send(c.outer, buf, len, MSG_NOSIGNAL);
+    return TlsSend(c.ssl, buf, len, &c.tls_wants_write);
+  }
+
+  // With TLS, the handshake first (while the request is unread); true when
+  // done, else the connection waits for its socket (or is gone).
+  bool Handshake(uint64_t id, Conn& c) {
+    if (c.ssl == nullptr || c.handshaken) return true;
+    switch (TlsHandshake(c.ssl)) {
+      case TlsStep::kDone:
+        c.handshaken = true;
+        Watch(id, c, false, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+        return true;
+      case TlsStep::kWantRead:
+        Watch(id, c, false, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+        return false;
+      case TlsStep::kWantWrite:
+        Watch(id, c, false, EPOLLIN | EPOLLOUT | EPOLLRDHUP, EPOLL_CTL_MOD);
+        return false;
+      case TlsStep::kFailed:
+        break;
+    }
+    Count(&Stats::refused_head);  // not TLS, or a handshake we cannot agree on
+    Close(id);
+    return false;
+  }
+
   void Close(uint64_t id) {
     auto it = conns.find(id);
     if (it == conns.end()) return;
     Conn& c = it->second;
     DropInner(c);
+    TlsClose(c.ssl);
     if (c.outer >= 0) close(c.outer);
     buffered -= c.reserved;
     conns.erase(it);
@@ -163,8 +203,7 @@ struct FrontGate::Loop {
   // Sends what is left of c.out; false if the client is gone.
   bool Flush(Conn& c) {
     while (c.out_sent < c.out.size()) {
-      const ssize_t n =
-          send(c.outer, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+      const ssize_t n = SendOuter(c, c.out.data() + c.out_sent, c.out.size() - c.out_sent);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n <= 0) return false;
@@ -192,6 +231,7 @@ struct FrontGate::Loop {
     }
     if (!Flush(c)) return Close(id);
     if (c.out.empty()) {
+      TlsShutdown(c.ssl);
       shutdown(c.outer, SHUT_WR);
       Watch(id, c, false, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
     } else {
@@ -260,10 +300,13 @@ struct FrontGate::Loop {
       }
       Count(&Stats::accepted);
       const std::string addr = PeerAddress(peer);
-      if (!MakeRoom(addr)) {
-        const std::string busy = RefusalResponse(
-            {503, "server_busy", "every connection is busy with a reply; try again shortly"});
-        (void)!send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssl_st* ssl = nullptr;
+      if (!MakeRoom(addr) || (gate.tls_ && (ssl = gate.tls_->NewSession(fd)) == nullptr)) {
+        if (!gate.tls_) {  // a TLS client could not read a plain reply
+          const std::string busy = RefusalResponse(
+              {503, "server_busy", "every connection is busy with a reply; try again shortly"});
+          (void)!send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         close(fd);
         Count(&Stats::over_capacity);
         continue;
@@ -271,6 +314,7 @@ struct FrontGate::Loop {
       const uint64_t id = next_id++;
       Conn& c = conns[id];
       c.outer = fd;
+      c.ssl = ssl;
       c.addr = addr;
       c.since = c.progress = Clock::now();
       c.deadline = c.since + Span(o.header_timeout_s);
@@ -303,12 +347,13 @@ struct FrontGate::Loop {
         Span(static_cast<double>(c.body_size) / static_cast<double>(o.body_min_bytes_per_s));
     if (r.head.expect_continue && c.in.size() - c.head_size < c.body_size) {
       static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      (void)!send(c.outer, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)!SendOuter(c, kContinue, sizeof(kContinue) - 1);  // best effort
     }
     return true;
   }
 
   void ReadRequest(uint64_t id, Conn& c) {
+    if (!Handshake(id, c)) return;
     char buf[16384];
     for (;;) {
       size_t want = sizeof(buf);
@@ -318,9 +363,15 @@ struct FrontGate::Loop {
         want = std::min<uint64_t>(want, c.head_size + c.body_size - c.in.size());
       }
       if (want == 0) break;
-      const ssize_t n = recv(c.outer, buf, want, 0);
+      const ssize_t n = RecvOuter(c, buf, want);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (c.ssl != nullptr) {
+          Watch(id, c, false, EPOLLIN | EPOLLRDHUP | (c.tls_wants_write ? EPOLLOUT : 0u),
+                EPOLL_CTL_MOD);
+        }
+        break;
+      }
       if (n <= 0) return Close(id);  // gone before its request was whole
       c.in.append(buf, static_cast<size_t>(n));
       if (c.phase == Phase::kHead) {
@@ -414,7 +465,10 @@ struct FrontGate::Loop {
     switch (c.phase) {
       case Phase::kHead:
       case Phase::kBody:
-        if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) ReadRequest(id, c);
+        // EPOLLOUT: a TLS handshake or read that waited to write.
+        if ((events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+          ReadRequest(id, c);
+        }
         return;
       case Phase::kRelay:
         if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) return Close(id);  // client gone
@@ -424,7 +478,7 @@ struct FrontGate::Loop {
         if ((events & EPOLLOUT) != 0) return Finish(id, c);
         if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
           char buf[4096];
-          const ssize_t n = recv(c.outer, buf, sizeof(buf), 0);
+          const ssize_t n = RecvOuter(c, buf, sizeof(buf));
           if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) Close(id);
         }
         return;
@@ -502,6 +556,16 @@ StatusOr<std::unique_ptr<FrontGate>> FrontGate::Bind(FrontGateOptions options) {
       static_cast<int>(std::max<rlim_t>(32, (files - std::min<rlim_t>(files, 256)) / 2));
   options.max_connections = std::max(8, std::min(options.max_connections, fit));
   std::unique_ptr<FrontGate> gate(new FrontGate(std::move(options)));
+  const FrontGateOptions& o = gate->options_;
+  if (!o.tls_cert_file.empty() || !o.tls_key_file.empty()) {
+    if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+      return InvalidArgumentError("TLS needs both a certificate and a key file");
+    }
+    StatusOr<std::unique_ptr<GateTls>> tls = GateTls::Load(o.tls_cert_file, o.tls_key_file);
+    if (!tls.ok()) return tls.status();
+    gate->tls_ = std::move(*tls);
+    std::signal(SIGPIPE, SIG_IGN);  // OpenSSL's writes to a closed client
+  }
   StatusOr<int> fd = Listen(gate->options_.host, gate->options_.port);
   if (!fd.ok()) return fd.status();
   gate->listen_fd_ = *fd;

@@ -62,7 +62,7 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
                                           std::string* text, ordered_json* json,
                                           std::vector<std::string>* figures) {
   auto count = [&](const std::string& t) { return generator_->CountTokens(t); };
-  const std::vector<OutlineEntry> outline = DocumentOutline(pages);
+  const std::vector<OutlineEntry> outline = DocumentOutline(pages, doc.headings);
   const std::vector<std::vector<KeyTerm>> terms = SectionKeyTerms(outline, spec_.outline_terms);
   *json = ordered_json::array();
   text->clear();

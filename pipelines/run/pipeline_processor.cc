@@ -400,7 +400,7 @@ PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::at
     }
     std::string title = doc->metadata.title;
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
-    PipelineDoc d{title, ingest::RenderForModel(*doc), 0};
+    PipelineDoc d{title, ingest::RenderForModel(*doc), 0, std::move(doc->headings)};
     d.tokens = generator_->CountTokens(d.text);
     out->documents.push_back(
         {i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count, d.tokens});

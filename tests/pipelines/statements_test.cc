@@ -140,6 +140,41 @@ TEST(Statements, TheOutlineIsTheDocumentsNumberedTopLevelSections) {
   EXPECT_TRUE(DocumentOutline(SplitPages("[page 1]\n1. Open the file\n\nText.\n")).empty());
 }
 
+// The R manual case (issue 55): a numbered list inside chapter 2 is no
+// chapter when the file's own outline names the chapters.
+TEST(Statements, TheFilesOwnHeadingsMakeTheOutlineWhenItHasThem) {
+  const auto pages = SplitPages(
+      "[page 1]\nR Data Import\n\n1 Introduction\n\nWhy import data.\n\n"
+      "2 Spreadsheet-like data\n\nThree things matter:\n\n1. Header line\n\n2. Separator\n"
+      "[page 2]\n3. Missing values\n\n3 IMPORTING FROM OTHER SYSTEMS\n\nEpiInfo, Minitab.\n"
+      "[page 3]\nSAS and Stata files.\n[page 4]\n4 Relational databases\n\nDBMS.\n");
+  const std::vector<ingest::Heading> headings = {
+      {1, "", "R Data Import", 1},
+      {2, "1", "Introduction", 1},
+      {3, "1.1", "Imports", 1},
+      {2, "2", "Spreadsheet-like data", 1},
+      {2, "3", "Importing from other systems", 2},  // capitals differ in the text
+      {2, "4", "Relational databases", 4}};
+  const std::vector<OutlineEntry> o = DocumentOutline(pages, headings);
+  ASSERT_EQ(o.size(), 4u);  // level 2: level 1 is the title alone
+  EXPECT_EQ(o[0].heading, "1 Introduction");
+  EXPECT_EQ(o[0].text, "[page 1]\n1 Introduction\n\nWhy import data.\n\n");
+  EXPECT_EQ(o[1].heading, "2 Spreadsheet-like data");
+  EXPECT_EQ(o[1].first_page, 1);
+  EXPECT_EQ(o[1].last_page, 2);
+  EXPECT_NE(o[1].text.find("[page 2]\n3. Missing values"), std::string::npos);
+  EXPECT_EQ(o[2].heading, "3 Importing from other systems");
+  EXPECT_EQ(o[2].first_page, 2);
+  EXPECT_EQ(o[2].last_page, 3);
+  EXPECT_EQ(o[2].text.rfind("[page 2]\n3 IMPORTING", 0), 0u) << o[2].text;
+  EXPECT_EQ(o[3].first_page, 4);
+  EXPECT_EQ(o[3].last_page, 4);
+  // Without headings (or with one alone) the text decides, as before.
+  EXPECT_EQ(DocumentOutline(pages, {}).size(), DocumentOutline(pages).size());
+  EXPECT_EQ(DocumentOutline(pages, {{1, "", "R Data Import", 1}}).size(),
+            DocumentOutline(pages).size());
+}
+
 TEST(Statements, AppendicesFollowTheNumberedSectionsInSequence) {
   const auto pages = SplitPages(
       "[page 1]\n1. Introduction\n\nText.\n\n2. Queries\n\nMore.\n\n"

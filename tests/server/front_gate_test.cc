@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -269,6 +271,74 @@ std::set<int> OwnLoopbackListeners() {
     }
   }
   return ports;
+}
+
+// A self-signed certificate for 127.0.0.1 in `dir` (openssl from Debian).
+bool MakeCertificate(const std::string& dir) {
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-keyout '" +
+      dir + "/key.pem' -out '" + dir + "/cert.pem' 2>/dev/null";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// curl over TLS (certificate checked against `ca`); "<status> <body>".
+std::string CurlTls(int port, const std::string& ca, const std::string& path) {
+  const std::string cmd = "curl -s --max-time 5 --cacert '" + ca +
+                          "' -w ' %{http_code}' https://127.0.0.1:" + std::to_string(port) + path;
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Issue 53: TLS ends at the gate, so silent clients and clients stuck in
+// their handshake are half-read connections under the same caps and
+// deadline as plain ones; plain HTTP on the TLS port is dropped.
+TEST_F(FrontGateTest, TlsClientsStuckInTheirHandshakeDoNotKeepAQuickOneOut) {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/ellm-gate-tls-" +
+                          std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(MakeCertificate(dir));
+  FrontGateOptions o;
+  o.header_timeout_s = 2;
+  o.tls_cert_file = dir + "/cert.pem";
+  o.tls_key_file = dir + "/key.pem";
+  Start(o);
+  EXPECT_EQ(CurlTls(gate_->port(), o.tls_cert_file, "/health"), "ok 200");
+  // 100 that connect and say nothing, 100 with half a ClientHello.
+  std::vector<int> stuck;
+  const std::string half_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+  for (int i = 0; i < 200; ++i) {
+    const int fd = Connect(gate_->port());
+    ASSERT_GE(fd, 0) << i;
+    if (i % 2 == 1) SendAll(fd, half_hello);
+    stuck.push_back(fd);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    EXPECT_EQ(CurlTls(gate_->port(), o.tls_cert_file, "/health"), "ok 200") << i;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0) << i;
+  }
+  // Plain HTTP to the TLS port: no handshake, no reply, the connection ends.
+  const std::string plain = Request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(plain.find("200 OK"), std::string::npos) << plain;
+  const FrontGate::Stats st = gate_->stats();
+  EXPECT_GE(st.evicted, 200u - 32u);
+  EXPECT_EQ(st.forwarded, 6u);
+  for (int fd : stuck) close(fd);
+  // A certificate that is not one is refused at Bind, naming the file.
+  FrontGateOptions bad;
+  bad.tls_cert_file = dir + "/key.pem";
+  bad.tls_key_file = dir + "/key.pem";
+  auto refused = FrontGate::Bind(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("key.pem"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiServerGate, TheInnerServerRefusesConnectionsThatWentAroundTheGate) {

@@ -85,8 +85,9 @@ std::string DefaultPipelinesDir();
 // One document as a pipeline sees it.
 struct PipelineDoc {
   std::string title;
-  std::string text;    // page-marked, what the model reads (or map notes)
-  int64_t tokens = 0;  // of `text`, kept in step with it
+  std::string text;                       // page-marked, what the model reads (or map notes)
+  int64_t tokens = 0;                     // of `text`, kept in step with it
+  std::vector<ingest::Heading> headings;  // the file's own (ingest::Document::headings)
 };
 
 class PipelineProcessor : public Processor {

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ellm/ingest/document.h"
+
 #include "ellm/pipelines/facts.h"
 
 namespace ellm::pipelines {
@@ -89,6 +91,17 @@ struct OutlineEntry {
 // are three or more; the document's title line is then the first. Else
 // empty (no outline is better than a list taken for one).
 std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages);
+
+// The same from the heading tree the file gives itself (a PDF's bookmarks,
+// a Word or OpenDocument file's heading styles: ingest::Document::headings)
+// when it has one: its top level, or the level below a single root (a title
+// over every chapter), when that level has two entries or more; each
+// section's text from its heading's line (found on the heading's page, else
+// the page's start) to the next section's. Else DocumentOutline(pages). At
+// most kMaxOutlineSections sections (the rest join the last).
+inline constexpr size_t kMaxOutlineSections = 40;
+std::vector<OutlineEntry> DocumentOutline(const std::vector<Page>& pages,
+                                          const std::vector<ingest::Heading>& headings);
 
 // A term that marks one section out from the others, and the page of the
 // section where it occurs most (the first of them on a tie).

@@ -13,6 +13,10 @@
 // silent connections cannot keep a quick client out — bodies held at once,
 // and a client that stops reading its reply is dropped after the stall
 // timeout (so its stream ends and its session is freed).
+//
+// TLS (a certificate and key given): the gate terminates it on the same
+// loop, so a client stuck in its handshake is a half-read connection under
+// the same deadline and caps; the inner server sees plain HTTP.
 #pragma once
 
 #include <array>
@@ -40,7 +44,11 @@ struct FrontGateOptions {
   int max_connections = 1024;
   int max_unread_per_client = 32;            // connections whose request is not yet whole
   uint64_t max_buffered_bytes = 256u << 20;  // request bodies held at once
+  // Both set: serve HTTPS (PEM files: the certificate chain, the key).
+  std::string tls_cert_file, tls_key_file;
 };
+
+class GateTls;
 
 class FrontGate {
  public:
@@ -56,7 +64,9 @@ class FrontGate {
     int64_t open = 0;
   };
 
-  // Binds host:port (the file limit raised to its hard maximum).
+  // Binds host:port (the file limit raised to its hard maximum). With TLS,
+  // InvalidArgument if the certificate or key cannot be used, and SIGPIPE
+  // is ignored from then on (OpenSSL writes without MSG_NOSIGNAL).
   static StatusOr<std::unique_ptr<FrontGate>> Bind(FrontGateOptions options);
   ~FrontGate();
   FrontGate(const FrontGate&) = delete;
@@ -81,6 +91,7 @@ class FrontGate {
   int wake_fd_ = -1;
   int port_ = 0;
   std::array<std::atomic<uint64_t>, 1024> gate_ports_{};
+  std::unique_ptr<GateTls> tls_;
   std::unique_ptr<Loop> loop_;
 };
 
