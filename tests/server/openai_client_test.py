@@ -13,7 +13,10 @@ streamed, a follow-up with the result, none), logprobs (chat,
 streamed, completions), OpenAI-shaped errors
 (401, 400, 404, 413, context_length_exceeded), 429 past the queue, a
 disconnected stream ending its generation, a follow-up reusing the
-session's tokens and a new conversation its system prompt, TLS, and a clean exit on SIGTERM; with `ellm serve`, also
+session's tokens and a new conversation its system prompt, hostile input
+(JSON nested 30,000 deep at two doors, 40 silent clients, a path that
+would inject a /metrics line), TLS (with 40 clients stuck in their
+handshake), and a clean exit on SIGTERM; with `ellm serve`, also
 concurrent streams decoded together (batched decode) giving each the text
 it gets alone.
 """
@@ -151,6 +154,7 @@ def main():
                               {"sessions": 1, "max_queue": 0, "max_body_bytes": 65536})
     try:
         run(base, ellm, model, tmp)
+        hostile(base, proc)
         http_text = http_jobs(base, ellm, model, tmp)
         if DAEMON:
             # One /metrics for the daemon and its API.
@@ -786,6 +790,51 @@ def batched_decode(ellm, model, tmp):
 
 
 
+def hold_silent(port, count, payload):
+    """`count` connections that send `payload` and then nothing."""
+    socks = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if payload:
+            s.sendall(payload)
+        socks.append(s)
+    return socks
+
+
+def health_within(url, seconds, cacert=None):
+    started = time.time()
+    cmd = ["curl", "-s", "--max-time", str(seconds), url + "/health"]
+    if cacert:
+        cmd[1:1] = ["--cacert", cacert]
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    return '"ok"' in out and time.time() - started < seconds
+
+
+def hostile(base, proc):
+    """Issue 53 at this door (`ellm serve`, or ellmd's http: section)."""
+    auth = {"Authorization": "Bearer " + KEY, "Content-Type": "application/json"}
+    deep = "[" * 30000 + "]" * 30000  # 60 KB: under this server's 64 KiB body limit
+    for path, body in (("/v1/chat/completions",
+                        '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "x": '
+                        + deep + "}"),
+                       ("/v1/jobs", '{"pipeline": "summarize-report", "params": ' + deep + "}")):
+        status, _, reply = http("POST", base + path, body.encode(), auth)
+        check(status == 400 and b"deep" in reply.lower(),
+              f"JSON nested 30,000 deep at {path}: 400 naming the depth ({status})")
+    port = int(base.rsplit(":", 1)[1])
+    socks = hold_silent(port, 40, b"GET /health HTTP/1.1\r\nHo")
+    try:
+        check(health_within(base, 2), "/health answers within 2 s beside 40 silent clients")
+    finally:
+        for s in socks:
+            s.close()
+    status, _, _ = http("GET", base + "/x%22%7D%201%0Aellm_injected%201%0A%23")
+    metrics = (f"http://127.0.0.1:{proc.metrics_port}/metrics" if DAEMON else base + "/metrics")
+    _, _, body = http("GET", metrics, headers={"Authorization": "Bearer " + KEY})
+    check(status == 401 and b"ellm_injected" not in body,
+          f"a path cannot write a line into /metrics ({status})")
+
+
 def tls(ellm, model, tmp):
     cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
@@ -805,6 +854,15 @@ def tls(ellm, model, tmp):
                                 base.replace("https://", "http://") + "/health"],
                                capture_output=True, text=True).stdout
         check(plain != "200", f"plain HTTP to the TLS port is not served (got {plain!r})")
+        # Issue 53: TLS ends at the front gate; stuck handshakes hold nothing.
+        port = int(base.rsplit(":", 1)[1])
+        socks = hold_silent(port, 20, b"") + hold_silent(port, 20, b"\x16\x03\x01\x02\x00\x01")
+        try:
+            check(health_within(base, 2, cert),
+                  "/health over TLS within 2 s beside 40 clients stuck in their handshake")
+        finally:
+            for s in socks:
+                s.close()
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
