@@ -6,6 +6,7 @@
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_limits.h"
+#include "ellm/base/html.h"
 
 namespace ellm::jinja {
 namespace {
@@ -77,29 +78,7 @@ Value SortKey(const Value& v, bool case_sensitive) {
 
 std::string HtmlEscape(const Value& v) {
   if (v.is_markup()) return v.str();
-  std::string out;
-  for (char c : v.Str()) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return ::ellm::HtmlEscape(v.Str());
 }
 
 namespace {

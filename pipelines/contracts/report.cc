@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "ellm/base/html.h"
 #include "ellm/pipelines/contracts.h"
 
 namespace ellm::pipelines {
@@ -70,29 +71,7 @@ std::string MarkdownCell(std::string s) {
   return out;
 }
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
+std::string Escape(std::string_view s) { return HtmlEscape(s); }
 
 // What a non-unchanged pair differs in, in words.
 std::string Details(const ContractComparison& c, const AlignedClause& x) {
