@@ -247,6 +247,9 @@ struct FrontGate::Loop {
   }
 
   void Refuse(uint64_t id, Conn& c, const HeadRefusal& r) {
+    // A client still in its TLS handshake cannot read an HTTP reply (and
+    // writing one would only wait on that handshake): it is just closed.
+    if (c.ssl != nullptr && !c.handshaken) return Close(id);
     DropInner(c);
     c.out = RefusalResponse(r);
     c.out_sent = 0;

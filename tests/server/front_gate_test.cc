@@ -331,6 +331,15 @@ TEST_F(FrontGateTest, TlsClientsStuckInTheirHandshakeDoNotKeepAQuickOneOut) {
   EXPECT_GE(st.evicted, 200u - 32u);
   EXPECT_EQ(st.forwarded, 6u);
   for (int fd : stuck) close(fd);
+  // One that never finishes its handshake is closed at the header deadline
+  // (no HTTP reply it could not read), and the gate is idle again.
+  const int late = Connect(gate_->port());
+  SendAll(late, half_hello);
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(ReadAll(late), "");
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 4.0);
+  close(late);
+  EXPECT_EQ(gate_->stats().open, 0);
   // A certificate that is not one is refused at Bind, naming the file.
   FrontGateOptions bad;
   bad.tls_cert_file = dir + "/key.pem";
