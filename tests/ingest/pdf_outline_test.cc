@@ -34,7 +34,15 @@ std::vector<std::string> Reference(const std::string& name) {
   return rows;
 }
 
-class RealPdfOutline : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+using OutlineCase = std::pair<const char*, const char*>;  // reference name, PDF path
+
+class RealPdfOutline : public ::testing::TestWithParam<OutlineCase> {};
+
+std::string CaseName(const ::testing::TestParamInfo<OutlineCase>& info) {
+  std::string name = info.param.first;
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+}
 
 TEST_P(RealPdfOutline, EveryBookmarkWithItsLevelAndPage) {
   const auto [name, path] = GetParam();
@@ -56,7 +64,8 @@ INSTANTIATE_TEST_SUITE_P(
     Debian, RealPdfOutline,
     ::testing::Values(std::make_pair("libtasn1", "/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
                       std::make_pair("shared-mime-info-spec",
-                                     "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")));
+                                     "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")),
+    CaseName);
 
 }  // namespace
 }  // namespace ellm::ingest

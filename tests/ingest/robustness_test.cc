@@ -36,7 +36,10 @@ std::vector<fs::path> FindDocPdfs(const fs::path& root) {
     if (ec) break;
     const std::string name = it->path().filename().string();
     const bool pdf = name.ends_with(".pdf") || name.ends_with(".pdf.gz");
-    if (pdf && it->is_regular_file(ec) && it->file_size(ec) <= kMaxFileBytes) {
+    // Symbolic links (r-doc-pdf's manuals point into /usr/share/R) are left
+    // out: each file once, and the set is what packages ship under doc/.
+    if (pdf && !it->is_symlink(ec) && it->is_regular_file(ec) &&
+        it->file_size(ec) <= kMaxFileBytes) {
       out.push_back(it->path());
     }
   }
