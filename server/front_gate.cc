@@ -193,11 +193,15 @@ struct FrontGate::Loop {
     Conn& c = it->second;
     DropInner(c);
     TlsClose(c.ssl);
-    if (c.outer >= 0) close(c.outer);
+    const int outer = c.outer;
     buffered -= c.reserved;
     conns.erase(it);
-    std::lock_guard<std::mutex> lock(stats_mu);
-    stats.open = static_cast<int64_t>(conns.size());
+    {
+      std::lock_guard<std::mutex> lock(stats_mu);
+      stats.open = static_cast<int64_t>(conns.size());
+    }
+    // Closed last, so a client that sees its connection end sees it counted.
+    if (outer >= 0) close(outer);
   }
 
   // Sends what is left of c.out; false if the client is gone.
