@@ -1,12 +1,11 @@
-// Issue 53, end to end: a real `ellm serve` (the test model, an API key)
-// sent JSON nested 2,000,000 levels deep at each door that reads JSON —
-// the job body, a multipart params field, a chat request's body, its
-// response_format schema and its tools — answers 400 naming the limit and
-// keeps serving: /health, a normal chat completion, a tool call whose
-// arguments text is as deep (kept as text). Paths chosen to inject lines
-// into /metrics, or to add series, do neither. 500 silent connections
-// and 50 slow bodies (no API key needed to send them) keep neither /health
-// nor a chat request out.
+// Issue 53, end to end, at both doors: a real `ellm serve` and a real
+// ellmd (its http: section, its Kafka consumer on the test broker), each
+// with the test model and two API keys, sent JSON nested 2,000,000 levels deep at each door that
+// reads JSON — the job body, a multipart params field, a chat request's body, its response_format
+// schema and its tools — answers 400 naming the limit and keeps serving: /health, a normal chat
+// completion, a tool call whose arguments text is as deep (kept as text). Paths chosen to inject
+// lines into /metrics, or to add series, do neither. 500 silent connections and 50 slow bodies (no
+// API key needed to send them) keep neither /health nor a chat request out.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -42,14 +41,61 @@ constexpr size_t kHostile = 2000000;
 
 std::string Arrays(size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
 
-// `ellm serve` on a free port; stopped with SIGTERM.
+// The door under attack: `ellm serve`, or ellmd with its http: section
+// (and, given the broker, its Kafka consumer) on the same settings.
+enum class Door { kServe, kDaemon };
+
+std::string DoorName(const ::testing::TestParamInfo<Door>& p) {
+  return p.param == Door::kServe ? "EllmServe" : "Ellmd";
+}
+
+// ellmd's config for the attack: one session of 2048 tokens, the two keys,
+// its jobs confined to `dir`, Kafka on the test broker when there is one.
+std::string WriteDaemonConfig(const std::string& model, const std::string& dir,
+                              const std::string& keys, const std::string& brokers) {
+  const std::string topic = "attack-" + std::to_string(getpid()) + "-" +
+                            std::to_string(std::chrono::system_clock::now().time_since_epoch() /
+                                           std::chrono::milliseconds(1));
+  json kafka = {{"enabled", false}};
+  if (!brokers.empty()) {
+    kafka = {{"enabled", true},
+             {"brokers", brokers},
+             {"group_id", topic},
+             {"jobs_topic", topic},
+             {"results_topic", topic + ".results"},
+             {"dead_letter_topic", topic + ".dlq"},
+             {"group_instance_id", topic},
+             {"session_timeout_ms", 6000}};
+  }
+  const json config = {{"model", {{"path", model}, {"threads", 2}, {"context", 2048}}},
+                       {"store", {{"path", dir + "/ellmd.db"}}},
+                       {"kv", {{"prefix_cache_dir", ""}}},
+                       {"kafka", kafka},
+                       {"http",
+                        {{"enabled", true},
+                         {"listen", "127.0.0.1:0"},
+                         {"api_keys_file", keys},
+                         {"context", 2048},
+                         {"sessions", 1}}},
+                       {"jobs", {{"allowed_roots", {dir}}}},
+                       {"log", {{"level", "info"}}},
+                       {"metrics", {{"enabled", true}, {"listen", "127.0.0.1:0"}}}};
+  const std::string path = dir + "/ellmd.yaml";
+  std::ofstream(path) << config.dump(2);  // JSON is YAML
+  return path;
+}
+
+// `ellm serve` or ellmd on a free port; stopped with SIGTERM.
 class ServeProcess {
  public:
-  bool Start(const std::string& model, const std::string& dir) {
+  bool Start(Door door, const std::string& model, const std::string& dir,
+             const std::string& brokers) {
     const std::string keys = dir + "/keys";
     std::ofstream(keys) << kKey << "\n" << kOtherKey << "\n";
     std::filesystem::permissions(
         keys, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    const std::string config =
+        door == Door::kDaemon ? WriteDaemonConfig(model, dir, keys, brokers) : "";
     int out[2];
     if (pipe(out) != 0) return false;
     pid_ = fork();
@@ -58,24 +104,35 @@ class ServeProcess {
       close(out[0]);
       close(out[1]);
       const std::string db = dir + "/ellm.db";
+      if (door == Door::kDaemon) {
+        execl(ELLMD_PATH, ELLMD_PATH, "--config", config.c_str(), static_cast<char*>(nullptr));
+      }
       execl(ELLM_CLI_PATH, ELLM_CLI_PATH, "serve", "--model", model.c_str(), "--listen",
             "127.0.0.1:0", "--api-keys-file", keys.c_str(), "--db", db.c_str(), "--ctx", "2048",
             "--threads", "2", "--sessions", "1", static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);
-    // Kept open until the process ends: a write to a closed pipe would
-    // kill it with SIGPIPE.
+    // Kept open and read until the process ends: ellmd logs to stdout, and
+    // a full pipe would block it (a closed one would kill it with SIGPIPE).
     stdout_ = fdopen(out[0], "r");
-    char line[512] = {0};
-    const bool read = fgets(line, sizeof(line), stdout_) != nullptr;
-    std::smatch m;
-    const std::string text = read ? line : "";
-    if (!std::regex_search(text, m, std::regex("listening on http://127\\.0\\.0\\.1:(\\d+)"))) {
-      return false;
+    const std::regex address(door == Door::kDaemon ? "http API on http://127\\.0\\.0\\.1:(\\d+)"
+                                                   : "listening on http://127\\.0\\.0\\.1:(\\d+)");
+    char line[1024] = {0};
+    while (fgets(line, sizeof(line), stdout_) != nullptr) {
+      std::smatch m;
+      const std::string text = line;
+      if (std::regex_search(text, m, address)) {
+        port_ = std::stoi(m[1]);
+        break;
+      }
     }
-    port_ = std::stoi(m[1]);
-    return true;
+    drain_ = std::thread([f = stdout_] {
+      char buf[4096];
+      while (fread(buf, 1, sizeof(buf), f) > 0) {
+      }
+    });
+    return port_ > 0;
   }
   // The exit status after SIGTERM (-1: killed by a signal, or hung).
   int Stop() {
@@ -99,21 +156,29 @@ class ServeProcess {
   int port() const { return port_; }
   ~ServeProcess() {
     if (pid_ > 0) Stop();
+    if (drain_.joinable()) drain_.join();
     if (stdout_ != nullptr) fclose(stdout_);
   }
 
  private:
   FILE* stdout_ = nullptr;
+  std::thread drain_;
   pid_t pid_ = -1;
   int port_ = 0;
 };
 
-class HostileInputServe : public ::testing::Test {
+class HostileInputServe : public ::testing::TestWithParam<Door> {
  protected:
   void SetUp() override {
     ELLM_REQUIRE_MODEL(model);
+    std::string brokers;
+    if (GetParam() == Door::kDaemon) {
+      ELLM_REQUIRE_KAFKA(kafka);
+      brokers = kafka;
+    }
     dir_ = MakeTempDir("ellm-hostile");
-    ASSERT_TRUE(serve_.Start(model, dir_)) << "ellm serve did not print its address";
+    ASSERT_TRUE(serve_.Start(GetParam(), model, dir_, brokers))
+        << "the server did not print its address";
     client_ = std::make_unique<httplib::Client>("127.0.0.1", serve_.port());
     client_->set_bearer_token_auth(kKey);
     client_->set_read_timeout(120, 0);
@@ -122,11 +187,11 @@ class HostileInputServe : public ::testing::Test {
       if (HttpRequest(serve_.port(), "GET", "/health").status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    FAIL() << "ellm serve never became ready";
+    FAIL() << "the server never became ready";
   }
   void TearDown() override {
     if (serve_.port() > 0) {
-      EXPECT_EQ(serve_.Stop(), 0) << "ellm serve should exit 0 on SIGTERM";
+      EXPECT_EQ(serve_.Stop(), 0) << "the server should exit 0 on SIGTERM";
     }
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
@@ -159,7 +224,7 @@ class HostileInputServe : public ::testing::Test {
 
 const std::string kUser = R"({"role":"user","content":"Say hi."})";
 
-TEST_F(HostileInputServe, DeepJsonIsA400AtEveryDoorAndTheServerKeepsServing) {
+TEST_P(HostileInputServe, DeepJsonIsA400AtEveryDoorAndTheServerKeepsServing) {
   // The body of issue 53 as it was reported: never closed.
   ExpectTooDeep(Post("/v1/jobs", "{\"x\":" + std::string(kHostile, '[')), "/v1/jobs body");
   ExpectTooDeep(Post("/v1/jobs", R"({"id":"deep","pipeline":"document-stats","params":{"x":)" +
@@ -221,7 +286,7 @@ TEST_F(HostileInputServe, DeepJsonIsA400AtEveryDoorAndTheServerKeepsServing) {
   EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/health").status, 200);
 }
 
-TEST_F(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {
+TEST_P(HostileInputServe, MetricsTakeNoLinesOrSeriesFromPaths) {
   // Unauthenticated: the 401 counter once labelled its series with this.
   EXPECT_EQ(HttpRequest(serve_.port(), "GET", "/x%22%7D%201%0Aellm_injected%201%0A%23").status,
             401);
@@ -248,7 +313,7 @@ int SendAndHold(int port, const std::string& bytes) {
 
 // Issue 53: forty connections that sent part of a request line and then
 // nothing made /health time out for as long as they stayed.
-TEST_F(HostileInputServe, FiveHundredSilentClientsKeepNobodyOut) {
+TEST_P(HostileInputServe, FiveHundredSilentClientsKeepNobodyOut) {
   std::vector<int> held;
   for (int i = 0; i < 500; ++i) {
     const int fd = SendAndHold(serve_.port(), "POST /v1/chat/completions HTTP/1.1\r\nHo");
@@ -285,7 +350,7 @@ TEST_F(HostileInputServe, FiveHundredSilentClientsKeepNobodyOut) {
 // Issue 53: `n` up to 16 let one client hold every session. With two keys
 // and one session, a key may hold one choice: n=2 is refused, and while one
 // of its requests runs its next is a 429, but the other key's is served.
-TEST_F(HostileInputServe, OneKeyCannotHoldEverySession) {
+TEST_P(HostileInputServe, OneKeyCannotHoldEverySession) {
   auto many =
       Post("/v1/chat/completions", "{\"messages\":[" + kUser + "],\"max_tokens\":2,\"n\":2}");
   EXPECT_EQ(many.first, 400) << many.second.dump();
@@ -362,7 +427,7 @@ std::string InlineJob(const json& extra) {
 // protocol, the JSON and the job doors, each answered with its own status
 // at once; after each the server is alive and /health answers within 1 s,
 // and after all of them a normal chat request gets its answer.
-TEST_F(HostileInputServe, EachHostileRequestGetsItsAnswerAndTheServiceStaysWhole) {
+TEST_P(HostileInputServe, EachHostileRequestGetsItsAnswerAndTheServiceStaysWhole) {
   json many_msgs = json::array();
   for (int i = 0; i < 100000; ++i) many_msgs.push_back({{"role", "user"}, {"content", ""}});
   json bias = json::object();
@@ -483,6 +548,9 @@ TEST_F(HostileInputServe, EachHostileRequestGetsItsAnswerAndTheServiceStaysWhole
   ASSERT_EQ(normal.first, 200) << normal.second.dump();
   EXPECT_FALSE(normal.second["choices"][0]["message"]["content"].get<std::string>().empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Doors, HostileInputServe, ::testing::Values(Door::kServe, Door::kDaemon),
+                         DoorName);
 
 }  // namespace
 }  // namespace ellm::testing
