@@ -14,6 +14,7 @@
 #include "ellm/base/json.h"
 #include "ellm/base/socket_options.h"
 #include "ellm/server/front_gate.h"
+#include "ellm/server/job_request.h"
 #include "ellm/server/metrics_labels.h"
 #include "ellm/server/openai.h"
 #include "ellm/server/request_guard.h"
@@ -30,6 +31,13 @@ bool SameKey(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
   }
   return diff == 0;
+}
+
+// A multipart request's parts, in the order the HTTP library keeps them.
+std::vector<FormPart> FormParts(const httplib::Request& req) {
+  std::vector<FormPart> parts;
+  for (const auto& [field, part] : req.files) parts.push_back({field, part.filename, part.content});
+  return parts;
 }
 
 // The front gate's connection counters (front_gate.h).
@@ -397,58 +405,20 @@ Status ApiServer::Bind() {
     SendError(res, Error(404, "not_found_error", "document jobs are not served here"));
     return true;
   };
-  svr.Post(
-      "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
-        if (no_jobs(res)) return;
-        json message = json::object();
-        std::vector<JobService::Upload> uploads;
-        if (req.is_multipart_form_data()) {
-          // Fields pipeline, params (JSON text), id; every file part a document.
-          for (const auto& [field, part] : req.files) {
-            if (!part.filename.empty()) {
-              uploads.push_back({part.filename, part.content});
-            } else if (field == "pipeline" || field == "id") {
-              message[field] = part.content;
-            } else if (field == "params") {
-              StatusOr<json> params = ParseJson(part.content);
-              if (!params.ok()) {
-                return SendError(res, JsonError(params.status(), "params", "params"));
-              }
-              message["params"] = std::move(*params);
-            } else {
-              return SendError(res, InvalidRequest("unknown form field '" + field +
-                                                       "' (pipeline, params, id, and files)",
-                                                   field));
-            }
-          }
-          message["documents"] = json::array();
-        } else {
-          StatusOr<json> body = ParseJson(req.body);
-          if (!body.ok()) return SendError(res, JsonError(body.status(), "the request body"));
-          if (!body->is_object()) {
-            return SendError(
-                res, InvalidRequest("the request body is not a JSON object", "", "invalid_json"));
-          }
-          message = std::move(*body);
-        }
-        if (message.contains("reply_to")) {
-          return SendError(res, InvalidRequest("reply_to is for jobs sent through Kafka: an HTTP "
-                                               "job's result is read with GET /v1/jobs/{id}",
-                                               "reply_to", "reply_to_not_allowed"));
-        }
-        if (!message.contains("version")) message["version"] = 1;
-        const std::string key = req.get_header_value("Idempotency-Key");
-        if (!key.empty()) {
-          if (message.contains("id") && message["id"] != key) {
-            return SendError(res, InvalidRequest("the body's id differs from Idempotency-Key", "id",
-                                                 "key_mismatch"));
-          }
-          message["id"] = key;
-        } else if (!message.contains("id")) {
-          message["id"] = RandomId("http-");
-        }
-        send_job("/v1/jobs", res, st.jobs.load()->Submit(std::move(message), std::move(uploads)));
-      });
+  svr.Post("/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req,
+                                                httplib::Response& res) {
+    if (no_jobs(res)) return;
+    JobRequestOrError request = req.is_multipart_form_data() ? JobRequestFromForm(FormParts(req))
+                                                             : JobRequestFromBody(req.body);
+    if (auto* parsed = std::get_if<JobRequest>(&request)) {
+      request = FinishJobRequest(std::move(*parsed), req.get_header_value("Idempotency-Key"),
+                                 RandomId("http-"));
+    }
+    if (auto* error = std::get_if<ApiError>(&request)) return SendError(res, *error);
+    JobRequest& job = std::get<JobRequest>(request);
+    send_job("/v1/jobs", res,
+             st.jobs.load()->Submit(std::move(job.message), std::move(job.uploads)));
+  });
   svr.Get(R"(/v1/jobs/([^/]+))",
           [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
             if (no_jobs(res)) return;
