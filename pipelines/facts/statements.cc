@@ -66,6 +66,14 @@ std::string Trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
+// Common words of one or two letters, which end sentences as often as any.
+bool ShortWord(std::string_view w) {
+  static const std::unordered_set<std::string_view> kWords = {
+      "a",  "i",  "am", "an", "as", "at", "be", "by", "do", "go", "he", "if", "in",
+      "is", "it", "me", "my", "no", "of", "on", "or", "so", "to", "up", "us", "we"};
+  return kWords.count(w) > 0;
+}
+
 // A line's sentences: split after ". ", "! ", "? " (a decimal point has no
 // space after it, an abbreviation is short); each keeps its punctuation.
 std::vector<std::string> Sentences(const std::string& line) {
@@ -75,10 +83,15 @@ std::vector<std::string> Sentences(const std::string& line) {
     const char c = line[i];
     if ((c == '.' || c == '!' || c == '?') && line[i + 1] == ' ') {
       // "p. 4", "e.g. ", "No. 7": a word of one or two letters before a
-      // period is an abbreviation.
+      // period is an abbreviation, unless it is a common short word and a
+      // capital follows ("... unlikely to. Apparently ...").
       size_t w = i;
       while (w > start && std::isalpha(static_cast<unsigned char>(line[w - 1]))) --w;
-      if (c == '.' && i - w >= 1 && i - w <= 2) continue;
+      if (c == '.' && i - w >= 1 && i - w <= 2 &&
+          !(ShortWord(std::string_view(line).substr(w, i - w)) && i + 2 < line.size() &&
+            std::isupper(static_cast<unsigned char>(line[i + 2])))) {
+        continue;
+      }
       out.push_back(line.substr(start, i + 1 - start));
       start = i + 2;
     }
@@ -514,5 +527,9 @@ std::vector<std::vector<KeyTerm>> SectionKeyTerms(const std::vector<OutlineEntry
   }
   return out;
 }
+
+std::vector<std::string> SplitSentences(const std::string& line) { return Sentences(line); }
+
+bool IsProse(const std::string& line) { return Prose(line); }
 
 }  // namespace ellm::pipelines

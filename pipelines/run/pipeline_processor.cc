@@ -1,4 +1,5 @@
 #include "ellm/pipelines/pipeline_processor.h"
+#include "ellm/pipelines/backbone.h"
 #include "ellm/pipelines/statements.h"
 
 #include "run/pipeline_internal.h"
@@ -215,6 +216,31 @@ std::optional<std::pair<size_t, size_t>> SectionBody(const std::string& text,
   return std::make_pair(body, end);
 }
 
+// The document's own sentences a section shows when the model's did not
+// survive (backbone.h): two for what it is for and its conclusions, three
+// risks, four figures.
+int DefaultSentences(BackbonePart part) {
+  switch (part) {
+    case BackbonePart::kFigures:
+      return 4;
+    case BackbonePart::kRisks:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+// Where a section left empty waits for its backbone sentences (no text of
+// a section can hold the control character).
+std::string BackboneSlot(size_t i) {
+  return std::string("\x01") + "backbone " + std::to_string(i) + "\x01";
+}
+
+std::string NothingKept(const PipelineSpec::Section& sec) {
+  return sec.verify_figures ? "(no figure could be verified in the source)"
+                            : "(no statement could be traced to the source)";
+}
+
 // Most figure lines a section keeps after merging the map steps' ones.
 constexpr size_t kMaxMergedFigureLines = 12;
 
@@ -232,6 +258,9 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   nlohmann::ordered_json unverified = nlohmann::ordered_json::array();
   nlohmann::ordered_json unsupported = nlohmann::ordered_json::array();
   nlohmann::ordered_json citations = nlohmann::ordered_json::array();
+  nlohmann::ordered_json extracted = nlohmann::ordered_json::array();
+  std::vector<BackboneWant> wants;  // sections left empty, for the document's own sentences
+  std::vector<const PipelineSpec::Section*> backbone;
   int total = 0, found = 0, statements = 0, supported = 0;
   std::vector<std::vector<std::string>> said;  // stems of the statements kept so far
   bool any_figures = false, any_statements = false;
@@ -279,13 +308,29 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
         unsupported.push_back({{"section", sec.heading}, {"sentence", sentence}});
       kept = check.text;
     }
-    if (kept.empty()) {
-      kept = sec.verify_figures ? "(no figure could be verified in the source)"
-                                : "(no statement could be traced to the source)";
+    if (kept.empty() && !sec.extract.empty()) {
+      // Filled below, with every other such section at once.
+      const BackbonePart part = *ParseBackbonePart(sec.extract);
+      wants.push_back(
+          {part, static_cast<size_t>(sec.extract_sentences > 0 ? sec.extract_sentences
+                                                               : DefaultSentences(part))});
+      backbone.push_back(&sec);
+      kept = BackboneSlot(backbone.size() - 1);
     }
+    if (kept.empty()) kept = NothingKept(sec);
     out.replace(body, end - body, kept);
   }
   if (!any) return std::nullopt;
+  const auto own = ChooseForParts(pages, wants, &said);
+  for (size_t i = 0; i < backbone.size(); ++i) {
+    for (const ChosenSentence& c : own[i]) {
+      extracted.push_back(
+          {{"section", backbone[i]->heading}, {"sentence", c.text}, {"page", c.page}});
+    }
+    const std::string slot = BackboneSlot(i);
+    out.replace(out.find(slot), slot.size(),
+                own[i].empty() ? NothingKept(*backbone[i]) : QuotedLines(own[i]));
+  }
   // One blank line before every heading, also after a body that was empty.
   static const std::regex kCramped(R"(([^\n])\n(## ))");
   out = std::regex_replace(out, kCramped, "$1\n\n$2");
@@ -308,6 +353,10 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
     result["unverified"] = std::move(unverified);
   }
   if (any_statements) result["unsupported"] = std::move(unsupported);
+  if (!extracted.empty()) {
+    result["faithfulness"]["extracted_sentences"] = extracted.size();
+    result["extracted"] = std::move(extracted);
+  }
   return std::make_pair(out, result);
 }
 

@@ -1,5 +1,7 @@
 #include "ellm/pipelines/pipeline_spec.h"
 
+#include "ellm/pipelines/backbone.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include "ellm/engine/constraint.h"
@@ -221,7 +223,8 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
       if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
       for (const auto& kv : n) {
         std::string k = kv.first.as<std::string>();
-        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop" && k != "verify") {
+        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop" && k != "verify" &&
+            k != "extract" && k != "extract_sentences") {
           return At(src, kv.first, "unknown section key '" + k + "'");
         }
       }
@@ -245,6 +248,15 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
         } else {
           return At(src, n["verify"], "verify '" + what + "': expected figures or statements");
         }
+      }
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract", sec.extract, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract_sentences", sec.extract_sentences, false));
+      if (!sec.extract.empty() && !ParseBackbonePart(sec.extract)) {
+        return At(src, n["extract"],
+                  "extract '" + sec.extract + "': expected purpose, figures, risks or conclusions");
+      }
+      if (sec.extract_sentences < 0 || sec.extract_sentences > 20) {
+        return At(src, n["extract_sentences"], "extract_sentences must be 0..20");
       }
       spec.sections.push_back(sec);
     }

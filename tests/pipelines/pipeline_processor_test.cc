@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -233,6 +234,45 @@ TEST(PipelineProcessor, AnOutlineSentenceWithFiguresNotInItsSectionIsNotKept) {
     EXPECT_FALSE(json["outline"][i]["supported"].get<bool>()) << json["outline"][i].dump();
     EXPECT_FALSE(json["outline"][i]["kept"].get<bool>()) << json["outline"][i].dump();
   }
+}
+
+// Issue 56: a model whose every sentence fails the checks (the shipped 270M
+// model on long documents) once left Purpose, Key figures, Risks and
+// Conclusions empty. Each now shows the document's own sentences of its
+// kind, quoted, listed in `extracted`; the model's words are gone.
+TEST(PipelineProcessor, SectionsTheModelCouldNotFillShowTheDocumentsOwnSentences) {
+  FakeGenerator gen(8192, [](const std::string&, const std::string&) {
+    return std::string(" Bananas grow on Mars in 1850 and cost 7 dollars.");
+  });
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->output_text;
+  EXPECT_EQ(text.find("Bananas"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(no statement could be traced"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("## Key figures\n- \u201cRevenue rose to EUR 2.3 billion, up 8 percent.\u201d"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("## Risks\n- \u201cThe main risks are lower trade volumes in the Baltic"),
+            std::string::npos)
+      << text;
+  // The outlook has a figure too, but it serves the conclusions better.
+  EXPECT_NE(text.find("## Conclusions\n- \u201cThe board expects revenue growth of 5 percent"),
+            std::string::npos)
+      << text;
+  const auto json = nlohmann::json::parse(r.output->output_json.value_or(""));
+  ASSERT_TRUE(json["extracted"].is_array()) << json.dump(1);
+  std::set<std::string> sections;
+  for (const auto& e : json["extracted"]) {
+    sections.insert(e["section"].get<std::string>());
+    EXPECT_NE(std::string(kReview).find(e["sentence"].get<std::string>()), std::string::npos)
+        << e.dump();
+  }
+  EXPECT_EQ(sections.count("Key figures"), 1u) << json["extracted"].dump(1);
+  EXPECT_EQ(sections.count("Risks"), 1u) << json["extracted"].dump(1);
+  EXPECT_EQ(json["faithfulness"]["extracted_sentences"], json["extracted"].size());
 }
 
 // Regression: the model's pipelines said "document 2" and document-stats

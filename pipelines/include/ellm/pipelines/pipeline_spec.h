@@ -107,6 +107,12 @@ struct PipelineSpec {
     // one no page supports is removed and listed in the result's
     // `unsupported`. `verify: [figures, statements]` does both.
     bool verify_statements = false;
+    // `extract: purpose | figures | risks | conclusions`: when nothing the
+    // model wrote for the section survives the checks, the section shows
+    // the document's own sentences of that kind instead, quoted, with their
+    // pages (backbone.h), listed in the result's `extracted`. Empty: none.
+    std::string extract;
+    int extract_sentences = 0;  // how many; 0: the part's default
   };
   std::vector<Section> sections;
   // Extraction with provenance: each document is read on its own, each field

@@ -29,6 +29,15 @@ namespace ellm::pipelines {
 // out, suffixes -ing/-ed/-es/-s/-ly/-ation cut, at most 6 bytes kept.
 std::vector<std::string> ContentStems(std::string_view text);
 
+// A line's sentences: split after ". ", "! ", "? " (not after an
+// abbreviation of one or two letters: "p. 4", "e.g. "); each keeps its
+// punctuation.
+std::vector<std::string> SplitSentences(const std::string& line);
+
+// A line of running text, not code, a table row or a heading: six words or
+// more and a sentence end (".", "?", "!" or ":" at its end, or ". " inside).
+bool IsProse(const std::string& line);
+
 inline constexpr double kMinStatementSupport = 0.6;
 
 struct Support {
