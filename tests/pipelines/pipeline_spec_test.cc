@@ -248,6 +248,22 @@ TEST(PipelineTemplates, UnknownPlaceholdersAreRejectedAtLoad) {
 }
 
 // prefix_cache: opt-in (a saved state encodes its document), a boolean.
+// Issue 56: `extract` names the kind of the document's own sentences a
+// section falls back to; a kind it does not know is refused at load.
+TEST(PipelineSpec, ASectionsExtractIsAKnownKind) {
+  const std::string head = "name: x\nversion: 1\nprompt: p\nsections:\n  - heading: Risks\n";
+  auto ok = ParsePipeline(head + "    extract: risks\n    extract_sentences: 5\n", "p.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->sections[0].extract, "risks");
+  EXPECT_EQ(ok->sections[0].extract_sentences, 5);
+  auto bad = ParsePipeline(head + "    extract: gossip\n", "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("p.yaml:6"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("purpose, figures, risks or conclusions"),
+            std::string::npos);
+  EXPECT_FALSE(ParsePipeline(head + "    extract: risks\n    extract_sentences: 99\n", "p").ok());
+}
+
 TEST(PipelineSpec, PrefixCacheIsAnOptInBoolean) {
   auto off = ParsePipeline(kValid, "p.yaml");
   ASSERT_TRUE(off.ok()) << off.status().ToString();
