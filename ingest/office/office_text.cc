@@ -8,6 +8,7 @@
 
 #include "text/headings.h"
 #include "text/normalize.h"
+#include "text/tables.h"
 
 namespace ellm::ingest::office {
 namespace {
@@ -28,15 +29,26 @@ std::string Clean(std::string_view raw) {
 
 }  // namespace
 
-void DocumentBuilder::Block(const std::string& text, bool table_row) {
-  if (text.empty()) return;
-  std::string& page = pages_.back().text;
-  if (!page.empty()) page += table_row && last_was_row_ ? "\n" : "\n\n";
-  page += text;
-  last_was_row_ = table_row;
+void DocumentBuilder::Block(const std::string& text) {
+  FlushTable();
+  Append(text);
 }
 
-void DocumentBuilder::Paragraph(std::string_view text) { Block(Clean(text), false); }
+void DocumentBuilder::Append(const std::string& text) {
+  if (text.empty()) return;
+  std::string& page = pages_.back().text;
+  if (!page.empty()) page += "\n\n";
+  page += text;
+}
+
+void DocumentBuilder::FlushTable() {
+  if (table_.empty()) return;
+  const std::string markdown = text::MarkdownTable(table_);
+  table_.clear();
+  Append(markdown);
+}
+
+void DocumentBuilder::Paragraph(std::string_view text) { Block(Clean(text)); }
 
 void DocumentBuilder::Heading(int level, std::string_view number, std::string_view text) {
   std::string clean = Clean(text);
@@ -51,28 +63,29 @@ void DocumentBuilder::Heading(int level, std::string_view number, std::string_vi
   if (title.empty() && num.empty()) return;
   for (char& c : title) c = c == '\n' ? ' ' : c;
   headings_.push_back({level, num, title, pages_.back().number});
-  Block(clean, false);
+  Block(clean);
 }
 
 void DocumentBuilder::TableRow(const std::vector<std::string>& cells) {
-  std::string row;
+  std::vector<std::string> row;
   bool any = false;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    std::string c = Clean(cells[i]);
+  for (const std::string& cell : cells) {
+    std::string c = Clean(cell);
     for (char& ch : c) ch = ch == '\n' ? ' ' : ch;
     any = any || !c.empty();
-    row += (i == 0 ? "" : " | ") + c;
+    row.push_back(std::move(c));
   }
-  if (any) Block(row, true);
+  if (any) table_.push_back(std::move(row));
 }
 
 void DocumentBuilder::PageBreak() {
+  FlushTable();
   if (pages_.back().text.empty()) return;
   pages_.push_back({pages_.back().number + 1, ""});
-  last_was_row_ = false;
 }
 
 bool DocumentBuilder::empty() const {
+  if (!table_.empty()) return false;
   for (const Page& p : pages_) {
     if (!p.text.empty()) return false;
   }
@@ -80,6 +93,7 @@ bool DocumentBuilder::empty() const {
 }
 
 Document DocumentBuilder::Finish(std::string_view media_type) {
+  FlushTable();
   if (pages_.size() > 1 && pages_.back().text.empty()) pages_.pop_back();
   Document doc;
   doc.metadata.media_type = std::string(media_type);

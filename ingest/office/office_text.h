@@ -25,7 +25,8 @@ class DocumentBuilder {
   // heading tree. `number` may be empty; a number written into `text`
   // itself ("2.1 Fees") is split off (text::SplitHeadingNumber).
   void Heading(int level, std::string_view number, std::string_view text);
-  // One row of a table; consecutive rows form one block.
+  // One row of a table; consecutive rows form one Markdown table, the first
+  // its header (a row of empty cells is dropped).
   void TableRow(const std::vector<std::string>& cells);
   // Starts a new page (an explicit page break); no-op on an empty page.
   void PageBreak();
@@ -36,11 +37,13 @@ class DocumentBuilder {
   Document Finish(std::string_view media_type);
 
  private:
-  void Block(const std::string& text, bool table_row);
+  void Block(const std::string& text);  // a paragraph, after any table being read
+  void Append(const std::string& text);
+  void FlushTable();  // the rows read so far, as one Markdown table (text/tables.h)
 
   std::vector<Page> pages_{Page{1, ""}};
   std::vector<ingest::Heading> headings_;
-  bool last_was_row_ = false;
+  std::vector<std::vector<std::string>> table_;
 };
 
 enum class NumberFormat { kDecimal, kLowerLetter, kUpperLetter, kLowerRoman, kUpperRoman, kNone };

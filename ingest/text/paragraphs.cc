@@ -1,6 +1,8 @@
 // Paragraph assembly and hyphen repair (see paragraphs.h).
 #include "text/paragraphs.h"
 
+#include "text/tables.h"
+
 #include <array>
 
 #include "text/normalize.h"
@@ -148,17 +150,21 @@ std::string AssemblePage(const PageLines& lines, const HyphenEvidence& evidence)
     out += paragraph;
     paragraph.clear();
   };
-  bool in_table = false;
+  std::vector<std::vector<std::string>> table;  // the rows of the table being read
+  auto flush_table = [&] {
+    if (table.empty()) return;
+    if (!out.empty()) out += "\n\n";
+    out += MarkdownTable(table);
+    table.clear();
+  };
   for (const TextLine& line : lines) {
     if (line.table_row) {
       flush();
-      out += out.empty() ? "" : (in_table ? "\n" : "\n\n");
-      out += line.text;
-      in_table = true;
+      table.push_back(SplitCells(line.text));
       continue;
     }
-    if (in_table) {
-      in_table = false;
+    if (!table.empty()) {
+      flush_table();
     } else if (!paragraph.empty()) {
       bool continues = line.break_before == LineBreak::kNone ||
                        (line.break_before == LineBreak::kBlock && !EndsSentence(paragraph) &&
@@ -168,6 +174,7 @@ std::string AssemblePage(const PageLines& lines, const HyphenEvidence& evidence)
     AppendLine(line.text, evidence, &paragraph);
   }
   flush();
+  flush_table();
   RemoveSoftHyphens(&out);
   return out;
 }

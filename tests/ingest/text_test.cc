@@ -4,6 +4,7 @@
 
 #include "text/normalize.h"
 #include "text/paragraphs.h"
+#include "text/tables.h"
 #include "text/running_lines.h"
 
 namespace ellm::ingest::text {
@@ -123,7 +124,16 @@ TEST(AssemblePage, BuildsParagraphsAndTables) {
   };
   EXPECT_EQ(AssemblePage(lines, ev),
             "Results\n\nSales rose by a third, and the revenue of the group doubled.\n\n"
-            "Item | 2023\nRevenue | 1,388\n\nAfter the table.\n\nNew column.");
+            "| Item | 2023 |\n| --- | --- |\n| Revenue | 1,388 |\n\nAfter the table.\n\nNew column.");
+}
+
+// Rows of unequal width are padded; a "|" inside a cell is escaped.
+TEST(MarkdownTable, PadsRowsAndEscapesBars) {
+  EXPECT_EQ(MarkdownTable({{"Year", "A|B", "Total"}, {"2025", "1"}}),
+            "| Year | A\\|B | Total |\n| --- | --- | --- |\n| 2025 | 1 | |");
+  EXPECT_EQ(MarkdownTable({}), "");
+  EXPECT_EQ(SplitCells(" Revenue |  1,388 | "), (std::vector<std::string>{"Revenue", "1,388", ""}));
+  EXPECT_EQ(SplitCells("a | b | c"), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST(AssemblePage, JoinsCjkLinesWithoutSpaces) {

@@ -3,7 +3,8 @@
 
 Every PDF here is laid out line by line from known text, so the text a correct
 extractor must produce is known exactly: <case>.pdf comes with <case>.txt
-(paragraphs separated by blank lines; table rows as "cell | cell | cell").
+(paragraphs separated by blank lines; tables in Markdown, "| cell | cell |",
+the first row the header, then a "| --- | --- |" rule).
 The committed outputs are what the tests read; CI does not run this script.
 
     python3 -m venv /tmp/pdfgen && /tmp/pdfgen/bin/pip install reportlab==5.1.0
@@ -254,7 +255,9 @@ def table():
     draw_lines(c, wrap(TABLE_OUTRO, "Helvetica", 11, width), MARGIN, y, "Helvetica", 11, 14)
     c.showPage()
     c.save()
-    rows = "\n".join(" | ".join(row) for row in TABLE)
+    lines = ["| " + " | ".join(row) + " |" for row in TABLE]
+    lines.insert(1, "|" + " --- |" * len(TABLE[0]))
+    rows = "\n".join(lines)
     write_expected("table.txt", "\n\n".join(["Income Statement", TABLE_INTRO, rows, TABLE_OUTRO]))
 
 
