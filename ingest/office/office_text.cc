@@ -6,9 +6,9 @@
 #include <cctype>
 #include <tuple>
 
+#include "ellm/ingest/markdown_table.h"
 #include "text/headings.h"
 #include "text/normalize.h"
-#include "text/tables.h"
 
 namespace ellm::ingest::office {
 namespace {
@@ -43,7 +43,7 @@ void DocumentBuilder::Append(const std::string& text) {
 
 void DocumentBuilder::FlushTable() {
   if (table_.empty()) return;
-  const std::string markdown = text::MarkdownTable(table_);
+  const std::string markdown = ingest::MarkdownTable(table_);
   table_.clear();
   Append(markdown);
 }

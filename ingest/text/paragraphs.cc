@@ -1,7 +1,7 @@
 // Paragraph assembly and hyphen repair (see paragraphs.h).
 #include "text/paragraphs.h"
 
-#include "text/tables.h"
+#include "ellm/ingest/markdown_table.h"
 
 #include <array>
 
@@ -154,13 +154,13 @@ std::string AssemblePage(const PageLines& lines, const HyphenEvidence& evidence)
   auto flush_table = [&] {
     if (table.empty()) return;
     if (!out.empty()) out += "\n\n";
-    out += MarkdownTable(table);
+    out += ingest::MarkdownTable(table);
     table.clear();
   };
   for (const TextLine& line : lines) {
     if (line.table_row) {
       flush();
-      table.push_back(SplitCells(line.text));
+      table.push_back(ingest::SplitCells(line.text));
       continue;
     }
     if (!table.empty()) {

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "ellm/base/ascii.h"
+#include "ellm/ingest/markdown_table.h"
 #include "ellm/pipelines/statements.h"
 
 namespace ellm::pipelines {
@@ -17,7 +18,8 @@ struct Candidate {
   int page = 0;
   size_t order = 0;  // position in the document
   std::vector<std::string> stems;
-  std::string lower;  // for the cues
+  std::string lower;   // for the cues
+  bool table = false;  // a table row, "label - column: value; ..."
 };
 
 constexpr size_t kMinWords = 6;
@@ -59,15 +61,54 @@ bool LooksLikeSentence(const std::string& s) {
   return last == '.' || last == '!' || last == '?' || last == ')' || last == '"';
 }
 
+// A table's data row with its figures as a figure candidate, each figure
+// with its column's label: "Revenue - 2022: 1,204; 2023: 1,388". nullopt
+// for a row without a label or a figure.
+std::optional<Candidate> TableRowCandidate(const std::vector<std::string>& header,
+                                           const std::vector<std::string>& row, int page) {
+  if (row.empty() || row[0].empty() || !FiguresIn(row[0]).empty()) return std::nullopt;
+  std::string text = row[0];
+  std::string labels = row[0];
+  bool any = false;
+  for (size_t c = 1; c < row.size(); ++c) {
+    if (FiguresIn(row[c]).empty()) continue;
+    const std::string column = c < header.size() ? header[c] : "";
+    text += (any ? "; " : " \u2014 ") + (column.empty() ? "" : column + ": ") + row[c];
+    labels += " " + column;
+    any = true;
+  }
+  if (!any || text.size() > kMaxSentenceBytes) return std::nullopt;
+  Candidate c;
+  c.stems = ContentStems(labels);
+  c.lower = AsciiLower(text);
+  c.text = std::move(text);
+  c.page = page;
+  c.table = true;
+  return c;
+}
+
 std::vector<Candidate> Candidates(const std::vector<Page>& pages) {
   std::vector<Candidate> out;
   for (const Page& page : pages) {
     size_t at = 0;
+    std::vector<std::string> header;  // of the table being read; empty: none
     while (at < page.text.size() && out.size() < kMaxBackboneCandidates) {
       size_t nl = page.text.find('\n', at);
       if (nl == std::string::npos) nl = page.text.size();
       const std::string line = page.text.substr(at, nl - at);
       at = nl + 1;
+      if (const auto row = ingest::ParseMarkdownRow(line)) {
+        if (ingest::IsMarkdownRule(line)) continue;
+        const size_t next = page.text.find('\n', at);
+        if (header.empty() || ingest::IsMarkdownRule(page.text.substr(at, next - at))) {
+          header = *row;  // a header: the rule follows it
+        } else if (auto c = TableRowCandidate(header, *row, page.number)) {
+          c->order = out.size();
+          out.push_back(std::move(*c));
+        }
+        continue;
+      }
+      header.clear();
       if (!IsProse(line)) continue;
       for (const std::string& raw : SplitSentences(line)) {
         std::string s = Clean(raw);
@@ -221,6 +262,11 @@ double Cue(const Candidate& c, BackbonePart part) {
 // serve it at all.
 double Score(const Candidate& c, double central, double position, BackbonePart part) {
   if (Boilerplate(c.lower)) return -1;
+  if (c.table) {
+    // A labelled figure of a table: a key figure, never a statement.
+    if (part != BackbonePart::kFigures) return -1;
+    return 0.6 * central + 0.3 * (1 - position) + 0.2 + Cue(c, part);
+  }
   const double cue = Cue(c, part);
   switch (part) {
     case BackbonePart::kPurpose:
@@ -314,8 +360,9 @@ std::vector<std::vector<ChosenSentence>> ChooseForParts(
   }
   for (size_t w = 0; w < wants.size(); ++w) {
     std::sort(picked[w].begin(), picked[w].end());  // document order
-    for (const auto& [i, score] : picked[w])
-      out[w].push_back({cands[i].text, cands[i].page, score});
+    for (const auto& [i, score] : picked[w]) {
+      out[w].push_back({cands[i].text, cands[i].page, score, cands[i].table});
+    }
   }
   return out;
 }
@@ -330,6 +377,11 @@ std::string QuotedLines(const std::vector<ChosenSentence>& sentences) {
   std::string out;
   for (const ChosenSentence& s : sentences) {
     if (!out.empty()) out += "\n";
+    if (s.table) {
+      out +=
+          "- " + s.text + (s.page > 0 ? " [p. " + std::to_string(s.page) + ", table]" : " [table]");
+      continue;
+    }
     out += "- \u201c" + s.text + "\u201d";
     if (s.page > 0) out += " [p. " + std::to_string(s.page) + "]";
   }

@@ -324,8 +324,10 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   const auto own = ChooseForParts(pages, wants, &said);
   for (size_t i = 0; i < backbone.size(); ++i) {
     for (const ChosenSentence& c : own[i]) {
-      extracted.push_back(
-          {{"section", backbone[i]->heading}, {"sentence", c.text}, {"page", c.page}});
+      extracted.push_back({{"section", backbone[i]->heading},
+                           {"sentence", c.text},
+                           {"page", c.page},
+                           {"from", c.table ? "table" : "text"}});
     }
     const std::string slot = BackboneSlot(i);
     out.replace(out.find(slot), slot.size(),

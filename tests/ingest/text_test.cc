@@ -2,9 +2,9 @@
 // repair and paragraph assembly.
 #include <gtest/gtest.h>
 
+#include "ellm/ingest/markdown_table.h"
 #include "text/normalize.h"
 #include "text/paragraphs.h"
-#include "text/tables.h"
 #include "text/running_lines.h"
 
 namespace ellm::ingest::text {
@@ -122,18 +122,25 @@ TEST(AssemblePage, BuildsParagraphsAndTables) {
       {"After the table.", LineBreak::kParagraph, false},
       {"New column.", LineBreak::kBlock, false},  // the sentence had ended
   };
-  EXPECT_EQ(AssemblePage(lines, ev),
-            "Results\n\nSales rose by a third, and the revenue of the group doubled.\n\n"
-            "| Item | 2023 |\n| --- | --- |\n| Revenue | 1,388 |\n\nAfter the table.\n\nNew column.");
+  EXPECT_EQ(
+      AssemblePage(lines, ev),
+      "Results\n\nSales rose by a third, and the revenue of the group doubled.\n\n"
+      "| Item | 2023 |\n| --- | --- |\n| Revenue | 1,388 |\n\nAfter the table.\n\nNew column.");
 }
 
 // Rows of unequal width are padded; a "|" inside a cell is escaped.
 TEST(MarkdownTable, PadsRowsAndEscapesBars) {
+  using ingest::MarkdownTable, ingest::SplitCells, ingest::ParseMarkdownRow;
   EXPECT_EQ(MarkdownTable({{"Year", "A|B", "Total"}, {"2025", "1"}}),
             "| Year | A\\|B | Total |\n| --- | --- | --- |\n| 2025 | 1 | |");
   EXPECT_EQ(MarkdownTable({}), "");
   EXPECT_EQ(SplitCells(" Revenue |  1,388 | "), (std::vector<std::string>{"Revenue", "1,388", ""}));
   EXPECT_EQ(SplitCells("a | b | c"), (std::vector<std::string>{"a", "b", "c"}));
+  // Read back as written.
+  EXPECT_EQ(ParseMarkdownRow("| Year | A\\|B | |"), (std::vector<std::string>{"Year", "A|B", ""}));
+  EXPECT_FALSE(ParseMarkdownRow("Year | Total").has_value());
+  EXPECT_TRUE(ingest::IsMarkdownRule("| --- | :---: |"));
+  EXPECT_FALSE(ingest::IsMarkdownRule("| 2025 | --- |"));
 }
 
 TEST(AssemblePage, JoinsCjkLinesWithoutSpaces) {

@@ -102,6 +102,30 @@ TEST(Backbone, ALongDocumentIsBounded) {
   EXPECT_EQ(figures.size(), 1u);  // all alike: one of them
 }
 
+// Issue 55/56: a figure in a table keeps its row and column labels, so
+// "Revenue, 2023: 1,388" is a key figure a reader can check.
+TEST(Backbone, AFigureOfATableKeepsItsRowAndColumnLabels) {
+  const std::vector<Page> pages = Pages({
+      "Income Statement\n\n"
+      "The table below summarises the income statement in millions of euros.\n\n"
+      "| Item | 2022 | 2023 | Change |\n| --- | --- | --- | --- |\n"
+      "| Revenue | 1,204 | 1,388 | +15.3% |\n| Net income | 148 | 213 | +43.9% |\n"
+      "| 2024 | 1 | 2 | 3 |\n| Notes | none | n/a | - |\n\n"
+      "Net income rose sharply because gross margin widened while costs stayed flat.\n"});
+  const auto figures = ChooseSentences(pages, BackbonePart::kFigures, 4);
+  ASSERT_EQ(figures.size(), 2u) << Texts(figures);  // no label, no figure: not chosen
+  EXPECT_EQ(figures[0].text, "Revenue \u2014 2022: 1,204; 2023: 1,388; Change: +15.3%");
+  EXPECT_TRUE(figures[0].table);
+  EXPECT_EQ(figures[1].text, "Net income \u2014 2022: 148; 2023: 213; Change: +43.9%");
+  EXPECT_EQ(QuotedLines({figures[0]}),
+            "- Revenue \u2014 2022: 1,204; 2023: 1,388; Change: +15.3% [p. 1, table]");
+  // Rows are figures only: never a risk, a purpose or a conclusion.
+  for (BackbonePart part :
+       {BackbonePart::kPurpose, BackbonePart::kRisks, BackbonePart::kConclusions}) {
+    for (const auto& c : ChooseSentences(pages, part, 5)) EXPECT_FALSE(c.table) << c.text;
+  }
+}
+
 TEST(Backbone, QuotedLinesSayTheyAreTheDocumentsOwnWords) {
   EXPECT_EQ(QuotedLines({{"It stores records.", 3, 1.0}, {"It has no page.", 0, 0.5}}),
             "- \u201cIt stores records.\u201d [p. 3]\n- \u201cIt has no page.\u201d");

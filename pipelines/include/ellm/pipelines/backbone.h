@@ -40,6 +40,10 @@ struct ChosenSentence {
   std::string text;  // as the document writes it (spaces collapsed)
   int page = 0;
   double score = 0;
+  // A row of one of the document's tables (ingest/markdown_table.h), its
+  // figures with their column labels: "Revenue — 2022: 1,204; 2023: 1,388".
+  // Only figures are chosen from tables.
+  bool table = false;
 };
 
 // Up to `k` sentences of `pages` for `part`, in document order. `chosen`
@@ -65,7 +69,7 @@ std::vector<std::vector<ChosenSentence>> ChooseForParts(
     std::vector<std::vector<std::string>>* chosen = nullptr);
 
 // The lines a summary section shows for `sentences`: `- “text” [p. N]`
-// (quoted: the document's own words).
+// (quoted: the document's own words), a table row `- text [p. N, table]`.
 std::string QuotedLines(const std::vector<ChosenSentence>& sentences);
 
 }  // namespace ellm::pipelines

@@ -1,8 +1,8 @@
-#include "text/tables.h"
+#include "ellm/ingest/markdown_table.h"
 
 #include <algorithm>
 
-namespace ellm::ingest::text {
+namespace ellm::ingest {
 namespace {
 
 std::string Trim(std::string_view s) {
@@ -57,4 +57,33 @@ std::string MarkdownTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-}  // namespace ellm::ingest::text
+std::optional<std::vector<std::string>> ParseMarkdownRow(std::string_view line) {
+  const std::string t = Trim(line);
+  if (t.size() < 2 || t.front() != '|' || t.back() != '|') return std::nullopt;
+  std::vector<std::string> cells;
+  std::string cell;
+  for (size_t i = 1; i + 1 < t.size(); ++i) {
+    if (t[i] == '\\' && t[i + 1] == '|') {
+      cell += '|';
+      ++i;
+    } else if (t[i] == '|') {
+      cells.push_back(Trim(cell));
+      cell.clear();
+    } else {
+      cell += t[i];
+    }
+  }
+  cells.push_back(Trim(cell));
+  return cells;
+}
+
+bool IsMarkdownRule(std::string_view line) {
+  const auto cells = ParseMarkdownRow(line);
+  if (!cells) return false;
+  for (const std::string& c : *cells) {
+    if (c.size() < 3 || c.find_first_not_of("-:") != std::string::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace ellm::ingest
