@@ -21,6 +21,8 @@ constexpr double kMinGutter = 0.5;     // narrower x gaps are not cuts
 constexpr double kParagraphGap = 0.5;  // a vertical gap this wide starts a paragraph
 constexpr double kSmallFont = 0.85;    // "clearly smaller" than the body font
 constexpr int kMaxCutDepth = 48;       // XY-cut recursion bound (hostile pages)
+constexpr double kColumnGap = 0.35;    // a strip this wide, empty in every row, cuts columns
+constexpr size_t kMaxColumns = 31;     // cuts of one table at most
 
 struct Box {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
@@ -38,6 +40,7 @@ struct Item {
   std::string text;
   int words = 0;
   std::vector<std::string> table_rows;  // non-empty: this item is a table
+  std::vector<Word> parts;              // a segment's words (a table's columns are cut from them)
 };
 
 // A line of output with its geometry, before breaks are decided.
@@ -108,7 +111,7 @@ std::vector<Item> SplitSegments(const std::vector<Word>& words, const std::vecto
     }
     const double gap = prev ? w.x0 - prev->x1 : 0;
     if (!prev || gap > kSegmentGap * h) {
-      segs.push_back({BoxOf(w), h, w.text, 1, {}});
+      segs.push_back({BoxOf(w), h, w.text, 1, {}, {}});
     } else {
       Item& s = segs.back();
       if (prev->space_after || gap > kSpaceGap * h) s.text += ' ';
@@ -116,22 +119,29 @@ std::vector<Item> SplitSegments(const std::vector<Word>& words, const std::vecto
       s.box.Extend(BoxOf(w));
       ++s.words;
     }
+    segs.back().parts.push_back(w);
     prev = &w;
   }
   return segs;
 }
 
+// A table cell holding a figure: digits with at most four letters around
+// them (a currency or unit: "EUR 3.4m", "12 kg"), or a placeholder for one
+// ("n/a", "-").
 bool IsFigure(const std::string& s) {
-  int digits = 0;
+  if (s == "n/a" || s == "N/A" || s == "-" || s == "\u2013" || s == "\u2014") return true;
+  int digits = 0, letters = 0;
   for (char c : s) {
     if (c >= '0' && c <= '9') {
       ++digits;
-    } else if (std::string_view("+-.,%()$ ").find(c) == std::string_view::npos &&
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      ++letters;
+    } else if (std::string_view("+-.,%()$/ ").find(c) == std::string_view::npos &&
                static_cast<unsigned char>(c) < 0x80) {
       return false;
     }
   }
-  return digits > 0;
+  return digits > 0 && letters <= 4;
 }
 
 bool IsTableRowCandidate(const std::vector<Item>& segs) {
@@ -141,6 +151,16 @@ bool IsTableRowCandidate(const std::vector<Item>& segs) {
     return words <= 4 * static_cast<int>(segs.size());
   }
   return segs.size() == 2 && segs[0].words <= 6 && IsFigure(segs[1].text);
+}
+
+// A table's header row: two cells or more, each a few words (labels
+// above the columns; "Item | Budget" is no figure row).
+bool IsHeaderCandidate(const std::vector<Item>& segs) {
+  if (segs.size() < 2) return false;
+  for (const Item& s : segs) {
+    if (s.words > 4) return false;
+  }
+  return true;
 }
 
 // Rows a and b have cells in the same columns (all but one cell overlap).
@@ -159,44 +179,207 @@ bool Aligned(const std::vector<Item>& a, const std::vector<Item>& b) {
   return hits >= 2 && hits + 1 >= small.size();
 }
 
+// Tightly set columns (LibreOffice's tables) leave no empty strip wide
+// enough; their cells still start (left-aligned) or end (right-aligned) at
+// one x in most rows. Such an edge, with a space before (after) it in each
+// of those rows, adds a cut just outside it, unless a word of some row
+// crosses it. `spans`: every word's [x0, x1], sorted. Cuts stay sorted.
+void AlignedEdgeCuts(const std::vector<std::vector<Item>>& lines, size_t i, size_t j, double h,
+                     const std::vector<std::pair<double, double>>& spans,
+                     std::vector<double>* cuts) {
+  std::vector<double> starts, ends;  // word edges after (before) a space, within a row
+  for (size_t r = i; r <= j; ++r) {
+    const Word* prev = nullptr;
+    for (const Item& seg : lines[r]) {
+      for (const Word& w : seg.parts) {
+        if (prev != nullptr && w.x0 - prev->x1 > kSpaceGap * h * 0.5) {
+          starts.push_back(w.x0);
+          ends.push_back(prev->x1);
+        }
+        prev = &w;
+      }
+    }
+  }
+  const size_t rows = j - i + 1;
+  const size_t need = std::max<size_t>(2, (rows * 3 + 4) / 5);  // 60% of the rows
+  auto crossed = [&](double x) {
+    for (const auto& [lo, hi] : spans) {
+      if (lo < x && x < hi) return true;
+    }
+    return false;
+  };
+  auto add = [&](std::vector<double> edges, double outside) {
+    std::sort(edges.begin(), edges.end());
+    for (size_t a = 0; a < edges.size();) {
+      size_t b = a;
+      while (b + 1 < edges.size() && edges[b + 1] - edges[a] < 1.5) ++b;
+      const double cut = edges[a] + outside;
+      const bool near = std::any_of(cuts->begin(), cuts->end(),
+                                    [&](double c) { return std::abs(c - cut) < 0.5 * h; });
+      if (b - a + 1 >= need && !near && !crossed(cut)) cuts->push_back(cut);
+      a = b + 1;
+    }
+  };
+  add(starts, -0.5);
+  add(ends, 0.5);
+  std::sort(cuts->begin(), cuts->end());
+  // A right-aligned column's end and the next one's start both cut the same
+  // gutter: of two cuts with no word centre between them, keep one.
+  std::vector<double> kept;
+  for (double c : *cuts) {
+    const double from = kept.empty() ? -1e300 : kept.back();
+    const bool word_between = std::any_of(spans.begin(), spans.end(), [&](const auto& sp) {
+      const double centre = (sp.first + sp.second) / 2;
+      return from < centre && centre < c;
+    });
+    if (kept.empty() || word_between) kept.push_back(c);
+  }
+  *cuts = std::move(kept);
+}
+
+// The column boundaries of rows i..j of a table: the vertical strips no
+// word of any row touches (a gutter is empty in every row, the space inside
+// "EUR 54.3m" or "Average price" is not), so columns set closer than a
+// segment gap stay apart, and aligned cell edges (AlignedEdgeCuts).
+std::vector<double> ColumnCuts(const std::vector<std::vector<Item>>& lines, size_t i, size_t j,
+                               double h) {
+  std::vector<std::pair<double, double>> spans;
+  for (size_t r = i; r <= j; ++r) {
+    for (const Item& seg : lines[r]) {
+      for (const Word& w : seg.parts) spans.emplace_back(w.x0, w.x1);
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<double> cuts;  // column boundaries, left to right
+  double reach = spans.empty() ? 0 : spans.front().second;
+  for (const auto& [lo, hi] : spans) {
+    if (lo - reach > kColumnGap * h) cuts.push_back((lo + reach) / 2);
+    reach = std::max(reach, hi);
+  }
+  AlignedEdgeCuts(lines, i, j, h, spans, &cuts);
+  if (cuts.size() > kMaxColumns) cuts.resize(kMaxColumns);
+  return cuts;
+}
+
+// One row's cells: each word in the column holding its centre.
+std::vector<std::string> RowCells(const std::vector<Item>& line, const std::vector<double>& cuts) {
+  std::vector<std::string> cells(cuts.size() + 1);
+  for (const Item& seg : line) {
+    for (const Word& w : seg.parts) {
+      const double centre = (w.x0 + w.x1) / 2;
+      const size_t c =
+          static_cast<size_t>(std::upper_bound(cuts.begin(), cuts.end(), centre) - cuts.begin());
+      if (!cells[c].empty()) cells[c] += ' ';
+      cells[c] += w.text;
+    }
+  }
+  return cells;
+}
+
+// Whether a line next to a table is one more of its rows although its
+// cells were set too close to split it into segments: within the table's
+// width, no word across a column cut, two cells or more, a few words each.
+bool FitsColumns(const std::vector<Item>& line, const std::vector<double>& cuts, const Box& box,
+                 double h) {
+  int words = 0;
+  for (const Item& seg : line) {
+    // A wider cell in the last column may reach past the rows found so far.
+    if (seg.box.x0 < box.x0 - h || seg.box.x1 > box.x1 + std::max(h, 0.25 * (box.x1 - box.x0))) {
+      return false;
+    }
+    words += seg.words;
+    for (const Word& w : seg.parts) {
+      for (double c : cuts) {
+        if (w.x0 < c && c < w.x1) return false;
+      }
+    }
+  }
+  const std::vector<std::string> cells = RowCells(line, cuts);
+  const auto filled =
+      std::count_if(cells.begin(), cells.end(), [](const auto& c) { return !c.empty(); });
+  return filled >= 2 && words <= 4 * static_cast<int>(cells.size());
+}
+
+// Rows i..j of a table, their cells joined by " | " (empty cells kept, so
+// cells keep their columns).
+std::vector<std::string> TableRows(const std::vector<std::vector<Item>>& lines, size_t i, size_t j,
+                                   const std::vector<double>& cuts) {
+  std::vector<std::string> rows;
+  for (size_t r = i; r <= j; ++r) {
+    const std::vector<std::string> cells = RowCells(lines[r], cuts);
+    std::string row;
+    for (size_t c = 0; c < cells.size(); ++c) row += (c == 0 ? "" : " | ") + cells[c];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The item of a table over lines i..j: its box, size and words (rows later).
+Item TableItem(const std::vector<std::vector<Item>>& lines, size_t i, size_t j) {
+  Item t;
+  t.box = lines[i][0].box;
+  std::vector<double> sizes;
+  for (size_t r = i; r <= j; ++r) {
+    for (const Item& cell : lines[r]) {
+      t.box.Extend(cell.box);
+      sizes.push_back(cell.size);
+      t.words += cell.words;
+    }
+  }
+  t.size = Median(sizes);
+  return t;
+}
+
 // Replaces runs of aligned table-like lines by one table item each and
 // returns every item of the page (segments and tables).
 std::vector<Item> BuildItems(std::vector<std::vector<Item>> lines) {
   std::vector<Item> items;
+  std::vector<size_t> line_items;  // items each line before i was given
+  size_t free_from = 0;            // lines before it belong to a table
   size_t i = 0;
   while (i < lines.size()) {
     size_t j = i;
-    if (IsTableRowCandidate(lines[i])) {
-      while (j + 1 < lines.size() && IsTableRowCandidate(lines[j + 1]) &&
-             Aligned(lines[j], lines[j + 1]) &&
-             lines[j + 1][0].box.y0 - lines[j][0].box.y1 < 2.5 * lines[j][0].size) {
-        ++j;
-      }
+    auto next_row = [&](size_t r) {
+      return r + 1 < lines.size() && IsTableRowCandidate(lines[r + 1]) &&
+             Aligned(lines[r], lines[r + 1]) &&
+             lines[r + 1][0].box.y0 - lines[r][0].box.y1 < 2.5 * lines[r][0].size;
+    };
+    if (IsTableRowCandidate(lines[i]) || (IsHeaderCandidate(lines[i]) && next_row(i))) {
+      while (next_row(j)) ++j;
     }
     const size_t rows = j - i + 1;
     const bool table = rows >= 3 || (rows == 2 && lines[i].size() >= 3);
     if (!table) {
-      for (Item& s : lines[i]) items.push_back(std::move(s));
+      line_items.push_back(lines[i].size());
+      // Copied: a table found below may take the line back (its words).
+      for (const Item& s : lines[i]) items.push_back(s);
       ++i;
       continue;
     }
-    Item t;
-    t.box = lines[i][0].box;
-    std::vector<double> sizes;
-    for (size_t r = i; r <= j; ++r) {
-      std::string row;
-      for (const Item& cell : lines[r]) {
-        if (!row.empty()) row += " | ";
-        row += cell.text;
-        t.box.Extend(cell.box);
-        sizes.push_back(cell.size);
-        t.words += cell.words;
-      }
-      t.table_rows.push_back(std::move(row));
+    Item t = TableItem(lines, i, j);
+    std::vector<double> cuts = ColumnCuts(lines, i, j, t.size);
+    // Rows set too tightly to be found by their gaps, above and below: a
+    // line that keeps the table's columns when it joins them.
+    auto joins = [&](size_t r, size_t from, size_t to) {
+      if (lines[to][0].box.y0 - lines[from][0].box.y1 >= 2.5 * t.size) return false;
+      std::vector<double> with = ColumnCuts(lines, std::min(r, i), std::max(r, j), t.size);
+      if (with.size() != cuts.size() || !FitsColumns(lines[r], with, t.box, t.size)) return false;
+      cuts = std::move(with);
+      return true;
+    };
+    while (i > free_from && joins(i - 1, i - 1, i)) {
+      items.resize(items.size() - line_items.back());
+      line_items.pop_back();
+      --i;
     }
-    t.size = Median(sizes);
+    while (j + 1 < lines.size() && joins(j + 1, j, j + 1)) ++j;
+    t = TableItem(lines, i, j);
+    t.table_rows = TableRows(lines, i, j, cuts);
     items.push_back(std::move(t));
+    line_items.resize(j + 1, 0);
+    line_items[j] = 1;
     i = j + 1;
+    free_from = i;
   }
   return items;
 }

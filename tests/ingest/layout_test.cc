@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 namespace ellm::ingest::pdf {
 namespace {
@@ -81,6 +82,44 @@ TEST(LayoutPage, KeepsTableRowsWithDelimitedCells) {
   EXPECT_EQ(lines[2].text, "Revenue | 1,204 | 1,388");
   EXPECT_EQ(lines[3].text, "Net income | 148 | 213");
   EXPECT_TRUE(lines[3].table_row);
+}
+
+// Issue 55 (bench/tables.py): LibreOffice sets table cells closer than a
+// segment gap ("85,944 EUR 64.6m EUR 2.2m" reads as one run of words). The
+// columns are cut where every row leaves a strip empty or where cells start
+// at one x, and rows that keep those columns join the table. Word boxes as
+// LibreOffice 7.4 wrote them (poppler's coordinates, 11 pt text).
+TEST(LayoutPage, SplitsTightlySetColumnsWhereEveryRowAlignsThem) {
+  std::vector<Word> words;
+  auto row = [&](double y, std::vector<std::tuple<std::string, double, double>> cells) {
+    for (const auto& [text, x0, x1] : cells)
+      words.push_back({text, x0, y, x1, y + 14.3, true, true});
+  };
+  row(59.25, {{"North", 58.2, 88.9},
+              {"56,640", 179.0, 217.5},
+              {"85,585", 225.6, 264.1},
+              {"89.0%", 294.6, 329.5}});
+  row(89.05, {{"Training", 58.2, 103.1},
+              {"hours", 106.6, 137.5},
+              {"46,072", 179.0, 217.5},
+              {"51,406", 225.6, 264.1},
+              {"14,855", 294.6, 333.1}});
+  row(118.75, {{"Units", 58.2, 86.3},
+               {"shipped", 89.8, 133.2},
+               {"n/a", 179.0, 196.4},
+               {"18,510", 225.6, 264.1},
+               {"824", 294.6, 315.6}});
+  row(148.55, {{"Returns", 58.2, 101.1},
+               {"85,944", 179.0, 217.5},
+               {"EUR", 225.6, 248.2},
+               {"64.6m", 251.7, 286.9},
+               {"EUR", 294.6, 317.2},
+               {"2.2m", 320.7, 348.9}});
+  const std::vector<TextLine> lines = LayoutPage(words);
+  ASSERT_EQ(lines.size(), 4u) << Joined(lines);
+  for (const TextLine& l : lines) EXPECT_TRUE(l.table_row) << l.text;
+  EXPECT_EQ(lines[1].text, "Training hours | 46,072 | 51,406 | 14,855");
+  EXPECT_EQ(lines[3].text, "Returns | 85,944 | EUR 64.6m | EUR 2.2m");
 }
 
 TEST(LayoutPage, MarksParagraphGapsAndIgnoresBadBoxes) {

@@ -105,13 +105,13 @@ TEST(Backbone, ALongDocumentIsBounded) {
 // Issue 55/56: a figure in a table keeps its row and column labels, so
 // "Revenue, 2023: 1,388" is a key figure a reader can check.
 TEST(Backbone, AFigureOfATableKeepsItsRowAndColumnLabels) {
-  const std::vector<Page> pages = Pages({
-      "Income Statement\n\n"
-      "The table below summarises the income statement in millions of euros.\n\n"
-      "| Item | 2022 | 2023 | Change |\n| --- | --- | --- | --- |\n"
-      "| Revenue | 1,204 | 1,388 | +15.3% |\n| Net income | 148 | 213 | +43.9% |\n"
-      "| 2024 | 1 | 2 | 3 |\n| Notes | none | n/a | - |\n\n"
-      "Net income rose sharply because gross margin widened while costs stayed flat.\n"});
+  const std::vector<Page> pages =
+      Pages({"Income Statement\n\n"
+             "The table below summarises the income statement in millions of euros.\n\n"
+             "| Item | 2022 | 2023 | Change |\n| --- | --- | --- | --- |\n"
+             "| Revenue | 1,204 | 1,388 | +15.3% |\n| Net income | 148 | 213 | +43.9% |\n"
+             "| 2024 | 1 | 2 | 3 |\n| Notes | none | n/a | - |\n\n"
+             "Net income rose sharply because gross margin widened while costs stayed flat.\n"});
   const auto figures = ChooseSentences(pages, BackbonePart::kFigures, 4);
   ASSERT_EQ(figures.size(), 2u) << Texts(figures);  // no label, no figure: not chosen
   EXPECT_EQ(figures[0].text, "Revenue \u2014 2022: 1,204; 2023: 1,388; Change: +15.3%");
