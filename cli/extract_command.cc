@@ -71,6 +71,13 @@ StatusOr<ingest::ExtractOptions> OptionsFrom(const Flags& flags) {
     options.cpu_seconds = std::max(1, static_cast<int>(timeout * 2 / 3));
   }
   options.extractor_path = flags.Get("extractor");
+  const std::string headings = flags.Get("headings");
+  if (!headings.empty() && headings != "auto" && headings != "layout") {
+    return InvalidArgumentError(
+        "--headings must be auto (the PDF's outline when it has one) or "
+        "layout");
+  }
+  options.headings_from_layout = headings == "layout";
   ELLM_RETURN_IF_ERROR(options.Validate());
   return options;
 }
@@ -95,9 +102,9 @@ int Extract(const Args& args) {
       return 0;
     }
   }
-  auto flags =
-      Flags::Parse(args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor"},
-                   {"json", "outline"});
+  auto flags = Flags::Parse(
+      args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor", "headings"},
+      {"json", "outline"});
   if (!flags.ok() || flags->positional().size() != 1) {
     std::fprintf(stderr, "ellm extract: %s\n%s",
                  flags.ok() ? "exactly one FILE is needed" : flags.status().message().c_str(),

@@ -235,6 +235,7 @@ StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& 
                                    path,
                                    "--input-fd",
                                    std::to_string(kExtractorInputFd)};
+  if (options.headings_from_layout) argv.insert(argv.end(), {"--headings", "layout"});
   ELLM_ASSIGN_OR_RETURN(ChildResult r, RunChild(extractor, argv, fd, limits));
   return InterpretChild(path, options, r);
 }

@@ -72,13 +72,16 @@ int Report(const Status& status) {
 
 int Run(int argc, char** argv) {
   int max_pages = 1 << 30, fd = -1;
-  std::string name, path, kind = "pdf";
+  std::string name, path, kind = "pdf", headings = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--max-pages" || a == "--input-fd" || a == "--name" || a == "--kind") &&
+    if ((a == "--max-pages" || a == "--input-fd" || a == "--name" || a == "--kind" ||
+         a == "--headings") &&
         i + 1 < argc) {
       const char* v = argv[++i];
-      if (a == "--name" || a == "--kind") {
+      if (a == "--headings") {
+        headings = v;
+      } else if (a == "--name" || a == "--kind") {
         (a == "--name" ? name : kind) = v;
       } else {
         (a == "--max-pages" ? max_pages : fd) = std::atoi(v);
@@ -89,10 +92,11 @@ int Run(int argc, char** argv) {
       kind = "";
     }
   }
-  if ((kind != "pdf" && kind != "office") || (fd < 0 && path.empty())) {
+  if ((kind != "pdf" && kind != "office") || (headings != "auto" && headings != "layout") ||
+      (fd < 0 && path.empty())) {
     std::fprintf(stderr,
                  "usage: ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] "
-                 "(--input-fd FD | FILE)\n");
+                 "[--headings auto|layout] (--input-fd FD | FILE)\n");
     return 2;
   }
   if (fd < 0) {
@@ -115,9 +119,9 @@ int Run(int argc, char** argv) {
   if (Status s = ellm::ingest::pdf::EnterExtractorSandbox(); !s.ok()) return Report(s);
   ellm::ingest::pdf::MisbehaveForTesting(std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE"));
   StatusOr<ellm::ingest::Document> doc =
-      kind == "office"
-          ? ellm::ingest::office::OfficeToDocument(*bytes, name)
-          : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages);
+      kind == "office" ? ellm::ingest::office::OfficeToDocument(*bytes, name)
+                       : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages,
+                                                          headings == "layout");
   if (!doc.ok()) return Report(doc.status());
   return WriteAll(ellm::ingest::ToJson(*doc)) ? ellm::ingest::kExtractorExitOk : 1;
 }

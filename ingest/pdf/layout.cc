@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 namespace ellm::ingest::pdf {
 namespace {
@@ -51,6 +52,8 @@ struct OutLine {
   size_t chars = 0;
   bool table_row = false;
   bool deferred = false;
+  double font_size = 0;  // of the longest item, from its words
+  bool bold = false;
 };
 
 Box BoxOf(const Word& w) { return {w.x0, w.y0, w.x1, w.y1}; }
@@ -59,6 +62,17 @@ double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
+}
+
+// A segment's font: the median size of its words, bold when all are.
+std::pair<double, bool> FontOf(const std::vector<Word>& parts) {
+  std::vector<double> sizes;
+  bool bold = !parts.empty();
+  for (const Word& w : parts) {
+    sizes.push_back(w.font_size);
+    bold = bold && w.bold;
+  }
+  return {Median(sizes), bold};
 }
 
 double VerticalOverlap(const Box& a, const Box& b) {
@@ -482,14 +496,18 @@ void EmitLeaf(const std::vector<Item>& items, const std::vector<size_t>& leaf,
       const Item& it = items[i];
       if (!it.table_rows.empty()) {
         for (const std::string& row : it.table_rows) {
-          out->push_back({row, it.box, it.size, row.size(), true, false});
+          out->push_back({row, it.box, it.size, row.size(), true, false, 0, false});
         }
         continue;
       }
       if (!o.text.empty()) o.text += ' ';
       o.text += it.text;
       o.box.Extend(it.box);
-      if (it.text.size() > longest) longest = it.text.size(), o.size = it.size;
+      if (it.text.size() > longest) {
+        longest = it.text.size();
+        o.size = it.size;
+        std::tie(o.font_size, o.bold) = FontOf(it.parts);
+      }
     }
     if (o.text.empty()) continue;
     o.chars = o.text.size();
@@ -617,7 +635,8 @@ std::vector<TextLine> LayoutPage(std::vector<Word> words) {
   for (size_t i = 0; i < out.size(); ++i) {
     const LineBreak br =
         i == 0 ? LineBreak::kBlock : BreakBetween(out[i - 1], out[i], ColumnRight(out, i - 1));
-    result.push_back({out[i].text, br, out[i].table_row});  // copy: out[i] is read next round
+    // Copied: out[i] is read next round.
+    result.push_back({out[i].text, br, out[i].table_row, out[i].font_size, out[i].bold});
   }
   // Rotated and vertical text: one line per run, after the page body.
   for (size_t i = 0; i < rotated.size(); ++i) {

@@ -30,6 +30,8 @@ struct Word {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   bool space_after = false;  // the PDF has a space (or a gap) after this word
   bool horizontal = true;    // false for rotated or vertical text
+  double font_size = 0;      // points (or the box height, which scales with it); 0: unknown
+  bool bold = false;         // its font is a bold (black, heavy, semibold) face, when known
 };
 
 // Words in the order the PDF gives them (any order) -> lines in reading

@@ -6,6 +6,7 @@
 #include "pdf/pdf_outline.h"
 #include "pdf/poppler_pdf.h"
 #include "text/headings.h"
+#include "text/layout_headings.h"
 #include "text/normalize.h"
 #include "text/paragraphs.h"
 #include "text/running_lines.h"
@@ -29,7 +30,8 @@ std::vector<Heading> HeadingsFromOutline(const std::vector<OutlineEntry>& outlin
 
 }  // namespace
 
-StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages) {
+StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages,
+                                 bool headings_from_layout) {
   ELLM_ASSIGN_OR_RETURN(std::unique_ptr<PdfFile> pdf, PdfFile::Open(std::move(bytes), name));
   const PdfInfo info = pdf->Info();
   if (info.page_count > max_pages) {
@@ -63,10 +65,11 @@ StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int
                                 " pages; it looks like a scanned document (OCR is not supported)");
   }
   text::RemoveRunningLines(&pages);
+  if (!headings_from_layout) doc.headings = HeadingsFromOutline(ReadPdfOutline(pdf->bytes()));
+  if (doc.headings.empty()) doc.headings = text::HeadingsFromLayout(pages);
   for (int i = 0; i < info.page_count; ++i) {
     doc.pages.push_back({i + 1, text::TidyWhitespace(text::AssemblePage(pages[i], evidence))});
   }
-  doc.headings = HeadingsFromOutline(ReadPdfOutline(pdf->bytes()));
   return doc;
 }
 

@@ -15,6 +15,9 @@ namespace ellm::ingest::pdf {
 // (above `max_pages`), kNoTextLayer (no page has text; names the page
 // count). `name` is used in messages. The result's metadata has media_type,
 // title, author, producer and page_count; the caller fills the rest.
-StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages);
+// Headings: the PDF's outline when it has one (unless `headings_from_layout`),
+// else from the page layout (text/layout_headings.h).
+StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages,
+                                 bool headings_from_layout = false);
 
 }  // namespace ellm::ingest::pdf

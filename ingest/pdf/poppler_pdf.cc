@@ -115,6 +115,11 @@ std::vector<Word> PdfFile::PageWords(int index) const {
   std::vector<Word> words;
   std::unique_ptr<poppler::page> page(doc_->create_page(index));
   if (!page) return words;
+  // Not text_list(text_list_include_font): for a font the PDF does not
+  // embed, poppler's font scan looks for a system font file through
+  // fontconfig, which probes and writes its cache, and the sandbox forbids
+  // that. A word's box height stands for its font size (only sizes relative
+  // to the body's are used), and weight is unknown.
   for (const poppler::text_box& box : page->text_list()) {
     const poppler::rectf r = box.bbox();
     Word w;
@@ -125,6 +130,7 @@ std::vector<Word> PdfFile::PageWords(int index) const {
     w.y1 = r.bottom();
     w.space_after = box.has_space_after();
     w.horizontal = box.rotation() == 0;
+    w.font_size = r.bottom() - r.top();
     words.push_back(std::move(w));
   }
   return words;

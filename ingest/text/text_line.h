@@ -20,6 +20,8 @@ struct TextLine {
   std::string text;  // UTF-8; a table row has its cells joined by " | "
   LineBreak break_before = LineBreak::kNone;
   bool table_row = false;
+  double font_size = 0;  // of the line's longest run of words, in points; 0: unknown
+  bool bold = false;     // every word of that run is bold
 };
 
 using PageLines = std::vector<TextLine>;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ellm/ingest/markdown_table.h"
+#include "text/layout_headings.h"
 #include "text/normalize.h"
 #include "text/paragraphs.h"
 #include "text/running_lines.h"
@@ -149,6 +150,40 @@ TEST(AssemblePage, JoinsCjkLinesWithoutSpaces) {
                      {"\xE5\xA2\x9E\xE9\x95\xBF", LineBreak::kNone, false}};              // 增长
   EXPECT_EQ(AssemblePage(lines, ev),
             "\xE6\x9C\xAC\xE5\x85\xAC\xE5\x8F\xB8\xE5\xA2\x9E\xE9\x95\xBF");
+}
+
+// Issue 55: a PDF without an outline gets its headings from the layout:
+// lines standing alone in a font larger than the body's (or bold at its
+// size), levels by size; numbered ones of one depth share a level (a
+// section title partly in code font is no deeper); a style
+// seen only on the title page, a contents line and a sentence are not
+// headings.
+TEST(HeadingsFromLayout, LinesSetApartByTheirFontAreTheHeadingTree) {
+  auto body = [](const std::string& t, LineBreak b = LineBreak::kNone) {
+    return TextLine{t, b, false, 10, false};
+  };
+  auto heading = [](const std::string& t, double size, bool bold = false) {
+    return TextLine{t, LineBreak::kParagraph, false, size, bold};
+  };
+  const std::string para = "The archive keeps every record of the ledger for later reading";
+  std::vector<PageLines> pages = {
+      {heading("Ledger Manual", 30), heading("Contents . . . . . 2", 14)},
+      {heading("1 Introduction", 16), body(para, LineBreak::kParagraph), body(para),
+       heading("1.1 Records", 12), body(para, LineBreak::kParagraph), body(para)},
+      {heading("1.2 Keeping records in code_font", 13), body(para, LineBreak::kParagraph),
+       body(para), heading("Note", 10, true), body(para, LineBreak::kParagraph),
+       heading("A large sentence that ends here.", 16), body(para, LineBreak::kParagraph)},
+      {heading("2 Reports", 16), body(para, LineBreak::kParagraph), body(para),
+       heading("2.1 Totals", 12), body(para, LineBreak::kParagraph), body(para)},
+  };
+  std::vector<std::string> seen;
+  for (const Heading& h : HeadingsFromLayout(pages)) {
+    seen.push_back(std::to_string(h.level) + " " + h.number + "|" + h.title + " p" +
+                   std::to_string(h.page));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"1 1|Introduction p2", "2 1.1|Records p2",
+                                            "2 1.2|Keeping records in code_font p3", "3 |Note p3",
+                                            "1 2|Reports p4", "2 2.1|Totals p4"}));
 }
 
 }  // namespace

@@ -70,6 +70,10 @@ struct ExtractOptions {
   // The extractor binary. Empty: $ELLM_EXTRACTOR, else `ellm-extract` next to
   // the running executable, else ../libexec/ellm/ellm-extract relative to it.
   std::string extractor_path;
+  // A PDF's heading tree: from its outline (bookmarks) when it has one, else
+  // from the page layout (false); from the layout always (true), for a PDF
+  // whose bookmarks are wrong, and to measure the layout's headings.
+  bool headings_from_layout = false;
 
   // OK, or InvalidArgument naming the first limit that is not positive.
   Status Validate() const;
