@@ -106,6 +106,55 @@ Status ParseFields(const YAML::Node& root, const std::string& src, PipelineSpec&
   return OkStatus();
 }
 
+// sections: heading, lead, max_tokens, stop, verify, extract, extract_sentences.
+Status ParseSections(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
+  if (YAML::Node secs = root["sections"]) {
+    if (!secs.IsSequence()) return At(src, secs, "sections must be a list");
+    for (const auto& n : secs) {
+      if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
+      for (const auto& kv : n) {
+        std::string k = kv.first.as<std::string>();
+        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop" && k != "verify" &&
+            k != "extract" && k != "extract_sentences") {
+          return At(src, kv.first, "unknown section key '" + k + "'");
+        }
+      }
+      PipelineSpec::Section sec;
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "heading", sec.heading, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "lead", sec.lead, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "stop", sec.stop, false));
+      if (sec.max_tokens < 0) return At(src, n["max_tokens"], "max_tokens must be >= 0");
+      std::vector<std::string> verify;
+      if (YAML::Node v = n["verify"]; v && v.IsScalar()) {
+        verify.push_back(v.as<std::string>());
+      } else {
+        ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "verify", verify, false));
+      }
+      for (const std::string& what : verify) {
+        if (what == "figures") {
+          sec.verify_figures = true;
+        } else if (what == "statements") {
+          sec.verify_statements = true;
+        } else {
+          return At(src, n["verify"], "verify '" + what + "': expected figures or statements");
+        }
+      }
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract", sec.extract, false));
+      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract_sentences", sec.extract_sentences, false));
+      if (!sec.extract.empty() && !ParseBackbonePart(sec.extract)) {
+        return At(src, n["extract"],
+                  "extract '" + sec.extract + "': expected purpose, figures, risks or conclusions");
+      }
+      if (sec.extract_sentences < 0 || sec.extract_sentences > 20) {
+        return At(src, n["extract_sentences"], "extract_sentences must be 0..20");
+      }
+      spec.sections.push_back(sec);
+    }
+  }
+  return OkStatus();
+}
+
 Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
   if (!root.IsMap()) return At(src, root, "expected a mapping at the top level");
   static const std::set<std::string> kKeys = {"name",
@@ -217,50 +266,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
     }
     if (has_default) spec.single_pass_max_tokens.push_back(fallback);
   }
-  if (YAML::Node secs = root["sections"]) {
-    if (!secs.IsSequence()) return At(src, secs, "sections must be a list");
-    for (const auto& n : secs) {
-      if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
-      for (const auto& kv : n) {
-        std::string k = kv.first.as<std::string>();
-        if (k != "heading" && k != "lead" && k != "max_tokens" && k != "stop" && k != "verify" &&
-            k != "extract" && k != "extract_sentences") {
-          return At(src, kv.first, "unknown section key '" + k + "'");
-        }
-      }
-      PipelineSpec::Section sec;
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "heading", sec.heading, false));
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "lead", sec.lead, false));
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "max_tokens", sec.max_tokens, false));
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "stop", sec.stop, false));
-      if (sec.max_tokens < 0) return At(src, n["max_tokens"], "max_tokens must be >= 0");
-      std::vector<std::string> verify;
-      if (YAML::Node v = n["verify"]; v && v.IsScalar()) {
-        verify.push_back(v.as<std::string>());
-      } else {
-        ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "verify", verify, false));
-      }
-      for (const std::string& what : verify) {
-        if (what == "figures") {
-          sec.verify_figures = true;
-        } else if (what == "statements") {
-          sec.verify_statements = true;
-        } else {
-          return At(src, n["verify"], "verify '" + what + "': expected figures or statements");
-        }
-      }
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract", sec.extract, false));
-      ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract_sentences", sec.extract_sentences, false));
-      if (!sec.extract.empty() && !ParseBackbonePart(sec.extract)) {
-        return At(src, n["extract"],
-                  "extract '" + sec.extract + "': expected purpose, figures, risks or conclusions");
-      }
-      if (sec.extract_sentences < 0 || sec.extract_sentences > 20) {
-        return At(src, n["extract_sentences"], "extract_sentences must be 0..20");
-      }
-      spec.sections.push_back(sec);
-    }
-  }
+  ELLM_RETURN_IF_ERROR(ParseSections(root, src, spec));
   ELLM_RETURN_IF_ERROR(ParseFields(root, src, spec));
   std::string format = "plain";
   ELLM_RETURN_IF_ERROR(ReadScalar(src, root, "format", format, false));
