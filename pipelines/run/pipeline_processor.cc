@@ -261,6 +261,7 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
   nlohmann::ordered_json extracted = nlohmann::ordered_json::array();
   std::vector<BackboneWant> wants;  // sections left empty, for the document's own sentences
   std::vector<const PipelineSpec::Section*> backbone;
+  std::vector<bool> joins;  // the backbone joins kept model prose (else stands alone)
   int total = 0, found = 0, statements = 0, supported = 0;
   std::vector<std::vector<std::string>> said;  // stems of the statements kept so far
   bool any_figures = false, any_statements = false;
@@ -308,14 +309,17 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
         unsupported.push_back({{"section", sec.heading}, {"sentence", sentence}});
       kept = check.text;
     }
-    if (kept.empty() && !sec.extract.empty()) {
-      // Filled below, with every other such section at once.
+    if (!sec.extract.empty() && (kept.empty() || !sec.verify_figures)) {
+      // Filled below, with every other such section at once: the section's
+      // sentences when the model's are all gone, else one joins the model's
+      // prose (a sentence the checks keep can still say little: "The report
+      // is intended to provide a summary of the results.").
       const BackbonePart part = *ParseBackbonePart(sec.extract);
-      wants.push_back(
-          {part, static_cast<size_t>(sec.extract_sentences > 0 ? sec.extract_sentences
-                                                               : DefaultSentences(part))});
+      const size_t k = sec.extract_sentences > 0 ? sec.extract_sentences : DefaultSentences(part);
+      wants.push_back({part, kept.empty() ? k : 1});
       backbone.push_back(&sec);
-      kept = BackboneSlot(backbone.size() - 1);
+      joins.push_back(!kept.empty());
+      kept += (kept.empty() ? "" : "\n") + BackboneSlot(backbone.size() - 1);
     }
     if (kept.empty()) kept = NothingKept(sec);
     out.replace(body, end - body, kept);
@@ -329,9 +333,10 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> PipelineProcessor:
                            {"page", c.page},
                            {"from", c.table ? "table" : "text"}});
     }
-    const std::string slot = BackboneSlot(i);
-    out.replace(out.find(slot), slot.size(),
-                own[i].empty() ? NothingKept(*backbone[i]) : QuotedLines(own[i]));
+    const std::string slot = (joins[i] ? "\n" : "") + BackboneSlot(i);
+    const std::string fill = own[i].empty() ? (joins[i] ? "" : NothingKept(*backbone[i]))
+                                            : (joins[i] ? "\n" : "") + QuotedLines(own[i]);
+    out.replace(out.find(slot), slot.size(), fill);
   }
   // One blank line before every heading, also after a body that was empty.
   static const std::regex kCramped(R"(([^\n])\n(## ))");

@@ -275,6 +275,30 @@ TEST(PipelineProcessor, SectionsTheModelCouldNotFillShowTheDocumentsOwnSentences
   EXPECT_EQ(json["faithfulness"]["extracted_sentences"], json["extracted"].size());
 }
 
+// A model sentence the checks keep can still say little; the document's
+// best sentence of the kind joins it (figure lines stand alone).
+TEST(PipelineProcessor, TheDocumentsOwnSentenceJoinsModelProseThatSurvives) {
+  FakeGenerator gen(8192, [](const std::string&, const std::string& lead) {
+    if (lead.find("## Purpose") != std::string::npos) {
+      return std::string(" covers the financial year 2025 for the board.");
+    }
+    return std::string(" Bananas grow on Mars in 1850 and cost 7 dollars.");
+  });
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->output_text;
+  EXPECT_NE(text.find("## Purpose\nThe report covers the financial year 2025 for the board.\n- "
+                      "\u201cHarbor Logistics operates twelve container terminals"),
+            std::string::npos)
+      << text;
+  const auto json = nlohmann::json::parse(r.output->output_json.value_or(""));
+  int purpose = 0;
+  for (const auto& e : json["extracted"]) purpose += e["section"] == "Purpose";
+  EXPECT_EQ(purpose, 1) << json["extracted"].dump(1);
+}
+
 // Regression: the model's pipelines said "document 2" and document-stats
 // "document 1" of the same second document. Messages for people count from
 // 1 and say of how many.

@@ -110,7 +110,9 @@ struct PipelineSpec {
     // `extract: purpose | figures | risks | conclusions`: when nothing the
     // model wrote for the section survives the checks, the section shows
     // the document's own sentences of that kind instead, quoted, with their
-    // pages (backbone.h), listed in the result's `extracted`. Empty: none.
+    // pages (backbone.h), listed in the result's `extracted`; when some of
+    // its prose survives (not its figure lines), one such sentence joins
+    // it. Empty: none.
     std::string extract;
     int extract_sentences = 0;  // how many; 0: the part's default
   };
