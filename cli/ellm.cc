@@ -40,6 +40,8 @@ constexpr const char* kUsage =
     "           [--html FILE] [--no-model]    compare: the clause redline as a page; the\n"
     "                                         clause comparison alone (no model, no store)\n"
     "  compare A B [--pipeline compare-contracts] [summarize's options]  compare contracts\n"
+    "  compare BASE AMENDMENT... --no-model [--json]  each version with the next, and\n"
+    "                                         each clause's history through them\n"
     "  batch MANIFEST [--pipeline P] [--model PATH] [--db PATH]  a resumable run over a\n"
     "           [--config FILE] [--pipelines DIR] [--ctx N] [--threads N]\n"
     "           [--chat-template NAME]        YAML/CSV manifest of documents or pairs\n"

@@ -100,12 +100,57 @@ Status WriteHtmlReport(const std::string& path, const pipelines::PipelineOutput&
   return OkStatus();
 }
 
+// ellm compare BASE AMENDMENT... --no-model: each version with the next
+// (key terms and clauses, as for two files), then every clause's history
+// through the versions.
+Status RunChain(const Flags& f, const std::vector<std::string>& files,
+                const std::vector<std::vector<pipelines::Page>>& pages,
+                std::chrono::steady_clock::time_point started) {
+  std::vector<pipelines::ContractComparison> steps;
+  std::vector<std::string> names;
+  for (const std::string& file : files) {
+    names.push_back(std::filesystem::path(file).filename().string());
+  }
+  for (size_t i = 0; i + 1 < pages.size(); ++i) {
+    steps.push_back(pipelines::CompareContracts(pages[i], pages[i + 1]));
+  }
+  const auto histories = pipelines::ClauseHistories(steps);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (f.Has("json")) {
+    nlohmann::ordered_json out = {{"documents", names}, {"steps", nlohmann::ordered_json::array()}};
+    for (size_t i = 0; i < steps.size(); ++i) {
+      out["steps"].push_back(
+          {{"documents", {{"A", names[i]}, {"B", names[i + 1]}}},
+           {"comparison", pipelines::KeyTermsJson(pipelines::KeyTermsView(steps[i]))},
+           {"clauses", pipelines::ComparisonJson(steps[i])}});
+    }
+    out["history"] = pipelines::HistoryJson(steps, histories);
+    out["seconds"] = seconds;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      std::cout << "# " << names[i] << " \u2192 " << names[i + 1] << "\n\n## Key terms compared\n\n"
+                << pipelines::KeyTermsMarkdown(pipelines::KeyTermsView(steps[i]))
+                << "\n## Clauses compared\n\n"
+                << pipelines::ComparisonMarkdown(steps[i]) << "\n";
+    }
+    std::cout << "# Clause history\n\n" << pipelines::HistoryMarkdown(steps, histories, names);
+  }
+  std::cout.flush();  // the report before the timing line, also through 2>&1
+  std::fprintf(stderr, "compare --no-model: %zu versions; %.2f s\n", files.size(), seconds);
+  return OkStatus();
+}
+
 // ellm compare A B --no-model: the key terms and the clause comparison
 // alone (no model, no store): what the pipeline computes before the model
 // writes its prose, in a fraction of the time.
 Status RunWithoutModel(const Flags& f) {
   const auto& files = f.positional();
-  if (files.size() != 2) return InvalidArgumentError("--no-model compares two files");
+  if (files.size() < 2) return InvalidArgumentError("--no-model compares two files or more");
+  if (files.size() > 2 && f.Has("html")) {
+    return InvalidArgumentError("--html shows one comparison: give two files");
+  }
   const auto started = std::chrono::steady_clock::now();
   ingest::ExtractOptions options;
   if (f.Has("config")) {
@@ -120,6 +165,7 @@ Status RunWithoutModel(const Flags& f) {
     pages.push_back(pipelines::SplitPages(ingest::RenderForModel(*doc)));
     titles.push_back(doc->metadata.title);
   }
+  if (files.size() > 2) return RunChain(f, files, pages, started);
   const pipelines::ContractComparison c = pipelines::CompareContracts(pages[0], pages[1]);
   const nlohmann::ordered_json clauses = pipelines::ComparisonJson(c);
   const std::vector<pipelines::KeyTermRow> terms = pipelines::KeyTermsView(c);
@@ -146,6 +192,7 @@ Status RunWithoutModel(const Flags& f) {
               << pipelines::KeyTermsMarkdown(terms) << "\n## Clauses compared\n\n"
               << pipelines::ComparisonMarkdown(c);
   }
+  std::cout.flush();
   std::fprintf(stderr, "compare --no-model: %zu and %zu clauses; %.2f s\n", c.a.size(), c.b.size(),
                seconds);
   return OkStatus();

@@ -294,4 +294,54 @@ std::string ComparisonHtml(const ordered_json& clauses, const std::string& name_
   return out;
 }
 
+// The clause as the last version holding it labels it.
+std::string HistoryLabel(const std::vector<ContractComparison>& steps, const ClauseHistory& h) {
+  for (size_t v = h.index.size(); v-- > 0;) {
+    if (h.index[v] < 0) continue;
+    const auto& clauses = v == 0 ? steps[0].a : steps[v - 1].b;
+    return Label(clauses[static_cast<size_t>(h.index[v])]);
+  }
+  return "-";
+}
+
+std::string HistoryMarkdown(const std::vector<ContractComparison>& steps,
+                            const std::vector<ClauseHistory>& histories,
+                            const std::vector<std::string>& names) {
+  std::string out = "| Clause |";
+  std::string rule = "|---|";
+  for (size_t s = 0; s < steps.size(); ++s) {
+    out += " " + MarkdownCell(names[s] + " \u2192 " + names[s + 1]) + " |";
+    rule += "---|";
+  }
+  out += "\n" + rule + "\n";
+  int rows = 0;
+  for (const ClauseHistory& h : histories) {
+    if (!h.Changed()) continue;
+    ++rows;
+    out += "| " + MarkdownCell(HistoryLabel(steps, h)) + " |";
+    for (size_t s = 0; s < steps.size(); ++s) {
+      std::string cell = h.changes[s] ? ClauseChangeName(*h.changes[s]) : "";
+      if (h.moved[s]) cell += ", moved";
+      out += " " + cell + " |";
+    }
+    out += "\n";
+  }
+  return rows == 0 ? "No clause changed in any version.\n" : out;
+}
+
+ordered_json HistoryJson(const std::vector<ContractComparison>& steps,
+                         const std::vector<ClauseHistory>& histories) {
+  ordered_json out = ordered_json::array();
+  for (const ClauseHistory& h : histories) {
+    ordered_json changes = ordered_json::array();
+    for (const auto& c : h.changes)
+      changes.push_back(c ? ordered_json(ClauseChangeName(*c)) : nullptr);
+    out.push_back({{"label", HistoryLabel(steps, h)},
+                   {"index", h.index},
+                   {"changes", std::move(changes)},
+                   {"moved", h.moved}});
+  }
+  return out;
+}
+
 }  // namespace ellm::pipelines

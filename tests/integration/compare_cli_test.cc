@@ -174,5 +174,57 @@ TEST(CompareReport, ClauseRedlineRendersInABrowser) {
 // default on CPUs with AVX512_BF16, emulated elsewhere).
 INSTANTIATE_TEST_SUITE_P(AttnScores, CompareCli, ::testing::Values("f32", "pairs"));
 
+// Issue 54: a base and its amendments, no model: each version compared with
+// the next, and each clause's history through them (JSON and Markdown).
+TEST(CompareChain, ABaseAndTwoAmendmentsGiveEachClausesHistory) {
+  const std::string dir = MakeTempDir("ellm-compare-chain");
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string v2 = read(SourceDir() + "/tests/data/contracts/services/b.txt");
+  std::string v3 = v2;
+  v3.replace(v3.find("60 days'"), 8, "90 days'");
+  std::ofstream(dir + "/v1.txt") << read(SourceDir() + "/tests/data/contracts/services/a.txt");
+  std::ofstream(dir + "/v2.txt") << v2;
+  std::ofstream(dir + "/v3.txt") << v3;
+  std::string out;
+  ASSERT_EQ(RunCli("compare '" + dir + "/v1.txt' '" + dir + "/v2.txt' '" + dir +
+                       "/v3.txt' --no-model --json",
+                   &out),
+            0)
+      << out;
+  // The timing line (stderr, merged by RunCli) follows the whole report.
+  const size_t end = out.rfind("\n}\n");
+  ASSERT_NE(end, std::string::npos) << out;
+  const nlohmann::json j = nlohmann::json::parse(out.substr(0, end + 2), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][1]["documents"]["A"], "v2.txt");
+  bool termination = false;
+  for (const auto& h : j["history"]) {
+    if (h["label"].get<std::string>().find("Termination") == std::string::npos) continue;
+    termination = true;
+    EXPECT_EQ(h["changes"][1], "changed") << h.dump();  // 60 -> 90 days in the second step
+  }
+  EXPECT_TRUE(termination) << j["history"].dump(1);
+  ASSERT_EQ(
+      RunCli("compare '" + dir + "/v1.txt' '" + dir + "/v2.txt' '" + dir + "/v3.txt' --no-model",
+             &out),
+      0);
+  EXPECT_NE(
+      out.find("# Clause history\n\n| Clause | v1.txt \u2192 v2.txt | v2.txt \u2192 v3.txt |"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(RunCli("compare '" + dir + "/v1.txt' '" + dir + "/v2.txt' '" + dir +
+                       "/v3.txt' --no-model --html '" + dir + "/r.html'",
+                   &out),
+            0);
+  EXPECT_NE(out.find("--html shows one comparison"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ellm::testing

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -363,6 +364,42 @@ TEST(ContractReport, HtmlIsSelfContainedAndMarksEdits) {
   const auto j = ComparisonJson(c);
   EXPECT_EQ(j["counts"]["changed"], 1);
   EXPECT_EQ(j["aligned"][0]["values"][0]["a"], "USD 20,000");
+}
+
+// Issue 54's n-way run: a base and two amendments; each clause followed
+// through the versions, by content (the fees clause is renumbered).
+TEST(ContractHistory, EachClauseIsFollowedThroughTheAmendments) {
+  const std::string base =
+      "1. Fees\nThe Customer shall pay USD 20,000 per month within 30 days of each invoice.\n\n"
+      "2. Term\nThis Agreement continues for 24 months from 1 April 2026.\n\n"
+      "3. Exclusivity\nThe Customer shall not engage any other provider of support services.\n\n"
+      "4. Governing Law\nThis Agreement is governed by the laws of England and Wales.\n";
+  std::string first = base;  // the term goes to 36 months
+  first.replace(first.find("24 months"), 9, "36 months");
+  std::string second = first;  // exclusivity removed, data protection added
+  second.replace(second.find("3. Exclusivity"),
+                 second.find("4. Governing") - second.find("3. Exclusivity"),
+                 "3. Data Protection\nThe Provider shall process personal data only on the "
+                 "documented instructions of the Customer.\n\n");
+  const std::vector<ContractComparison> steps = {CompareContracts(Pages(base), Pages(first)),
+                                                 CompareContracts(Pages(first), Pages(second))};
+  const std::vector<ClauseHistory> h = ClauseHistories(steps);
+  std::map<std::string, std::string> seen;  // label -> the changes, step by step
+  for (const auto& e : HistoryJson(steps, h)) {
+    std::string changes;
+    for (const auto& c : e["changes"]) changes += (c.is_null() ? "-" : c.get<std::string>()) + ";";
+    seen[e["label"].get<std::string>()] = changes;
+  }
+  EXPECT_EQ(seen["1 Fees (p. 1)"], "unchanged;unchanged;");
+  EXPECT_EQ(seen["2 Term (p. 1)"], "changed;unchanged;");
+  EXPECT_EQ(seen["3 Exclusivity (p. 1)"], "unchanged;removed;");
+  EXPECT_EQ(seen["3 Data Protection (p. 1)"], "-;added;");
+  EXPECT_EQ(seen["4 Governing Law (p. 1)"], "unchanged;unchanged;");
+  const std::string table = HistoryMarkdown(steps, h, {"base", "first", "second"});
+  EXPECT_NE(table.find("| Clause | base \u2192 first | first \u2192 second |"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| 2 Term (p. 1) | changed | unchanged |"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Fees"), std::string::npos) << table;  // unchanged throughout
 }
 
 }  // namespace

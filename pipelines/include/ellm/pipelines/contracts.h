@@ -108,6 +108,30 @@ struct ContractComparison {
 
 ContractComparison CompareContracts(const std::vector<Page>& a, const std::vector<Page>& b);
 
+// A base contract and its amendments compared in turn (version 1 with 2,
+// 2 with 3, ...): each clause followed through the versions. `index[v]` is
+// the clause's index in version v (-1: not in it); `changes[s]` what step s
+// (version s to s + 1) did to it, nullopt where it is in neither version.
+struct ClauseHistory {
+  std::vector<int> index;
+  std::vector<std::optional<ClauseChange>> changes;
+  std::vector<bool> moved;  // per step
+  bool Changed() const;     // anything but unchanged and in place, at any step
+};
+// REQUIRES: steps[s].b is steps[s + 1].a (the same version's clauses).
+// Histories in the base's order, then the clauses each step added.
+std::vector<ClauseHistory> ClauseHistories(const std::vector<ContractComparison>& steps);
+// A Markdown table of the histories with a change: the clause (as its last
+// version labels it), then one column per step named by `names` ("v1 ->
+// v2"). REQUIRES: names.size() == steps.size() + 1.
+std::string HistoryMarkdown(const std::vector<ContractComparison>& steps,
+                            const std::vector<ClauseHistory>& histories,
+                            const std::vector<std::string>& names);
+// The JSON form: [{"index": [..], "changes": ["changed", null, ...],
+// "moved": [..], "label": "..."}], every history.
+nlohmann::ordered_json HistoryJson(const std::vector<ContractComparison>& steps,
+                                   const std::vector<ClauseHistory>& histories);
+
 // The result JSON's "clauses" object: documents' clauses, parties, aligned
 // pairs with their values and redline, and counts.
 nlohmann::ordered_json ComparisonJson(const ContractComparison& c);
