@@ -24,6 +24,7 @@ constexpr double kSmallFont = 0.85;    // "clearly smaller" than the body font
 constexpr int kMaxCutDepth = 48;       // XY-cut recursion bound (hostile pages)
 constexpr double kColumnGap = 0.35;    // a strip this wide, empty in every row, cuts columns
 constexpr size_t kMaxColumns = 31;     // cuts of one table at most
+constexpr size_t kMaxJoinedRows = 64;  // rows joining a table by its columns alone
 
 struct Box {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
@@ -230,7 +231,11 @@ void AlignedEdgeCuts(const std::vector<std::vector<Item>>& lines, size_t i, size
       const double cut = edges[a] + outside;
       const bool near = std::any_of(cuts->begin(), cuts->end(),
                                     [&](double c) { return std::abs(c - cut) < 0.5 * h; });
-      if (b - a + 1 >= need && !near && !crossed(cut)) cuts->push_back(cut);
+      // Bounded: a hostile page of aligned words gets no more than a
+      // table's worth of candidate cuts (each is checked against every word).
+      if (b - a + 1 >= need && !near && cuts->size() < 4 * kMaxColumns && !crossed(cut)) {
+        cuts->push_back(cut);
+      }
       a = b + 1;
     }
   };
@@ -381,12 +386,15 @@ std::vector<Item> BuildItems(std::vector<std::vector<Item>> lines) {
       cuts = std::move(with);
       return true;
     };
-    while (i > free_from && joins(i - 1, i - 1, i)) {
+    // At most kMaxJoinedRows rows join a table this way (each join cuts
+    // the columns again over the whole table).
+    size_t joined = 0;
+    while (i > free_from && joined++ < kMaxJoinedRows && joins(i - 1, i - 1, i)) {
       items.resize(items.size() - line_items.back());
       line_items.pop_back();
       --i;
     }
-    while (j + 1 < lines.size() && joins(j + 1, j, j + 1)) ++j;
+    while (j + 1 < lines.size() && joined++ < kMaxJoinedRows && joins(j + 1, j, j + 1)) ++j;
     t = TableItem(lines, i, j);
     t.table_rows = TableRows(lines, i, j, cuts);
     items.push_back(std::move(t));

@@ -1,6 +1,8 @@
 // Reading order from synthetic word boxes (no PDF, no poppler).
 #include "pdf/layout.h"
 
+#include "cpu_time.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,6 +122,30 @@ TEST(LayoutPage, SplitsTightlySetColumnsWhereEveryRowAlignsThem) {
   for (const TextLine& l : lines) EXPECT_TRUE(l.table_row) << l.text;
   EXPECT_EQ(lines[1].text, "Training hours | 46,072 | 51,406 | 14,855");
   EXPECT_EQ(lines[3].text, "Returns | 85,944 | EUR 64.6m | EUR 2.2m");
+}
+
+// A hostile page: 400 rows of 25 aligned figures, all but every fourth row
+// set tight (the cells run together, so only the columns can join them to
+// a table). The work stays bounded.
+TEST(LayoutPage, AHugeAlignedGridIsReadInBoundedTime) {
+  std::vector<Word> words;
+  for (int r = 0; r < 400; ++r) {
+    const double width = r % 4 == 0 || r < 3 ? 30 : 41;  // column starts 44 apart
+    for (int c = 0; c < 25; ++c) {
+      const double x = 20 + c * 44;
+      words.push_back(
+          {std::to_string(r * 25 + c), x, 20.0 + r * 12, x + width, 30.0 + r * 12, true, true});
+    }
+  }
+  const double t0 = ::ellm::testing::ThreadCpuSeconds();
+  const std::vector<TextLine> lines = LayoutPage(words);
+  const double took = ::ellm::testing::ThreadCpuSeconds() - t0;
+  EXPECT_LT(took, 5.0 * ::ellm::testing::kSanitizerSlowdown);
+  size_t rows = 0;
+  for (const TextLine& l : lines) rows += l.table_row;
+  // The three rows found by their gaps, and 64 that join by their columns
+  // (the bound: each join cuts the columns again); the rest is text.
+  EXPECT_EQ(rows, 3u + 64u) << Joined(lines).substr(0, 2000);
 }
 
 TEST(LayoutPage, MarksParagraphGapsAndIgnoresBadBoxes) {
