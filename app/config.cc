@@ -222,6 +222,71 @@ Status Config::Validate() const {
   return OkStatus();
 }
 
+namespace {
+
+// kafka: (secrets in properties as {file: PATH} or {credential: NAME}).
+// Called inside ParseConfig's try: YAML errors surface there.
+Status ParseKafka(const YAML::Node& n, const std::string& src, KafkaConfig& k) {
+  ELLM_RETURN_IF_ERROR(CheckKeys(
+      src, n, "kafka",
+      {"enabled", "brokers", "group_id", "jobs_topic", "results_topic", "dead_letter_topic",
+       "group_instance_id", "session_timeout_ms", "max_poll_interval_ms", "shutdown_grace_s",
+       "transactions", "reply_topics", "properties"}));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "enabled", k.enabled));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "brokers", k.brokers));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_id", k.group_id));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "jobs_topic", k.jobs_topic));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "results_topic", k.results_topic));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "dead_letter_topic", k.dead_letter_topic));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_instance_id", k.group_instance_id));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "session_timeout_ms", k.session_timeout_ms));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "max_poll_interval_ms", k.max_poll_interval_ms));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "shutdown_grace_s", k.shutdown_grace_s));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "transactions", k.transactions));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "reply_topics", k.reply_topics));
+  if (YAML::Node p = n["properties"]) {
+    if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
+    for (const auto& kv : p) {
+      const std::string key = kv.first.as<std::string>();
+      if (kv.second.IsScalar()) {
+        k.properties[key] = kv.second.as<std::string>();
+        continue;
+      }
+      // A secret kept out of this file: {file: PATH} or {credential: NAME}.
+      const YAML::Node& v = kv.second;
+      if (!v.IsMap() || v.size() != 1 || !(v["file"] || v["credential"]) ||
+          !(v["file"] ? v["file"] : v["credential"]).IsScalar()) {
+        return At(
+            src, v,
+            "kafka.properties." + key + ": expected a string, {file: PATH} or {credential: NAME}");
+      }
+      std::string path;
+      if (v["file"]) {
+        path = v["file"].as<std::string>();
+      } else {
+        const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+        if (dir == nullptr || *dir == '\0') {
+          return At(src, v,
+                    "kafka.properties." + key +
+                        ": {credential: ...} needs $CREDENTIALS_DIRECTORY (LoadCredential= "
+                        "in the unit)");
+        }
+        path = std::string(dir) + "/" + v["credential"].as<std::string>();
+      }
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return At(src, v, "kafka.properties." + key + ": cannot read '" + path + "'");
+      std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
+        secret.pop_back();
+      }
+      k.properties[key] = std::move(secret);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& src) {
   Config c;
   YAML::Node root;
@@ -289,65 +354,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "store", "path", c.store.path));
       ELLM_RETURN_IF_ERROR(Get(src, n, "store", "retention_days", c.store.retention_days));
     }
-    if (YAML::Node n = root["kafka"]) {
-      ELLM_RETURN_IF_ERROR(CheckKeys(
-          src, n, "kafka",
-          {"enabled", "brokers", "group_id", "jobs_topic", "results_topic", "dead_letter_topic",
-           "group_instance_id", "session_timeout_ms", "max_poll_interval_ms", "shutdown_grace_s",
-           "transactions", "reply_topics", "properties"}));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "enabled", c.kafka.enabled));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "brokers", c.kafka.brokers));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_id", c.kafka.group_id));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "jobs_topic", c.kafka.jobs_topic));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "results_topic", c.kafka.results_topic));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "dead_letter_topic", c.kafka.dead_letter_topic));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "group_instance_id", c.kafka.group_instance_id));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "session_timeout_ms", c.kafka.session_timeout_ms));
-      ELLM_RETURN_IF_ERROR(
-          Get(src, n, "kafka", "max_poll_interval_ms", c.kafka.max_poll_interval_ms));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "shutdown_grace_s", c.kafka.shutdown_grace_s));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "transactions", c.kafka.transactions));
-      ELLM_RETURN_IF_ERROR(Get(src, n, "kafka", "reply_topics", c.kafka.reply_topics));
-      if (YAML::Node p = n["properties"]) {
-        if (!p.IsMap()) return At(src, p, "'kafka.properties' must be a mapping of strings");
-        for (const auto& kv : p) {
-          const std::string key = kv.first.as<std::string>();
-          if (kv.second.IsScalar()) {
-            c.kafka.properties[key] = kv.second.as<std::string>();
-            continue;
-          }
-          // A secret kept out of this file: {file: PATH} or {credential: NAME}.
-          const YAML::Node& v = kv.second;
-          if (!v.IsMap() || v.size() != 1 || !(v["file"] || v["credential"]) ||
-              !(v["file"] ? v["file"] : v["credential"]).IsScalar()) {
-            return At(src, v,
-                      "kafka.properties." + key +
-                          ": expected a string, {file: PATH} or {credential: NAME}");
-          }
-          std::string path;
-          if (v["file"]) {
-            path = v["file"].as<std::string>();
-          } else {
-            const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
-            if (dir == nullptr || *dir == '\0') {
-              return At(src, v,
-                        "kafka.properties." + key +
-                            ": {credential: ...} needs $CREDENTIALS_DIRECTORY (LoadCredential= "
-                            "in the unit)");
-            }
-            path = std::string(dir) + "/" + v["credential"].as<std::string>();
-          }
-          std::ifstream in(path, std::ios::binary);
-          if (!in) return At(src, v, "kafka.properties." + key + ": cannot read '" + path + "'");
-          std::string secret((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-          while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
-            secret.pop_back();
-          }
-          c.kafka.properties[key] = std::move(secret);
-        }
-      }
-    }
+    if (YAML::Node n = root["kafka"]) ELLM_RETURN_IF_ERROR(ParseKafka(n, src, c.kafka));
     if (YAML::Node n = root["jobs"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "jobs",
                                      {"allowed_roots", "max_inline_bytes", "max_documents",
