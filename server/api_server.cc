@@ -61,6 +61,57 @@ void WriteGateMetrics(const FrontGate::Stats& g, std::string& out) {
   }
 }
 
+// Document jobs: the message is built here (from JSON or an upload) and
+// checked by the job service exactly as a Kafka message.
+void RouteJobs(httplib::Server& svr, ServerState& st) {
+  auto unready = [&st](httplib::Response& res) { return AnswerUnready(st, res); };
+  // `route`: the pattern served, the metrics' label.
+  auto send_job = [&st](std::string_view route, httplib::Response& res, const JobAnswer& a) {
+    res.status = a.status;
+    res.set_content(Dump(a.body), "application/json");
+    st.Count(route, a.status);
+  };
+  auto no_jobs = [&st, unready](httplib::Response& res) {
+    if (st.jobs.load() != nullptr) return false;
+    if (unready(res)) return true;  // 503 while loading: jobs may come with the model
+    SendError(res, Error(404, "not_found_error", "document jobs are not served here"));
+    return true;
+  };
+  svr.Post("/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req,
+                                                httplib::Response& res) {
+    if (no_jobs(res)) return;
+    JobRequestOrError request = req.is_multipart_form_data() ? JobRequestFromForm(FormParts(req))
+                                                             : JobRequestFromBody(req.body);
+    if (auto* parsed = std::get_if<JobRequest>(&request)) {
+      request = FinishJobRequest(std::move(*parsed), req.get_header_value("Idempotency-Key"),
+                                 RandomId("http-"));
+    }
+    if (auto* error = std::get_if<ApiError>(&request)) return SendError(res, *error);
+    JobRequest& job = std::get<JobRequest>(request);
+    send_job("/v1/jobs", res,
+             st.jobs.load()->Submit(std::move(job.message), std::move(job.uploads)));
+  });
+  svr.Get(R"(/v1/jobs/([^/]+))",
+          [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
+            if (no_jobs(res)) return;
+            send_job("/v1/jobs/{id}", res, st.jobs.load()->Get(req.matches[1]));
+          });
+  svr.Get(
+      "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
+        if (no_jobs(res)) return;
+        int limit = 20;
+        if (req.has_param("limit")) {
+          const std::string l = req.get_param_value("limit");
+          if (l.empty() || l.size() > 4 || l.find_first_not_of("0123456789") != std::string::npos ||
+              std::stoi(l) < 1 || std::stoi(l) > 1000) {
+            return SendError(res, InvalidRequest("limit must be 1..1000", "limit"));
+          }
+          limit = std::stoi(l);
+        }
+        send_job("/v1/jobs", res, st.jobs.load()->List(req.get_param_value("status"), limit));
+      });
+}
+
 }  // namespace
 
 Status ParseListen(const std::string& listen, std::string* host, int* port) {
@@ -391,54 +442,7 @@ Status ApiServer::Bind() {
     res.set_content(MetricsText(), "text/plain; version=0.0.4");
   });
 
-  // Document jobs: the message is built here (from JSON or an upload) and
-  // checked by the job service exactly as a Kafka message.
-  // `route`: the pattern served, the metrics' label.
-  auto send_job = [&st](std::string_view route, httplib::Response& res, const JobAnswer& a) {
-    res.status = a.status;
-    res.set_content(Dump(a.body), "application/json");
-    st.Count(route, a.status);
-  };
-  auto no_jobs = [&st, unready](httplib::Response& res) {
-    if (st.jobs.load() != nullptr) return false;
-    if (unready(res)) return true;  // 503 while loading: jobs may come with the model
-    SendError(res, Error(404, "not_found_error", "document jobs are not served here"));
-    return true;
-  };
-  svr.Post("/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req,
-                                                httplib::Response& res) {
-    if (no_jobs(res)) return;
-    JobRequestOrError request = req.is_multipart_form_data() ? JobRequestFromForm(FormParts(req))
-                                                             : JobRequestFromBody(req.body);
-    if (auto* parsed = std::get_if<JobRequest>(&request)) {
-      request = FinishJobRequest(std::move(*parsed), req.get_header_value("Idempotency-Key"),
-                                 RandomId("http-"));
-    }
-    if (auto* error = std::get_if<ApiError>(&request)) return SendError(res, *error);
-    JobRequest& job = std::get<JobRequest>(request);
-    send_job("/v1/jobs", res,
-             st.jobs.load()->Submit(std::move(job.message), std::move(job.uploads)));
-  });
-  svr.Get(R"(/v1/jobs/([^/]+))",
-          [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
-            if (no_jobs(res)) return;
-            send_job("/v1/jobs/{id}", res, st.jobs.load()->Get(req.matches[1]));
-          });
-  svr.Get(
-      "/v1/jobs", [&st, no_jobs, send_job](const httplib::Request& req, httplib::Response& res) {
-        if (no_jobs(res)) return;
-        int limit = 20;
-        if (req.has_param("limit")) {
-          const std::string l = req.get_param_value("limit");
-          if (l.empty() || l.size() > 4 || l.find_first_not_of("0123456789") != std::string::npos ||
-              std::stoi(l) < 1 || std::stoi(l) > 1000) {
-            return SendError(res, InvalidRequest("limit must be 1..1000", "limit"));
-          }
-          limit = std::stoi(l);
-        }
-        send_job("/v1/jobs", res, st.jobs.load()->List(req.get_param_value("status"), limit));
-      });
-
+  RouteJobs(svr, st);
   svr.Post("/v1/chat/completions", [&st, &o](const httplib::Request& req, httplib::Response& res) {
     RunCompletion(st, o, req, res, true);
   });
