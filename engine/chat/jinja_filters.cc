@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_limits.h"
@@ -297,6 +298,48 @@ Value IntFilter(const Value& input, const Value& dflt) {
   return dflt;
 }
 
+// int, float, abs, round, sum; nullopt for another name.
+std::optional<Value> NumberFilter(const std::string& name, const Value& input,
+                                  std::vector<Value>& args, Kwargs& kwargs) {
+  if (name == "int") return IntFilter(input, Arg(args, kwargs, 0, "default", Value(0)));
+  if (name == "float") {
+    if (input.is_number()) return input.as_double();
+    char* end = nullptr;
+    const std::string s = input.Str();
+    const double d = std::strtod(s.c_str(), &end);
+    if (!s.empty() && *end == '\0') return d;
+    return Arg(args, kwargs, 0, "default", Value(0.0));
+  }
+  if (name == "abs") {
+    if (input.is_int()) {
+      if (input.as_int() == INT64_MIN)
+        throw LimitError("integer overflow in 'abs' (integers are 64-bit)");
+      return static_cast<int64_t>(std::llabs(input.as_int()));
+    }
+    if (input.is_float()) return std::fabs(input.as_double());
+    Fail("bad operand type for abs(): '" + input.TypeName() + "'");
+  }
+  if (name == "round") {
+    const int64_t precision = Arg(args, kwargs, 0, "precision", Value(0)).as_int();
+    const Value method = Arg(args, kwargs, 1, "method", Value("common"));
+    const double scale = std::pow(10.0, static_cast<double>(precision));
+    const double x = input.as_double() * scale;
+    const std::string m = method.Str();
+    const double r = m == "floor" ? std::floor(x) : m == "ceil" ? std::ceil(x) : std::round(x);
+    return r / scale;
+  }
+  if (name == "sum") {
+    const Value attribute = Arg(args, kwargs, 0, "attribute");
+    Value total = Arg(args, kwargs, 1, "start", Value(0));
+    for (const Value& v : Iterate(input)) {
+      total =
+          BinaryOp("+", total, attribute.is_undefined() ? v : AttributePath(v, attribute.Str()));
+    }
+    return total;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Value ApplyFilter(const std::string& name, const Value& input, std::vector<Value>& args,
@@ -382,42 +425,7 @@ Value ApplyFilter(const std::string& name, const Value& input, std::vector<Value
     const bool blank = Arg(args, kwargs, 2, "blank", Value(false)).Truthy();
     return Indent(input.Str(), width, first, blank);
   }
-  if (name == "int") return IntFilter(input, Arg(args, kwargs, 0, "default", Value(0)));
-  if (name == "float") {
-    if (input.is_number()) return input.as_double();
-    char* end = nullptr;
-    const std::string s = input.Str();
-    const double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && *end == '\0') return d;
-    return Arg(args, kwargs, 0, "default", Value(0.0));
-  }
-  if (name == "abs") {
-    if (input.is_int()) {
-      if (input.as_int() == INT64_MIN)
-        throw LimitError("integer overflow in 'abs' (integers are 64-bit)");
-      return static_cast<int64_t>(std::llabs(input.as_int()));
-    }
-    if (input.is_float()) return std::fabs(input.as_double());
-    Fail("bad operand type for abs(): '" + input.TypeName() + "'");
-  }
-  if (name == "round") {
-    const int64_t precision = Arg(args, kwargs, 0, "precision", Value(0)).as_int();
-    const Value method = Arg(args, kwargs, 1, "method", Value("common"));
-    const double scale = std::pow(10.0, static_cast<double>(precision));
-    const double x = input.as_double() * scale;
-    const std::string m = method.Str();
-    const double r = m == "floor" ? std::floor(x) : m == "ceil" ? std::ceil(x) : std::round(x);
-    return r / scale;
-  }
-  if (name == "sum") {
-    const Value attribute = Arg(args, kwargs, 0, "attribute");
-    Value total = Arg(args, kwargs, 1, "start", Value(0));
-    for (const Value& v : Iterate(input)) {
-      total =
-          BinaryOp("+", total, attribute.is_undefined() ? v : AttributePath(v, attribute.Str()));
-    }
-    return total;
-  }
+  if (std::optional<Value> v = NumberFilter(name, input, args, kwargs)) return *v;
   if (name == "wordcount") {
     std::vector<Value> none;
     return GetAttr(Value(input.Str()), "split").function()(none, kwargs).Length();
