@@ -44,6 +44,39 @@ std::optional<ApiError> Integer(const json& body, const char* key, int64_t lo, i
   return std::nullopt;
 }
 
+// temperature, top_p, min_p, top_k, the penalties and seed.
+std::optional<ApiError> Sampling(const json& body, CompletionRequest* r) {
+  double x = r->sampling.temperature;
+  if (auto e = Number(body, "temperature", 0, 2, &x)) return e;
+  r->sampling.temperature = static_cast<float>(x);
+  x = r->sampling.top_p;
+  if (auto e = Number(body, "top_p", 0, 1, &x)) return e;
+  r->sampling.top_p = static_cast<float>(x);
+  x = r->sampling.min_p;
+  if (auto e = Number(body, "min_p", 0, 1, &x)) return e;
+  r->sampling.min_p = static_cast<float>(x);
+  std::optional<int64_t> top_k;
+  if (auto e = Integer(body, "top_k", 0, 1 << 20, &top_k)) return e;
+  if (top_k) r->sampling.top_k = static_cast<int>(*top_k);
+  x = 0;
+  if (auto e = Number(body, "presence_penalty", -2, 2, &x)) return e;
+  r->sampling.presence_penalty = static_cast<float>(x);
+  x = 0;
+  if (auto e = Number(body, "frequency_penalty", -2, 2, &x)) return e;
+  r->sampling.frequency_penalty = static_cast<float>(x);
+  x = r->sampling.repeat_penalty;
+  if (auto e = Number(body, "repeat_penalty", 0.01, 10, &x)) return e;
+  r->sampling.repeat_penalty = static_cast<float>(x);
+  if (body.contains("seed") && !body["seed"].is_null()) {
+    if (!body["seed"].is_number_integer()) {
+      return InvalidRequest("seed must be an integer", "seed");
+    }
+    r->sampling.seed = static_cast<uint64_t>(body["seed"].get<int64_t>());
+    r->seeded = true;
+  }
+  return std::nullopt;
+}
+
 // Chat: "logprobs" true/false and "top_logprobs" 0..20 (only with
 // logprobs); completions: "logprobs" an integer 0..5 (OpenAI's limits).
 std::optional<ApiError> Logprobs(const json& body, bool chat, CompletionRequest* r) {
@@ -286,34 +319,7 @@ ParsedRequest ParseCompletionRequest(const std::string& text, bool chat, int max
   std::optional<int64_t> mct;
   if (auto e = Integer(body, "max_completion_tokens", 1, kMaxTokens, &mct)) return fail(*e);
   if (mct) r.max_tokens = r.max_tokens ? std::min(*r.max_tokens, *mct) : *mct;
-  double x = r.sampling.temperature;
-  if (auto e = Number(body, "temperature", 0, 2, &x)) return fail(*e);
-  r.sampling.temperature = static_cast<float>(x);
-  x = r.sampling.top_p;
-  if (auto e = Number(body, "top_p", 0, 1, &x)) return fail(*e);
-  r.sampling.top_p = static_cast<float>(x);
-  x = r.sampling.min_p;
-  if (auto e = Number(body, "min_p", 0, 1, &x)) return fail(*e);
-  r.sampling.min_p = static_cast<float>(x);
-  std::optional<int64_t> top_k;
-  if (auto e = Integer(body, "top_k", 0, 1 << 20, &top_k)) return fail(*e);
-  if (top_k) r.sampling.top_k = static_cast<int>(*top_k);
-  x = 0;
-  if (auto e = Number(body, "presence_penalty", -2, 2, &x)) return fail(*e);
-  r.sampling.presence_penalty = static_cast<float>(x);
-  x = 0;
-  if (auto e = Number(body, "frequency_penalty", -2, 2, &x)) return fail(*e);
-  r.sampling.frequency_penalty = static_cast<float>(x);
-  x = r.sampling.repeat_penalty;
-  if (auto e = Number(body, "repeat_penalty", 0.01, 10, &x)) return fail(*e);
-  r.sampling.repeat_penalty = static_cast<float>(x);
-  if (body.contains("seed") && !body["seed"].is_null()) {
-    if (!body["seed"].is_number_integer()) {
-      return fail(InvalidRequest("seed must be an integer", "seed"));
-    }
-    r.sampling.seed = static_cast<uint64_t>(body["seed"].get<int64_t>());
-    r.seeded = true;
-  }
+  if (auto e = Sampling(body, &r)) return fail(*e);
   if (auto e = Stop(body, max_stop, &r.stop)) return fail(*e);
   if (body.contains("stream") && !body["stream"].is_null()) {
     if (!body["stream"].is_boolean())
