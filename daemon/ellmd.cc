@@ -101,36 +101,8 @@ std::string Hostname() {
   return buf;
 }
 
-// Consumes jobs until `stop`; returns the process exit code.
-int RunKafka(Context& ctx) {
-  const ellm::app::Config& config = ctx.runtime->config;
-  const ellm::app::KafkaConfig& k = config.kafka;
-  ellm::ingest::KafkaOptions kafka;
-  kafka.brokers = k.brokers;
-  kafka.client_id = "ellmd-" + Hostname();
-  kafka.properties = k.properties;
-
-  const std::string instance =
-      k.group_instance_id.empty() ? "ellmd-" + Hostname() : k.group_instance_id;
-  // Stable per instance, unique in the cluster: a restarted instance fences
-  // its predecessor's producer (and ends its open transaction).
-  const std::string transactional_id =
-      k.transactions ? "ellmd/" + k.group_id + "/" + instance : std::string();
-  auto producer = ellm::ingest::KafkaProducer::Create(kafka, transactional_id);
-  if (!producer.ok()) {
-    spdlog::critical("{}", producer.status().ToString());
-    return 1;
-  }
-  ellm::daemon::JobRunnerOptions runner_options;
-  runner_options.results_topic = k.results_topic;
-  runner_options.dead_letter_topic = k.dead_letter_topic;
-  runner_options.limits.allowed_roots = config.jobs.allowed_roots;
-  runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
-  runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
-  runner_options.limits.reply_topics = k.reply_topics;
-  runner_options.limits.reserved_topics = {k.jobs_topic, k.dead_letter_topic};
-  runner_options.max_publish_attempts = config.jobs.max_publish_attempts;
-  runner_options.timeout_s = config.jobs.timeout_s;
+// Test hooks: the ELLM_TEST_* switches the crash and fault tests set.
+void ApplyTestSwitches(ellm::daemon::JobRunnerOptions& runner_options) {
   const char* crash = std::getenv("ELLM_TEST_CRASH_AFTER_STORE");
   runner_options.crash_after_store_commit = crash && std::string(crash) == "1";
   if (const char* job = std::getenv("ELLM_TEST_CRASH_IN_JOB"); job && *job) {
@@ -150,6 +122,24 @@ int RunKafka(Context& ctx) {
     ellm::ingest::FailExtractorForksForTesting(std::atoi(forks));
     spdlog::warn("ELLM_TEST_FAIL_EXTRACTOR_FORKS: the next {} extractor forks will fail", forks);
   }
+}
+
+// The job runner's settings from the configuration, and its callbacks
+// into the daemon's metrics and status line.
+ellm::daemon::JobRunnerOptions RunnerOptions(Context& ctx) {
+  const ellm::app::Config& config = ctx.runtime->config;
+  const ellm::app::KafkaConfig& k = config.kafka;
+  ellm::daemon::JobRunnerOptions runner_options;
+  runner_options.results_topic = k.results_topic;
+  runner_options.dead_letter_topic = k.dead_letter_topic;
+  runner_options.limits.allowed_roots = config.jobs.allowed_roots;
+  runner_options.limits.max_inline_bytes = static_cast<size_t>(config.jobs.max_inline_bytes);
+  runner_options.limits.max_documents = static_cast<size_t>(config.jobs.max_documents);
+  runner_options.limits.reply_topics = k.reply_topics;
+  runner_options.limits.reserved_topics = {k.jobs_topic, k.dead_letter_topic};
+  runner_options.max_publish_attempts = config.jobs.max_publish_attempts;
+  runner_options.timeout_s = config.jobs.timeout_s;
+  ApplyTestSwitches(runner_options);
   runner_options.worker = (k.group_instance_id.empty() ? Hostname() : k.group_instance_id) + "/" +
                           std::to_string(getpid());
   runner_options.status = [&ctx](const std::string& what) {
@@ -197,10 +187,15 @@ int RunKafka(Context& ctx) {
     ctx.metrics->Generation(r.prompt_tokens, r.prefill_ms, r.generated_tokens, r.decode_ms);
     kv_gauges();  // the last job's KV: resident now, spilled during it
   };
-  kv_gauges();
-  ellm::daemon::JobRunner runner(ctx.runtime->store.get(), producer->get(),
-                                 ctx.runtime->registry.get(), runner_options);
+  kv_gauges();  // the gauges start at the loaded model's KV
+  return runner_options;
+}
 
+// The consumer's settings: the group, its instance, the timeouts.
+ellm::ingest::JobConsumerOptions ConsumerOptions(Context& ctx,
+                                                 const ellm::ingest::KafkaOptions& kafka,
+                                                 const std::string& instance) {
+  const ellm::app::KafkaConfig& k = ctx.runtime->config.kafka;
   ellm::ingest::JobConsumerOptions consumer_options;
   consumer_options.kafka = kafka;
   consumer_options.kafka.properties["group.instance.id"] = instance;
@@ -222,6 +217,34 @@ int RunKafka(Context& ctx) {
     ctx.metrics->ClientReplaced(ellm::daemon::Metrics::Client::kConsumer);
   };
   consumer_options.on_consuming = [&ctx](const std::string& why) { ctx.NotConsuming(why); };
+  return consumer_options;
+}
+
+// Consumes jobs until `stop`; returns the process exit code.
+int RunKafka(Context& ctx) {
+  const ellm::app::Config& config = ctx.runtime->config;
+  const ellm::app::KafkaConfig& k = config.kafka;
+  ellm::ingest::KafkaOptions kafka;
+  kafka.brokers = k.brokers;
+  kafka.client_id = "ellmd-" + Hostname();
+  kafka.properties = k.properties;
+
+  const std::string instance =
+      k.group_instance_id.empty() ? "ellmd-" + Hostname() : k.group_instance_id;
+  // Stable per instance, unique in the cluster: a restarted instance fences
+  // its predecessor's producer (and ends its open transaction).
+  const std::string transactional_id =
+      k.transactions ? "ellmd/" + k.group_id + "/" + instance : std::string();
+  auto producer = ellm::ingest::KafkaProducer::Create(kafka, transactional_id);
+  if (!producer.ok()) {
+    spdlog::critical("{}", producer.status().ToString());
+    return 1;
+  }
+  const ellm::daemon::JobRunnerOptions runner_options = RunnerOptions(ctx);
+  ellm::daemon::JobRunner runner(ctx.runtime->store.get(), producer->get(),
+                                 ctx.runtime->registry.get(), runner_options);
+
+  const ellm::ingest::JobConsumerOptions consumer_options = ConsumerOptions(ctx, kafka, instance);
   auto consumer = ellm::ingest::JobConsumer::Create(consumer_options, &runner);
   if (!consumer.ok()) {
     spdlog::critical("{}", consumer.status().ToString());
