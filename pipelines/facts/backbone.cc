@@ -16,7 +16,6 @@ namespace {
 struct Candidate {
   std::string text;
   int page = 0;
-  size_t order = 0;  // position in the document
   std::vector<std::string> stems;
   std::string lower;   // for the cues
   bool table = false;  // a table row, "label - column: value; ..."
@@ -37,7 +36,7 @@ size_t Words(std::string_view s) {
   return n;
 }
 
-// Spaces collapsed; the page marker a rendered page may carry left out.
+// Whitespace runs collapsed to one space, none at the ends.
 std::string Clean(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -99,11 +98,11 @@ std::vector<Candidate> Candidates(const std::vector<Page>& pages) {
       at = nl + 1;
       if (const auto row = ingest::ParseMarkdownRow(line)) {
         if (ingest::IsMarkdownRule(line)) continue;
-        const size_t next = page.text.find('\n', at);
-        if (header.empty() || ingest::IsMarkdownRule(page.text.substr(at, next - at))) {
+        const bool rule_next = at < page.text.size() && ingest::IsMarkdownRule(page.text.substr(
+                                                            at, page.text.find('\n', at) - at));
+        if (header.empty() || rule_next) {
           header = *row;  // a header: the rule follows it
         } else if (auto c = TableRowCandidate(header, *row, page.number)) {
-          c->order = out.size();
           out.push_back(std::move(*c));
         }
         continue;
@@ -121,7 +120,6 @@ std::vector<Candidate> Candidates(const std::vector<Page>& pages) {
         c.lower = AsciiLower(s);
         c.text = std::move(s);
         c.page = page.number;
-        c.order = out.size();
         out.push_back(std::move(c));
       }
     }

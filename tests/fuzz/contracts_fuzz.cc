@@ -6,13 +6,16 @@
 // split pages.
 //
 // For any bytes: no crash (ASan, UBSan), and every clause of A and of B is
-// in exactly one aligned pair, and the HTML is made from the JSON.
+// in exactly one aligned pair, and the HTML is made from the JSON. A's text
+// also goes through a summary's extractive backbone (backbone.h) and the
+// clause history of a base and its amendments.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ellm/pipelines/backbone.h"
 #include "ellm/pipelines/contracts.h"
 
 namespace {
@@ -64,5 +67,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (same && (r.a.empty() || r.b.empty())) __builtin_trap();
   }
+  // A's text as a summary's source: the document's own sentences for each
+  // part (backbone.h), no more than asked, each from a page of A.
+  const std::vector<ellm::pipelines::Page> pages = Pages(a);
+  using ellm::pipelines::BackbonePart;
+  const auto own = ellm::pipelines::ChooseForParts(pages, {{BackbonePart::kPurpose, 2},
+                                                           {BackbonePart::kFigures, 4},
+                                                           {BackbonePart::kRisks, 3},
+                                                           {BackbonePart::kConclusions, 2}});
+  const size_t want[] = {2, 4, 3, 2};
+  for (size_t i = 0; i < own.size(); ++i) {
+    if (own[i].size() > want[i]) __builtin_trap();
+    for (const auto& c : own[i]) {
+      if (c.page < 1 || c.page > static_cast<int>(pages.size()) || c.text.empty()) {
+        __builtin_trap();
+      }
+    }
+  }
+  // A base and two amendments (B, then A again): a history for each clause.
+  const auto back = ellm::pipelines::CompareContracts(Pages(b), pages);
+  const auto histories = ellm::pipelines::ClauseHistories({c, back});
+  if (histories.size() < c.a.size()) __builtin_trap();
   return 0;
 }

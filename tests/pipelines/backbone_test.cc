@@ -119,6 +119,9 @@ TEST(Backbone, AFigureOfATableKeepsItsRowAndColumnLabels) {
   EXPECT_EQ(figures[1].text, "Net income \u2014 2022: 148; 2023: 213; Change: +43.9%");
   EXPECT_EQ(QuotedLines({figures[0]}),
             "- Revenue \u2014 2022: 1,204; 2023: 1,388; Change: +15.3% [p. 1, table]");
+  // A page that ends with a table row (no line after it) is read too.
+  const std::vector<Page> last = Pages({"| Item | 2023 |\n| --- | --- |\n| Revenue | 1,388 |"});
+  ASSERT_EQ(ChooseSentences(last, BackbonePart::kFigures, 2).size(), 1u);
   // Rows are figures only: never a risk, a purpose or a conclusion.
   for (BackbonePart part :
        {BackbonePart::kPurpose, BackbonePart::kRisks, BackbonePart::kConclusions}) {

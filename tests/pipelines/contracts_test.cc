@@ -15,6 +15,7 @@
 
 #include "ellm/ingest/document.h"
 #include "ellm/ingest/extract.h"
+#include "ellm/pipelines/backbone.h"
 #include "ellm/pipelines/contracts.h"
 #include "test_env.h"
 
@@ -347,6 +348,22 @@ TEST(ContractCompare, FuzzCorpusKeepsItsPromises) {
                   r.status == "only in B")
           << r.status;
     }
+    const std::vector<Page> pages = Pages(input.substr(0, nul));
+    const auto own = ChooseForParts(pages, {{BackbonePart::kPurpose, 2},
+                                            {BackbonePart::kFigures, 4},
+                                            {BackbonePart::kRisks, 3},
+                                            {BackbonePart::kConclusions, 2}});
+    const size_t want[] = {2, 4, 3, 2};
+    for (size_t i = 0; i < own.size(); ++i) {
+      EXPECT_LE(own[i].size(), want[i]);
+      for (const auto& chosen : own[i]) {
+        EXPECT_GE(chosen.page, 1);
+        EXPECT_LE(chosen.page, static_cast<int>(pages.size()));
+      }
+    }
+    const auto back =
+        CompareContracts(Pages(nul == std::string::npos ? "" : input.substr(nul + 1)), pages);
+    EXPECT_GE(ClauseHistories({c, back}).size(), c.a.size());
     ++files;
   }
   EXPECT_GE(files, 4);
