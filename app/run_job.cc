@@ -57,7 +57,10 @@ int64_t Chars(const std::string& text) {
 
 // Processor::Run, with std::bad_alloc (out of memory anywhere below)
 // turned into a transient failure: the memory is freed as the stack
-// unwinds, and the next attempt may find enough.
+// unwinds, and the next attempt may find enough. Any other exception is a
+// bug below that one document triggered: the job fails (`internal`, not
+// retried: the same document would trigger it again) and the process goes
+// on serving other jobs.
 pipelines::PipelineResult RunGuarded(pipelines::Processor& processor,
                                      const pipelines::PipelineRequest& request,
                                      const std::atomic<bool>& cancel) {
@@ -68,6 +71,9 @@ pipelines::PipelineResult RunGuarded(pipelines::Processor& processor,
         "resource_exhausted", "out of memory while running the pipeline (std::bad_alloc)");
     r.transient = true;
     return r;
+  } catch (const std::exception& e) {
+    return pipelines::PipelineResult::Failed(
+        "internal", std::string("the pipeline failed on this document (a bug: ") + e.what() + ")");
   }
 }
 

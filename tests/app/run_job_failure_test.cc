@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -120,6 +122,21 @@ TEST_F(RunJobTest, OutOfMemoryInThePipelineIsATransientFailure) {
   EXPECT_EQ(Get("j1").status, JobStatus::kQueued);
   EXPECT_EQ(Events("j1", "transient_error"), 1);
   EXPECT_TRUE(publisher_.dead_lettered.empty());
+}
+
+// A bug below that one document triggers (an exception the pipeline did
+// not expect) fails that job, once, and the process goes on.
+TEST_F(RunJobTest, AnExceptionFromThePipelineFailsTheJobNotTheProcess) {
+  FakeProcessor p([](auto&, auto&) -> PipelineResult {
+    throw std::out_of_range("basic_string::substr: __pos (which is 50) > this->size()");
+  });
+  JobRun run = Run(p, "j1");
+  EXPECT_EQ(run.outcome, JobOutcome::kDone);
+  EXPECT_EQ(run.status, JobStatus::kFailed);
+  EXPECT_FALSE(run.result.transient);
+  EXPECT_EQ(Get("j1").error_code, "internal");
+  EXPECT_NE(Get("j1").error_message.find("basic_string::substr"), std::string::npos)
+      << Get("j1").error_message;
 }
 
 TEST_F(RunJobTest, APermanentFailureIsCountedAsOne) {
