@@ -192,6 +192,13 @@ const char kReview[] =
     "The board expects revenue growth of 5 percent in 2026 and will open a new terminal in "
     "Aarhus in the autumn.\n";
 
+// summarize-report on kReview with `gen`'s answers.
+PipelineResult SummarizeReview(FakeGenerator& gen) {
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  std::atomic<bool> cancel{false};
+  return p.Run(Job("review.txt", kReview), cancel);
+}
+
 std::string ReviewAnswer(const std::string& prompt, const std::string& lead) {
   if (prompt.find("in one sentence:") == std::string::npos) {
     return " Harbor Logistics operates container terminals.";
@@ -214,9 +221,7 @@ std::string ReviewAnswer(const std::string& prompt, const std::string& lead) {
 // must be the section's own (or its heading's, or the title's).
 TEST(PipelineProcessor, AnOutlineSentenceWithFiguresNotInItsSectionIsNotKept) {
   FakeGenerator gen(8192, ReviewAnswer);
-  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
-  std::atomic<bool> cancel{false};
-  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  PipelineResult r = SummarizeReview(gen);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
   const std::string& text = r.output->output_text;
   EXPECT_NE(text.find("- 1 Introduction: This section covers the financial year 2025 and the "
@@ -244,9 +249,7 @@ TEST(PipelineProcessor, SectionsTheModelCouldNotFillShowTheDocumentsOwnSentences
   FakeGenerator gen(8192, [](const std::string&, const std::string&) {
     return std::string(" Bananas grow on Mars in 1850 and cost 7 dollars.");
   });
-  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
-  std::atomic<bool> cancel{false};
-  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  PipelineResult r = SummarizeReview(gen);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
   const std::string& text = r.output->output_text;
   EXPECT_EQ(text.find("Bananas"), std::string::npos) << text;
@@ -284,9 +287,7 @@ TEST(PipelineProcessor, TheDocumentsOwnSentenceJoinsModelProseThatSurvives) {
     }
     return std::string(" Bananas grow on Mars in 1850 and cost 7 dollars.");
   });
-  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
-  std::atomic<bool> cancel{false};
-  PipelineResult r = p.Run(Job("review.txt", kReview), cancel);
+  PipelineResult r = SummarizeReview(gen);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
   const std::string& text = r.output->output_text;
   EXPECT_NE(text.find("## Purpose\nThe report covers the financial year 2025 for the board.\n- "
