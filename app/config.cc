@@ -224,6 +224,21 @@ Status Config::Validate() const {
 
 namespace {
 
+// extract.ocr, ocr_languages, ocr_dpi and ocr_page_s (ExtractOptions; the
+// ranges are its Validate's, checked with the rest of the config).
+Status ParseOcrOptions(const std::string& src, const YAML::Node& n, ingest::ExtractOptions* e) {
+  ELLM_RETURN_IF_ERROR(GetEnum(
+      src, n, "extract", "ocr",
+      [](std::string_view s) -> StatusOr<ingest::OcrMode> {
+        if (auto mode = ingest::ParseOcrMode(s)) return *mode;
+        return InvalidArgumentError("'" + std::string(s) + "': expected auto, off or force");
+      },
+      e->ocr));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "ocr_languages", e->ocr_languages));
+  ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "ocr_dpi", e->ocr_dpi));
+  return Get(src, n, "extract", "ocr_page_s", e->ocr_page_seconds);
+}
+
 // kafka: (secrets in properties as {file: PATH} or {credential: NAME}).
 // Called inside ParseConfig's try: YAML errors surface there.
 Status ParseKafka(const YAML::Node& n, const std::string& src, KafkaConfig& k) {
@@ -368,8 +383,9 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       ELLM_RETURN_IF_ERROR(Get(src, n, "jobs", "timeout_s", c.jobs.timeout_s));
     }
     if (YAML::Node n = root["extract"]) {
-      ELLM_RETURN_IF_ERROR(
-          CheckKeys(src, n, "extract", {"max_pages", "max_bytes", "timeout_s", "memory_mib"}));
+      ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "extract",
+                                     {"max_pages", "max_bytes", "timeout_s", "memory_mib", "ocr",
+                                      "ocr_languages", "ocr_dpi", "ocr_page_s"}));
       ingest::ExtractOptions& e = c.extract;
       ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "max_pages", e.max_pages));
       ELLM_RETURN_IF_ERROR(Get(src, n, "extract", "max_bytes", e.max_bytes));
@@ -388,6 +404,7 @@ StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& sr
       e.wall_timeout = std::chrono::seconds(timeout_s);
       e.cpu_seconds = static_cast<int>(timeout_s * 2 / 3);
       e.address_space_bytes = memory_mib << 20;
+      ELLM_RETURN_IF_ERROR(ParseOcrOptions(src, n, &e));
     }
     if (YAML::Node n = root["log"]) {
       ELLM_RETURN_IF_ERROR(CheckKeys(src, n, "log", {"level", "format"}));

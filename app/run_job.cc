@@ -368,7 +368,11 @@ std::vector<store::DocumentRecord> ToDocumentRecords(const pipelines::PipelineOu
   std::vector<store::DocumentRecord> records;
   records.reserve(output.documents.size());
   for (const pipelines::DocumentSummary& d : output.documents) {
-    records.push_back({d.ordinal, d.label, d.sha256, d.page_count, d.token_count});
+    store::DocumentRecord r{d.ordinal, d.label, d.sha256, d.page_count, d.token_count, {}};
+    for (const pipelines::OcrPageSummary& p : d.ocr_pages) {
+      r.ocr_pages.push_back({p.page, p.confidence, p.note});
+    }
+    records.push_back(std::move(r));
   }
   return records;
 }

@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kExtractUsage =
     "usage: ellm extract FILE [--json | --outline] [--max-pages N] [--max-bytes N]\n"
     "                         [--timeout SECONDS] [--memory-mib N] [--config FILE]\n"
-    "                         [--extractor PATH]\n"
+    "                         [--extractor PATH] [--headings auto|layout]\n"
+    "                         [--ocr auto|off|force] [--ocr-languages L] [--ocr-dpi N]\n"
     "  FILE          a PDF, a Word (.docx) or OpenDocument text (.odt) file, or UTF-8 text\n"
     "                (Markdown when named .md); the content decides, not the name\n"
     "  --json        print the document as JSON (metadata, pages and headings)\n"
@@ -35,7 +36,15 @@ constexpr const char* kExtractUsage =
     "  --config      the defaults of the four limits above: the file's extract: section\n"
     "                (default /etc/ellm/ellm.yaml when readable)\n"
     "  --extractor   the ellm-extract binary (default: $ELLM_EXTRACTOR, then next to ellm,\n"
-    "                then ../libexec/ellm/)\n";
+    "                then ../libexec/ellm/)\n"
+    "  --headings    a PDF's heading tree from its outline when it has one (auto), or\n"
+    "                from its page layout always (layout)\n"
+    "  --ocr         read scanned PDF pages with OCR: auto (pages with no usable text\n"
+    "                layer; the default), off, or force (every page)\n"
+    "  --ocr-languages  Tesseract's languages, e.g. eng or eng+deu (default eng; each\n"
+    "                needs Debian's tesseract-ocr-LANG package)\n"
+    "  --ocr-dpi     the resolution pages are rendered at for OCR (default 300)\n"
+    "  (--config gives the defaults of every option above: its extract: section)\n";
 
 // The extract: section of --config (else /etc/ellm/ellm.yaml when readable,
 // else the defaults) with the limit flags over it; validated.
@@ -78,6 +87,15 @@ StatusOr<ingest::ExtractOptions> OptionsFrom(const Flags& flags) {
         "layout");
   }
   options.headings_from_layout = headings == "layout";
+  if (flags.Has("ocr")) {
+    const auto mode = ingest::ParseOcrMode(flags.Get("ocr"));
+    if (!mode) return InvalidArgumentError("--ocr must be auto, off or force");
+    options.ocr = *mode;
+  }
+  if (flags.Has("ocr-languages")) options.ocr_languages = flags.Get("ocr-languages");
+  ELLM_ASSIGN_OR_RETURN(int64_t dpi, flags.GetInt("ocr-dpi", options.ocr_dpi));
+  if (dpi < 50 || dpi > 1200) return InvalidArgumentError("--ocr-dpi must be in [50, 1200]");
+  options.ocr_dpi = static_cast<int>(dpi);
   ELLM_RETURN_IF_ERROR(options.Validate());
   return options;
 }
@@ -102,9 +120,10 @@ int Extract(const Args& args) {
       return 0;
     }
   }
-  auto flags = Flags::Parse(
-      args, {"max-pages", "max-bytes", "timeout", "memory-mib", "config", "extractor", "headings"},
-      {"json", "outline"});
+  auto flags = Flags::Parse(args,
+                            {"max-pages", "max-bytes", "timeout", "memory-mib", "config",
+                             "extractor", "headings", "ocr", "ocr-languages", "ocr-dpi"},
+                            {"json", "outline"});
   if (!flags.ok() || flags->positional().size() != 1) {
     std::fprintf(stderr, "ellm extract: %s\n%s",
                  flags.ok() ? "exactly one FILE is needed" : flags.status().message().c_str(),

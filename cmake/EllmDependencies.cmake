@@ -17,6 +17,10 @@ pkg_check_modules(RDKAFKA_C REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
 # poppler's core API, for the PDF outline's pages (ingest/pdf/pdf_outline.h).
 pkg_check_modules(POPPLER REQUIRED IMPORTED_TARGET poppler)
+# OCR of scanned pages in the extractor child (ingest/pdf/ocr.h).
+pkg_check_modules(TESSERACT REQUIRED IMPORTED_TARGET tesseract)
+# Its font cache is loaded before the sandbox (pdf/sandbox.h PreloadFonts).
+pkg_check_modules(FONTCONFIG REQUIRED IMPORTED_TARGET fontconfig)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
 pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
 # The PDF extractor's seccomp sandbox (ingest/pdf/sandbox.h).

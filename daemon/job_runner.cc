@@ -33,6 +33,13 @@ std::string ResultEventJson(const store::JobRecord& job) {
             {"attempts", job.attempts},
             {"finished_at", job.finished_at}};
   if (job.result) e["result"] = store::ResultToJson(*job.result);
+  // What was read how: each document's pages, and those read by OCR.
+  if (!job.documents.empty()) {
+    e["documents"] = json::array();
+    for (const store::DocumentRecord& d : job.documents) {
+      e["documents"].push_back(store::DocumentToJson(d));
+    }
+  }
   if (job.status == store::JobStatus::kFailed) {
     e["error"] = {{"code", job.error_code}, {"message", job.error_message}};
   }

@@ -89,6 +89,11 @@ CREATE TABLE inbox (
   received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 );
 )sql",
+      // 5: which pages of a document were read by OCR, and how well: a JSON
+      // array of {"page", "confidence", "note"}; NULL when none were.
+      R"sql(
+ALTER TABLE documents ADD COLUMN ocr_pages TEXT;
+)sql",
   };
   return kMigrations;
 }

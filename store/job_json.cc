@@ -23,6 +23,36 @@ nlohmann::json ResultToJson(const ResultRecord& r) {
   return out;
 }
 
+nlohmann::json DocumentToJson(const DocumentRecord& d) {
+  nlohmann::json ocr = nlohmann::json::array();
+  for (const OcrPageRecord& p : d.ocr_pages) {
+    ocr.push_back({{"page", p.page}, {"confidence", p.confidence}, {"note", p.note}});
+  }
+  return {{"ordinal", d.ordinal},  {"path", d.path},          {"sha256", d.sha256},
+          {"pages", d.page_count}, {"tokens", d.token_count}, {"ocr_pages", std::move(ocr)}};
+}
+
+std::optional<std::string> OcrPagesColumn(const std::vector<OcrPageRecord>& pages) {
+  if (pages.empty()) return std::nullopt;
+  return DocumentToJson({.ocr_pages = pages})["ocr_pages"].dump();
+}
+
+std::vector<OcrPageRecord> OcrPagesFromColumn(const std::string& column) {
+  std::vector<OcrPageRecord> pages;
+  if (column.empty()) return pages;
+  StatusOr<nlohmann::json> parsed = ParseJson(column);
+  if (!parsed.ok() || !parsed->is_array()) return pages;
+  for (const nlohmann::json& p : *parsed) {
+    if (!p.is_object()) continue;
+    OcrPageRecord r;
+    r.page = p.value("page", 0);
+    r.confidence = p.value("confidence", 0);
+    r.note = p.value("note", "");
+    pages.push_back(std::move(r));
+  }
+  return pages;
+}
+
 nlohmann::json JobToJson(const JobRecord& j) {
   nlohmann::json out = {
       {"id", j.id},
@@ -43,13 +73,7 @@ nlohmann::json JobToJson(const JobRecord& j) {
   if (!j.error_code.empty()) out["error"] = {{"code", j.error_code}, {"message", j.error_message}};
   if (j.result) out["result"] = ResultToJson(*j.result);
   nlohmann::json docs = nlohmann::json::array();
-  for (const auto& d : j.documents) {
-    docs.push_back({{"ordinal", d.ordinal},
-                    {"path", d.path},
-                    {"sha256", d.sha256},
-                    {"pages", d.page_count},
-                    {"tokens", d.token_count}});
-  }
+  for (const auto& d : j.documents) docs.push_back(DocumentToJson(d));
   out["documents"] = docs;
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : j.events) {

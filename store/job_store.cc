@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "ellm/store/job_json.h"
 #include "statement.h"
 
 namespace ellm::store {
@@ -199,14 +200,15 @@ StatusOr<bool> JobStore::Succeed(const std::string& job_id,
       ELLM_ASSIGN_OR_RETURN(
           auto ins, Statement::Prepare(*db_,
                                        "INSERT OR REPLACE INTO documents(job_id, ordinal, path, "
-                                       "sha256, page_count, token_count) VALUES "
-                                       "(?1, ?2, ?3, ?4, ?5, ?6)"));
+                                       "sha256, page_count, token_count, ocr_pages) VALUES "
+                                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
       ins.Bind(1, std::string_view(job_id))
           .Bind(2, int64_t{d.ordinal})
           .Bind(3, std::string_view(d.path))
           .Bind(4, std::string_view(d.sha256))
           .Bind(5, d.page_count)
-          .Bind(6, d.token_count);
+          .Bind(6, d.token_count)
+          .Bind(7, OcrPagesColumn(d.ocr_pages));
       ELLM_RETURN_IF_ERROR(ins.Run());
     }
     ELLM_ASSIGN_OR_RETURN(
@@ -501,15 +503,17 @@ StatusOr<std::optional<JobRecord>> JobStore::Get(const std::string& job_id) {
     j.result = std::move(res);
   }
 
-  ELLM_ASSIGN_OR_RETURN(
-      auto d, Statement::Prepare(*db_,
-                                 "SELECT ordinal, path, sha256, page_count, token_count FROM "
-                                 "documents WHERE job_id=?1 ORDER BY ordinal"));
+  ELLM_ASSIGN_OR_RETURN(auto d,
+                        Statement::Prepare(*db_,
+                                           "SELECT ordinal, path, sha256, page_count, token_count, "
+                                           "ocr_pages FROM "
+                                           "documents WHERE job_id=?1 ORDER BY ordinal"));
   d.Bind(1, std::string_view(job_id));
   for (;;) {
     ELLM_ASSIGN_OR_RETURN(bool row, d.Step());
     if (!row) break;
-    j.documents.push_back({static_cast<int>(d.Int(0)), d.Text(1), d.Text(2), d.Int(3), d.Int(4)});
+    j.documents.push_back({static_cast<int>(d.Int(0)), d.Text(1), d.Text(2), d.Int(3), d.Int(4),
+                           OcrPagesFromColumn(d.Text(5))});
   }
 
   ELLM_ASSIGN_OR_RETURN(auto e, Statement::Prepare(*db_,

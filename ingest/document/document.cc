@@ -112,7 +112,15 @@ std::string ToJson(const Document& doc, int indent) {
                       {"byte_size", m.byte_size},
                       {"sha256", m.sha256}}}};
   ordered_json pages = ordered_json::array();
-  for (const Page& p : doc.pages) pages.push_back({{"number", p.number}, {"text", p.text}});
+  for (const Page& p : doc.pages) {
+    ordered_json page = {{"number", p.number}, {"read_by", p.read_by}};
+    if (p.read_by == kReadByOcr) {
+      page["ocr_confidence"] = p.ocr_confidence;
+      if (!p.ocr_note.empty()) page["ocr_note"] = p.ocr_note;
+    }
+    page["text"] = p.text;
+    pages.push_back(std::move(page));
+  }
   j["pages"] = std::move(pages);
   if (!doc.headings.empty()) {
     ordered_json headings = ordered_json::array();
@@ -157,6 +165,15 @@ StatusOr<Document> DocumentFromJson(std::string_view text) {
     Page page;
     ELLM_RETURN_IF_ERROR(ReadField(p, "number", w, &page.number));
     ELLM_RETURN_IF_ERROR(ReadField(p, "text", w, &page.text));
+    ELLM_RETURN_IF_ERROR(ReadField(p, "read_by", w, &page.read_by));
+    ELLM_RETURN_IF_ERROR(ReadField(p, "ocr_confidence", w, &page.ocr_confidence));
+    ELLM_RETURN_IF_ERROR(ReadField(p, "ocr_note", w, &page.ocr_note));
+    if (page.read_by != kReadByText && page.read_by != kReadByOcr) {
+      return InvalidArgumentError(w + ".read_by is neither \"text\" nor \"ocr\"");
+    }
+    if (page.ocr_confidence < 0 || page.ocr_confidence > 100) {
+      return InvalidArgumentError(w + ".ocr_confidence is not a percentage");
+    }
     if (page.number <= last) {
       return InvalidArgumentError(w + ".number " + std::to_string(page.number) +
                                   " is not above the previous page's");

@@ -117,7 +117,10 @@ void Reap(pid_t pid, int* status, rusage* usage) {
 void FailExtractorForksForTesting(int n) { forks_to_fail = n; }
 
 std::vector<std::string> ChildEnvironment() {
-  std::vector<std::string> env;
+  // Tesseract's OpenMP (libgomp reads this when the child starts) must not
+  // start threads: the sandbox allows no clone, and the filter holds for
+  // one thread only.
+  std::vector<std::string> env = {"OMP_THREAD_LIMIT=1"};
   for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
                            "ELLM_TEST_EXTRACTOR_MISBEHAVE", "ELLM_FAKE_EXTRACTOR_MODE"}) {
     if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);

@@ -40,7 +40,8 @@ struct ChildResult {
 
 // The child's whole environment: none of this process's variables (API
 // keys, broker credentials, paths) but the sanitizers' options and the
-// test hooks of the extractor and of the tests' fake one.
+// test hooks of the extractor and of the tests' fake one, and
+// OMP_THREAD_LIMIT=1 (Tesseract must not start threads in the sandbox).
 std::vector<std::string> ChildEnvironment();
 
 // `argv[0]` is passed as given; `binary` is executed. `input_fd` (-1: none)

@@ -236,6 +236,11 @@ StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& 
                                    "--input-fd",
                                    std::to_string(kExtractorInputFd)};
   if (options.headings_from_layout) argv.insert(argv.end(), {"--headings", "layout"});
+  if (kind == "pdf") {
+    argv.insert(argv.end(), {"--ocr", std::string(OcrModeName(options.ocr)), "--ocr-languages",
+                             options.ocr_languages, "--ocr-dpi", std::to_string(options.ocr_dpi),
+                             "--ocr-page-seconds", std::to_string(options.ocr_page_seconds)});
+  }
   ELLM_ASSIGN_OR_RETURN(ChildResult r, RunChild(extractor, argv, fd, limits));
   return InterpretChild(path, options, r);
 }

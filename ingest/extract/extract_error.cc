@@ -68,7 +68,36 @@ Status ExtractOptions::Validate() const {
   }
   if (wall_timeout.count() <= 0)
     return InvalidArgumentError("extract: wall_timeout must be positive");
+  if (ocr_dpi < 50 || ocr_dpi > 1200) {
+    return InvalidArgumentError("extract.ocr_dpi must be between 50 and 1200");
+  }
+  if (ocr_page_seconds <= 0) return InvalidArgumentError("extract.ocr_page_s must be positive");
+  if (ocr_languages.empty() || ocr_languages.size() > 64 ||
+      ocr_languages.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_+") != std::string::npos) {
+    return InvalidArgumentError("extract.ocr_languages '" + ocr_languages +
+                                "' is not in Tesseract's form (for example eng or eng+deu)");
+  }
   return OkStatus();
+}
+
+std::optional<OcrMode> ParseOcrMode(std::string_view s) {
+  if (s == "off") return OcrMode::kOff;
+  if (s == "auto") return OcrMode::kAuto;
+  if (s == "force") return OcrMode::kForce;
+  return std::nullopt;
+}
+
+std::string_view OcrModeName(OcrMode mode) {
+  switch (mode) {
+    case OcrMode::kOff:
+      return "off";
+    case OcrMode::kForce:
+      return "force";
+    case OcrMode::kAuto:
+      break;
+  }
+  return "auto";
 }
 
 }  // namespace ellm::ingest

@@ -3,8 +3,13 @@
 //
 //   ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] --input-fd 3
 //   ellm-extract [--kind pdf|office] [--max-pages N] FILE        (by hand)
+//   (and --headings auto|layout, --ocr off|auto|force, --ocr-languages L,
+//   --ocr-dpi N, --ocr-page-seconds S: see PdfOptions)
 //
 // --kind office reads a .docx or .odt (ingest/office); pdf is the default.
+// OCR is off unless asked for (the parent asks for extract.ocr, default
+// auto); Tesseract loads its languages inside the sandbox, when the first
+// page needs them.
 //
 // Writes one JSON value to stdout and exits as extract/protocol.h says. It
 // never writes a file; the parent runs it under rlimits and a timeout, and
@@ -70,35 +75,66 @@ int Report(const Status& status) {
              : 1;
 }
 
-int Run(int argc, char** argv) {
-  int max_pages = 1 << 30, fd = -1;
-  std::string name, path, kind = "pdf", headings = "auto";
+struct Args {
+  int fd = -1;
+  std::string name, path, kind = "pdf", headings = "auto", ocr = "off";
+  ellm::ingest::pdf::PdfOptions pdf;
+};
+
+// false on a usage error.
+bool ParseArgs(int argc, char** argv, Args* args) {
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--max-pages" || a == "--input-fd" || a == "--name" || a == "--kind" ||
-         a == "--headings") &&
-        i + 1 < argc) {
-      const char* v = argv[++i];
-      if (a == "--headings") {
-        headings = v;
-      } else if (a == "--name" || a == "--kind") {
-        (a == "--name" ? name : kind) = v;
-      } else {
-        (a == "--max-pages" ? max_pages : fd) = std::atoi(v);
-      }
-    } else if (!a.empty() && a[0] != '-') {
-      path = a;
+    const std::string a = argv[i];
+    if (!a.empty() && a[0] != '-') {
+      args->path = a;
+      continue;
+    }
+    if (i + 1 >= argc) return false;
+    const char* v = argv[++i];
+    if (a == "--headings") {
+      args->headings = v;
+    } else if (a == "--name") {
+      args->name = v;
+    } else if (a == "--kind") {
+      args->kind = v;
+    } else if (a == "--ocr") {
+      args->ocr = v;
+    } else if (a == "--ocr-languages") {
+      args->pdf.ocr_languages = v;
+    } else if (a == "--max-pages" || a == "--input-fd" || a == "--ocr-dpi" ||
+               a == "--ocr-page-seconds") {
+      const int n = std::atoi(v);
+      (a == "--max-pages"  ? args->pdf.max_pages
+       : a == "--input-fd" ? args->fd
+       : a == "--ocr-dpi"  ? args->pdf.ocr_dpi
+                           : args->pdf.ocr_page_seconds) = n;
     } else {
-      kind = "";
+      return false;
     }
   }
-  if ((kind != "pdf" && kind != "office") || (headings != "auto" && headings != "layout") ||
-      (fd < 0 && path.empty())) {
+  const auto ocr = ellm::ingest::ParseOcrMode(args->ocr);
+  if (!ocr || (args->kind != "pdf" && args->kind != "office") ||
+      (args->headings != "auto" && args->headings != "layout") ||
+      (args->fd < 0 && args->path.empty())) {
+    return false;
+  }
+  args->pdf.ocr = *ocr;
+  args->pdf.headings_from_layout = args->headings == "layout";
+  return true;
+}
+
+int Run(int argc, char** argv) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] "
-                 "[--headings auto|layout] (--input-fd FD | FILE)\n");
+                 "[--headings auto|layout] [--ocr off|auto|force] [--ocr-languages L] "
+                 "[--ocr-dpi N] [--ocr-page-seconds S] (--input-fd FD | FILE)\n");
     return 2;
   }
+  int fd = args.fd;
+  const std::string& path = args.path;
+  std::string name = args.name;
   if (fd < 0) {
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -116,12 +152,22 @@ int Run(int argc, char** argv) {
   // sandbox kills: run it now, which also skips the one at exit.
   __lsan_do_leak_check();
 #endif
+  if (args.kind == "pdf" && args.pdf.ocr != ellm::ingest::OcrMode::kOff) {
+    ellm::ingest::pdf::PreloadFonts();
+  }
   if (Status s = ellm::ingest::pdf::EnterExtractorSandbox(); !s.ok()) return Report(s);
-  ellm::ingest::pdf::MisbehaveForTesting(std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE"));
+  // "late:WHAT" misbehaves once the document is read (after OCR ran).
+  const std::string misbehave = std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE")
+                                    ? std::getenv("ELLM_TEST_EXTRACTOR_MISBEHAVE")
+                                    : "";
+  const bool late = misbehave.starts_with("late:");
+  if (!late)
+    ellm::ingest::pdf::MisbehaveForTesting(misbehave.empty() ? nullptr : misbehave.c_str());
   StatusOr<ellm::ingest::Document> doc =
-      kind == "office" ? ellm::ingest::office::OfficeToDocument(*bytes, name)
-                       : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, max_pages,
-                                                          headings == "layout");
+      args.kind == "office"
+          ? ellm::ingest::office::OfficeToDocument(*bytes, name)
+          : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, args.pdf);
+  if (late) ellm::ingest::pdf::MisbehaveForTesting(misbehave.c_str() + 5);
   if (!doc.ok()) return Report(doc.status());
   return WriteAll(ellm::ingest::ToJson(*doc)) ? ellm::ingest::kExtractorExitOk : 1;
 }

@@ -4,20 +4,36 @@
 // (extract.h), which runs it in that child.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/document.h"
+#include "ellm/ingest/extract.h"
 
 namespace ellm::ingest::pdf {
 
+struct PdfOptions {
+  int max_pages = 2000;
+  bool headings_from_layout = false;
+  OcrMode ocr = OcrMode::kOff;  // see OcrMode (extract.h)
+  std::string ocr_languages = "eng";
+  int ocr_dpi = 300;
+  int ocr_page_seconds = 60;
+  // A page is rendered at a lower resolution than ocr_dpi when it would
+  // have more pixels than this (an A4 page at 300 dpi has 8.7 million).
+  int64_t ocr_max_pixels = 40'000'000;
+};
+
 // Errors carry ExtractError reasons: kEncrypted, kDamaged, kTooManyPages
-// (above `max_pages`), kNoTextLayer (no page has text; names the page
-// count). `name` is used in messages. The result's metadata has media_type,
-// title, author, producer and page_count; the caller fills the rest.
-// Headings: the PDF's outline when it has one (unless `headings_from_layout`),
-// else from the page layout (text/layout_headings.h).
-StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name, int max_pages,
-                                 bool headings_from_layout = false);
+// (above `max_pages`), kNoTextLayer (no page has text, and OCR is off or
+// read none; names the page count), kUnreadable (OCR's languages cannot be
+// loaded). `name` is used in messages. The result's metadata has
+// media_type, title, author, producer and page_count; the caller fills the
+// rest. Headings: the PDF's outline when it has one (unless
+// `headings_from_layout`), else from the page layout
+// (text/layout_headings.h). Pages read by OCR say so (Page::read_by).
+StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name,
+                                 const PdfOptions& options);
 
 }  // namespace ellm::ingest::pdf

@@ -3,7 +3,11 @@
 
 #include <poppler-document.h>
 #include <poppler-global.h>
+#include <poppler-page-renderer.h>
 #include <poppler-page.h>
+
+#include <cmath>
+#include <cstring>
 
 #include <deque>
 
@@ -134,6 +138,35 @@ std::vector<Word> PdfFile::PageWords(int index) const {
     words.push_back(std::move(w));
   }
   return words;
+}
+
+GrayImage PdfFile::RenderPage(int index, double dpi, int64_t max_pixels) const {
+  GrayImage out;
+  std::unique_ptr<poppler::page> page(doc_->create_page(index));
+  if (!page || dpi <= 0) return out;
+  const poppler::rectf box = page->page_rect(poppler::crop_box);
+  const double w_in = std::abs(box.width()) / 72.0, h_in = std::abs(box.height()) / 72.0;
+  if (!(w_in > 0) || !(h_in > 0)) return out;
+  // A page of 200 x 200 inches at 300 dpi would be 3.6 gigapixels.
+  const double area = w_in * h_in;
+  if (area * dpi * dpi > static_cast<double>(max_pixels)) {
+    dpi = std::sqrt(static_cast<double>(max_pixels) / area);
+  }
+  if (dpi < 10) return out;  // a strip too long to read at any useful size
+  poppler::page_renderer renderer;
+  renderer.set_render_hints(poppler::page_renderer::antialiasing |
+                            poppler::page_renderer::text_antialiasing);
+  renderer.set_image_format(poppler::image::format_gray8);
+  poppler::image img = renderer.render_page(page.get(), dpi, dpi);
+  if (!img.is_valid() || img.format() != poppler::image::format_gray8) return out;
+  out.width = img.width();
+  out.height = img.height();
+  out.stride = img.bytes_per_row();
+  out.dpi = dpi;
+  const size_t bytes = static_cast<size_t>(out.stride) * static_cast<size_t>(out.height);
+  out.pixels.resize(bytes);
+  std::memcpy(out.pixels.data(), img.const_data(), bytes);
+  return out;
 }
 
 }  // namespace ellm::ingest::pdf

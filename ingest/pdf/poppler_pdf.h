@@ -11,6 +11,7 @@
 
 #include "ellm/base/status.h"
 #include "pdf/layout.h"
+#include "pdf/ocr.h"
 
 namespace poppler {
 class document;
@@ -37,6 +38,12 @@ class PdfFile {
   // The words of page `index` (0-based), text normalised (NFC, ligatures).
   // A page poppler cannot read yields no words.
   std::vector<Word> PageWords(int index) const;
+  // Page `index` as grey pixels at `dpi`, or at the lower resolution that
+  // keeps it within `max_pixels`; an empty image when poppler cannot
+  // render it. Fonts the PDF does not embed are drawn without a system
+  // font lookup (the sandbox forbids fontconfig's cache): their glyphs may
+  // be missing from the image, which only a page with a text layer has.
+  GrayImage RenderPage(int index, double dpi, int64_t max_pixels) const;
 
  private:
   PdfFile() = default;

@@ -5,6 +5,7 @@
 #include "pdf/sandbox.h"
 
 #include <fcntl.h>
+#include <fontconfig/fontconfig.h>
 #include <iconv.h>
 #include <linux/landlock.h>
 #include <seccomp.h>
@@ -79,11 +80,13 @@ void PreloadConverters() {
 }
 
 // What the extractor may still read once confined: poppler's data (CMaps
-// and Unicode maps for CJK text), the time zone glibc reads for dates, and
-// the fonts fontconfig may look up. Everything else on the file system,
-// the documents beside the input included, is out of reach.
-constexpr const char* kReadable[] = {"/usr/share/poppler", "/usr/share/zoneinfo", "/etc/localtime",
-                                     "/usr/share/fonts", "/etc/fonts"};
+// and Unicode maps for CJK text), the time zone glibc reads for dates, the
+// fonts fontconfig may look up, and Tesseract's language data for OCR.
+// Everything else on the file system, the documents beside the input
+// included, is out of reach.
+constexpr const char* kReadable[] = {"/usr/share/poppler", "/usr/share/zoneinfo",
+                                     "/etc/localtime",     "/usr/share/fonts",
+                                     "/etc/fonts",         "/usr/share/tesseract-ocr"};
 
 // Landlock's file-system rights known to the kernel's ABI `abi`: every one
 // is handled, so each is denied but where a rule grants it.
@@ -96,6 +99,20 @@ uint64_t HandledRights(int abi) {
 }
 
 }  // namespace
+
+void PreloadFonts() {
+  // FcInit reads fontconfig's configuration and caches now, while access()
+  // and readlink() are allowed; one match makes sure the font set is built.
+  if (FcInit() != FcTrue) return;
+  FcPattern* pattern = FcNameParse(reinterpret_cast<const FcChar8*>("Helvetica"));
+  if (pattern == nullptr) return;
+  FcConfigSubstitute(nullptr, pattern, FcMatchPattern);
+  FcDefaultSubstitute(pattern);
+  FcResult result = FcResultNoMatch;
+  FcPattern* match = FcFontMatch(nullptr, pattern, &result);
+  if (match != nullptr) FcPatternDestroy(match);
+  FcPatternDestroy(pattern);
+}
 
 StatusOr<bool> ConfineFileSystem() {
   const long abi =
@@ -216,8 +233,9 @@ void MisbehaveForTesting(const char* what) {
     // The parent passes only these (ChildEnvironment).
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string_view v = *e;
-      if (!v.starts_with("ASAN_OPTIONS=") && !v.starts_with("UBSAN_OPTIONS=") &&
-          !v.starts_with("LSAN_OPTIONS=") && !v.starts_with("ELLM_TEST_EXTRACTOR_MISBEHAVE=") &&
+      if (v != "OMP_THREAD_LIMIT=1" && !v.starts_with("ASAN_OPTIONS=") &&
+          !v.starts_with("UBSAN_OPTIONS=") && !v.starts_with("LSAN_OPTIONS=") &&
+          !v.starts_with("ELLM_TEST_EXTRACTOR_MISBEHAVE=") &&
           !v.starts_with("ELLM_FAKE_EXTRACTOR_MODE=")) {
         abort();
       }

@@ -22,14 +22,21 @@ namespace ellm::ingest::pdf {
 // data, the time zone and the fonts.
 Status EnterExtractorSandbox();
 
+// Loads fontconfig's configuration and font cache, for rendering pages
+// (OCR) inside the sandbox: poppler looks up a system font for every font
+// a PDF does not embed, and fontconfig's first use probes files with calls
+// the sandbox forbids. Call before EnterExtractorSandbox.
+void PreloadFonts();
+
 // Landlock: this process may from now on read files only under poppler's
-// data, the time zone files and the fonts, and write, create, remove or
+// data, the time zone files, the fonts and Tesseract's data, and write, create, remove or
 // execute nothing anywhere (open fds stay usable). false when the kernel
 // has no Landlock (nothing changed); an error if it has and refused.
 StatusOr<bool> ConfineFileSystem();
 
 // Test-only (ELLM_TEST_EXTRACTOR_MISBEHAVE=socket|write|exec|read|env, read by
-// ellm-extract after entering the sandbox): tries what the sandbox forbids,
+// ellm-extract after entering the sandbox; with a "late:" prefix, after the
+// document was read, OCR included): tries what the sandbox forbids,
 // so tests can check it kills the child (socket, write, exec). `read`
 // (/etc/passwd) and `env` (a variable the parent should not have passed)
 // abort the child if they succeed, a crash instead of a violation. Returns

@@ -62,8 +62,8 @@ class DocumentStats : public Processor {
       }
       total_words += words;
       total_pages += doc->metadata.page_count;
-      out.documents.push_back(
-          {static_cast<int>(i), jd.Label(), doc->metadata.sha256, doc->metadata.page_count, 0});
+      out.documents.push_back({static_cast<int>(i), jd.Label(), doc->metadata.sha256,
+                               doc->metadata.page_count, 0, OcrPagesOf(*doc)});
       stats.push_back({{"document", jd.Label()},
                        {"media_type", doc->metadata.media_type},
                        {"pages", doc->metadata.page_count},

@@ -354,11 +354,26 @@ bool SameFigure(double a, double b) {
 
 // Lowercased words of `t` joined by single spaces, with each output byte's
 // source offset (origin.size() == result.size() + 1; the last is the end).
+// U+2010..U+201F (dashes, curly quotes) at t[i]: punctuation like their
+// ASCII forms, so that "days’" (as OCR or a typesetter writes it) and
+// "days'" are the same words.
+bool TypographicPunctuation(std::string_view t, size_t i) {
+  return i + 2 < t.size() && static_cast<unsigned char>(t[i]) == 0xE2 &&
+         static_cast<unsigned char>(t[i + 1]) == 0x80 &&
+         static_cast<unsigned char>(t[i + 2]) >= 0x90 &&
+         static_cast<unsigned char>(t[i + 2]) <= 0x9F;
+}
+
 std::string Words(std::string_view t, std::vector<size_t>* origin) {
   std::string out;
   bool gap = false;
   for (size_t i = 0; i < t.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(t[i]);
+    if (TypographicPunctuation(t, i)) {
+      gap = !out.empty();
+      i += 2;
+      continue;
+    }
     const bool keep = IsAlnum(t[i]) || c >= 0x80;
     if (!keep) {
       gap = !out.empty();

@@ -458,8 +458,8 @@ PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::at
     if (title.empty()) title = std::filesystem::path(jd.is_inline ? jd.name : jd.path).filename();
     PipelineDoc d{title, ingest::RenderForModel(*doc), 0, std::move(doc->headings)};
     d.tokens = generator_->CountTokens(d.text);
-    out->documents.push_back(
-        {i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count, d.tokens});
+    out->documents.push_back({i, jd.Label(), doc->metadata.sha256, doc->metadata.page_count,
+                              d.tokens, OcrPagesOf(*doc)});
     docs->push_back(std::move(d));
   }
   if (progress_) progress_({"extract", n, n});
@@ -612,6 +612,13 @@ std::pair<std::string, int64_t> PipelineProcessor::SinglePassLimit(
 }
 
 PipelineResult PipelineProcessor::Run(const PipelineRequest& job, const std::atomic<bool>& cancel) {
+  PipelineResult result = RunSteps(job, cancel);
+  if (result.output) NoteOcrPages(&*result.output);
+  return result;
+}
+
+PipelineResult PipelineProcessor::RunSteps(const PipelineRequest& job,
+                                           const std::atomic<bool>& cancel) {
   const int n = static_cast<int>(job.documents.size());
   if (n < spec_.min_documents || n > spec_.max_documents) {
     return PipelineResult::Failed(

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ellm/base/json.h"
 #include "ellm/pipelines/processor.h"
 
 namespace ellm::pipelines {
@@ -30,6 +31,78 @@ PipelineResult PipelineResult::FailedWith(std::string code, std::string message,
   PipelineResult r = Failed(std::move(name), std::move(message));
   r.transient = true;
   return r;
+}
+
+std::vector<OcrPageSummary> OcrPagesOf(const ingest::Document& doc) {
+  std::vector<OcrPageSummary> pages;
+  for (const ingest::Page& p : doc.pages) {
+    if (p.read_by == ingest::kReadByOcr) pages.push_back({p.number, p.ocr_confidence, p.ocr_note});
+  }
+  return pages;
+}
+
+namespace {
+
+// "3", "3 and 5", "3, 5 and 9"
+std::string PageList(const std::vector<int>& pages) {
+  std::string out;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    if (i > 0) out += i + 1 == pages.size() ? " and " : ", ";
+    out += std::to_string(pages[i]);
+  }
+  return out;
+}
+
+// The note for one document, empty when OCR read all its scanned pages well.
+std::string OcrNote(const DocumentSummary& d) {
+  std::vector<int> low, none, stopped;
+  int confidence = 0;
+  for (const OcrPageSummary& p : d.ocr_pages) {
+    if (p.note == "low confidence") {
+      low.push_back(p.page);
+      confidence += p.confidence;
+    } else if (p.note == "no text found") {
+      none.push_back(p.page);
+    } else if (!p.note.empty()) {
+      stopped.push_back(p.page);
+    }
+  }
+  std::vector<std::string> parts;
+  auto pages = [](const std::vector<int>& v) {
+    return (v.size() == 1 ? "page " : "pages ") + PageList(v);
+  };
+  if (!low.empty()) {
+    parts.push_back("read " + pages(low) + " with low confidence (mean " +
+                    std::to_string(confidence / static_cast<int>(low.size())) + "%)");
+  }
+  if (!none.empty()) parts.push_back("found no text on " + pages(none) + " (blank or pictures)");
+  if (!stopped.empty()) parts.push_back("stopped at its time limit on " + pages(stopped));
+  if (parts.empty()) return "";
+  std::string note = "Note (" + d.label + "): OCR ";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    note += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return note + ". What these scanned pages say may be missing or misread here.";
+}
+
+}  // namespace
+
+void NoteOcrPages(PipelineOutput* output) {
+  std::vector<std::string> notes;
+  for (const DocumentSummary& d : output->documents) {
+    if (std::string note = OcrNote(d); !note.empty()) notes.push_back(std::move(note));
+  }
+  if (notes.empty()) return;
+  for (const std::string& note : notes) {
+    output->output_text += (output->output_text.empty() ? "" : "\n\n") + note;
+  }
+  if (!output->output_json) return;
+  StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(*output->output_json);
+  if (!parsed.ok() || !parsed->is_object()) return;
+  nlohmann::ordered_json& warnings = (*parsed)["warnings"];
+  if (!warnings.is_array()) warnings = nlohmann::ordered_json::array();
+  for (const std::string& note : notes) warnings.push_back(note);
+  output->output_json = parsed->dump();
 }
 
 Status ProcessorRegistry::Add(std::unique_ptr<Processor> processor) {

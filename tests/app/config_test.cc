@@ -228,6 +228,33 @@ TEST(Config, ReadsAndValidatesTheExtractSection) {
   EXPECT_FALSE(ParseConfig("extract: {max_bytes: lots}\n", "c").ok());
 }
 
+// Issue 58: OCR of scanned pages is configured in the extract section.
+TEST(Config, ReadsAndValidatesTheOcrSettings) {
+  auto defaults = ParseConfig("", "c.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->extract.ocr, ingest::OcrMode::kAuto);
+  EXPECT_EQ(defaults->extract.ocr_languages, "eng");
+  EXPECT_EQ(defaults->extract.ocr_dpi, 300);
+  auto c = ParseConfig(
+      "extract:\n  ocr: force\n  ocr_languages: eng+deu\n  ocr_dpi: 200\n  ocr_page_s: 15\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->extract.ocr, ingest::OcrMode::kForce);
+  EXPECT_EQ(c->extract.ocr_languages, "eng+deu");
+  EXPECT_EQ(c->extract.ocr_dpi, 200);
+  EXPECT_EQ(c->extract.ocr_page_seconds, 15);
+  auto mode = ParseConfig("extract:\n  ocr: sometimes\n", "c.yaml");
+  ASSERT_FALSE(mode.ok());
+  EXPECT_EQ(mode.status().message(),
+            "config c.yaml:2: extract.ocr: 'sometimes': expected auto, off or force");
+  auto dpi = ParseConfig("extract:\n  ocr_dpi: 20\n", "c.yaml");
+  ASSERT_FALSE(dpi.ok());
+  EXPECT_EQ(dpi.status().message(), "config c.yaml:2: extract.ocr_dpi must be between 50 and 1200");
+  auto lang = ParseConfig("extract:\n  ocr_languages: \"../../etc\"\n", "c.yaml");
+  ASSERT_FALSE(lang.ok());
+  EXPECT_NE(lang.status().message().find("extract.ocr_languages"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ellm::app
 

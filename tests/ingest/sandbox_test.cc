@@ -17,21 +17,23 @@ namespace {
 // Where the "write" misbehaviour tries to create a file (pdf/sandbox.cc).
 constexpr char kEscapePath[] = "/tmp/ellm-extract-sandbox-escape";
 
-StatusOr<Document> ExtractMisbehaving(const char* what) {
+StatusOr<Document> ExtractMisbehaving(const char* what, const char* file = "table.pdf",
+                                      OcrMode ocr = OcrMode::kAuto) {
   setenv("ELLM_TEST_EXTRACTOR_MISBEHAVE", what, 1);
-  StatusOr<Document> doc =
-      ExtractDocument(testing::PdfDataDir() + "/table.pdf", testing::TestOptions());
+  ExtractOptions options = testing::TestOptions();
+  options.ocr = ocr;
+  StatusOr<Document> doc = ExtractDocument(testing::PdfDataDir() + "/" + file, options);
   unsetenv("ELLM_TEST_EXTRACTOR_MISBEHAVE");
   return doc;
 }
 
-void ExpectViolation(const StatusOr<Document>& doc) {
+void ExpectViolation(const StatusOr<Document>& doc, const std::string& file = "table.pdf") {
   ASSERT_FALSE(doc.ok()) << "the misbehaving extractor was not stopped";
   EXPECT_EQ(ExtractErrorOf(doc.status()), ExtractError::kSandboxViolation)
       << doc.status().ToString();
   EXPECT_EQ(doc.status().code(), StatusCode::kInternal);
   EXPECT_NE(
-      doc.status().message().find("table.pdf: the document extractor made a forbidden system call"),
+      doc.status().message().find(file + ": the document extractor made a forbidden system call"),
       std::string::npos)
       << doc.status().ToString();
 }
@@ -67,6 +69,19 @@ TEST(ExtractorSandbox, AChildGetsAnEmptyEnvironment) {
   StatusOr<Document> doc = ExtractMisbehaving("env");
   unsetenv("ELLM_TEST_SECRET");
   ASSERT_TRUE(doc.ok()) << "the child saw the parent's variables: " << doc.status().ToString();
+}
+
+// Issue 58: with Tesseract loaded and a page read by OCR (and poppler's
+// renderer and fontconfig used for it), the sandbox still holds.
+TEST(ExtractorSandbox, HoldsAfterOcrRead) {
+  ExpectViolation(ExtractMisbehaving("late:socket", "scanned.pdf"), "scanned.pdf");
+  std::filesystem::remove(kEscapePath);
+  // Forced OCR renders a page whose fonts are not embedded (fontconfig).
+  ExpectViolation(ExtractMisbehaving("late:write", "table.pdf", OcrMode::kForce));
+  EXPECT_FALSE(std::filesystem::exists(kEscapePath));
+  StatusOr<Document> doc = ExtractMisbehaving("late:read", "scanned.pdf");
+  ASSERT_TRUE(doc.ok()) << "the child read /etc/passwd: " << doc.status().ToString();
+  EXPECT_EQ(doc->pages.at(0).read_by, "ocr");
 }
 
 TEST(ExtractorSandbox, AnUnknownMisbehaviourChangesNothing) {

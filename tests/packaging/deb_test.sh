@@ -98,7 +98,7 @@ done
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for lib in librdkafka libpoppler-cpp libyaml-cpp libspdlog libsqlite3 libzstd libnuma libsystemd \
-  'systemd |'; do
+  'systemd |' libtesseract tesseract-ocr-eng; do
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib (shlibs): $depends"
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/ellm/ellm.yaml ||

@@ -243,12 +243,14 @@ void CheckKeyTerms(const ContractComparison& c, const nlohmann::json& expected) 
 }
 
 // `ext`: "txt" (the text as written) or "pdf" (make_pdfs.py's rendering).
+// `ext`: "txt", "pdf", or "_scan.pdf" (the PDFs scanned to images: read by OCR).
 void CheckPair(const fs::path& dir, const std::string& ext) {
   SCOPED_TRACE(dir.filename().string() + " (" + ext + ")");
   const auto expected = nlohmann::json::parse(Read(dir / "expected.json"));
   const ContractComparison c =
-      ext == "pdf" ? CompareContracts(PdfPages(dir / "a.pdf"), PdfPages(dir / "b.pdf"))
-                   : CompareContracts(Pages(Read(dir / "a.txt")), Pages(Read(dir / "b.txt")));
+      ext == "txt"   ? CompareContracts(Pages(Read(dir / "a.txt")), Pages(Read(dir / "b.txt")))
+      : ext == "pdf" ? CompareContracts(PdfPages(dir / "a.pdf"), PdfPages(dir / "b.pdf"))
+                     : CompareContracts(PdfPages(dir / ("a" + ext)), PdfPages(dir / ("b" + ext)));
   const std::string shown = ComparisonMarkdown(c);
   for (const char* side : {"A", "B"}) {
     const auto& parties = std::string(side) == "A" ? c.parties_a : c.parties_b;
@@ -319,6 +321,19 @@ TEST(ContractCompare, HandDraftedPdfPairsGiveTheSameDifferences) {
     ++pairs;
   }
   EXPECT_GE(pairs, 3);
+}
+
+// Issue 58: the same pairs scanned (tests/data/pdf/make_scans.py: 200 dpi
+// grey images, no text layer), read by OCR, give the same differences.
+TEST(ContractCompare, ScannedPairsGiveTheSameDifferences) {
+  const fs::path root = fs::path(ELLM_SOURCE_DIR) / "tests/data/contracts";
+  int pairs = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!fs::exists(entry.path() / "a_scan.pdf")) continue;
+    CheckPair(entry.path(), "_scan.pdf");
+    ++pairs;
+  }
+  EXPECT_GE(pairs, 2);
 }
 
 // The fuzz target's promises (tests/fuzz/contracts_fuzz.cc) on its corpus:

@@ -74,6 +74,55 @@ TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
   EXPECT_TRUE(second.output.has_value()) << second.error_code << ": " << second.error;
 }
 
+// Issue 58: a job over a partly scanned PDF knows which pages OCR read,
+// through the real extractor (tests/data/pdf/make_scans.py).
+TEST(DocumentStats, KnowsWhichPagesWereReadByOcr) {
+  ingest::ExtractOptions options;
+  options.extractor_path = ELLM_EXTRACTOR_PATH;
+  auto processor = MakeDocumentStatsProcessor(options);
+  PipelineRequest request;
+  request.job_id = "scan";
+  request.documents.resize(1);
+  request.documents[0].path = std::string(ELLM_PDF_DATA_DIR) + "/mixed_scan.pdf";
+  request.documents[0].resolved_path = request.documents[0].path;
+  std::atomic<bool> cancel{false};
+  PipelineResult r = processor->Run(request, cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::vector<OcrPageSummary>& pages = r.output->documents.at(0).ocr_pages;
+  ASSERT_EQ(pages.size(), 3u);
+  EXPECT_EQ(pages[0].page, 2);
+  EXPECT_GE(pages[0].confidence, 80);
+  EXPECT_EQ(pages[0].note, "");
+  EXPECT_EQ(pages[1].note, "no text found");
+}
+
+TEST(NoteOcrPages, NamesThePagesOcrReadBadlyInTheTextAndTheJson) {
+  PipelineOutput out;
+  out.output_text = "## Purpose\nA summary.";
+  out.output_json = R"({"sections":[]})";
+  out.documents.push_back({0, "scan.pdf", "ee", 9, 100, {}});
+  out.documents[0].ocr_pages = {{2, 95, ""},
+                                {3, 40, "low confidence"},
+                                {5, 50, "low confidence"},
+                                {7, 0, "no text found"},
+                                {9, 20, "stopped at the 60 s page limit"}};
+  out.documents.push_back({1, "clean.pdf", "dd", 2, 100, {}});
+  out.documents[1].ocr_pages = {{1, 97, ""}};
+  NoteOcrPages(&out);
+  const std::string note =
+      "Note (scan.pdf): OCR read pages 3 and 5 with low confidence (mean 45%), found no text on "
+      "page 7 (blank or pictures) and stopped at its time limit on page 9. What these scanned "
+      "pages say may be missing or misread here.";
+  EXPECT_EQ(out.output_text, "## Purpose\nA summary.\n\n" + note);
+  EXPECT_EQ(*out.output_json, R"({"sections":[],"warnings":[")" + note + R"("]})");
+  // Pages OCR read well add nothing.
+  PipelineOutput clean;
+  clean.output_text = "text";
+  clean.documents.push_back({0, "clean.pdf", "dd", 2, 100, {{1, 97, ""}}});
+  NoteOcrPages(&clean);
+  EXPECT_EQ(clean.output_text, "text");
+}
+
 // Issue 37 item 8: a document checked when its message was parsed, then
 // swapped (itself, or a directory on its path) for a symlink leading out of
 // the allowed root, is not read: it is opened beneath the root with

@@ -314,6 +314,34 @@ TEST_F(JobStoreTest, ResultJsonCarriesTheStructuredOutputParsed) {
   EXPECT_FALSE(ResultToJson(r).contains("json"));
 }
 
+// Issue 58: which pages of a document were read by OCR, and how well, is
+// kept with the document and shown by `ellm jobs show --json`, the HTTP API
+// and the result event (DocumentToJson).
+TEST_F(JobStoreTest, KeepsTheScannedPagesOfEachDocument) {
+  auto store = Open();
+  ASSERT_TRUE(store->Begin(Job("scan")).ok());
+  DocumentRecord scanned{0, "/srv/scan.pdf", "ee", 4, 900, {}};
+  scanned.ocr_pages = {{2, 96, ""}, {3, 41, "low confidence"}, {4, 0, "no text found"}};
+  DocumentRecord text{1, "/srv/text.pdf", "dd", 2, 300, {}};
+  ASSERT_TRUE(store->Succeed("scan", {scanned, text}, Result("summary")).ok());
+  auto job = store->Get("scan");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  const JobRecord& j = **job;
+  ASSERT_EQ(j.documents.size(), 2u);
+  ASSERT_EQ(j.documents[0].ocr_pages.size(), 3u);
+  EXPECT_EQ(j.documents[0].ocr_pages[1].page, 3);
+  EXPECT_EQ(j.documents[0].ocr_pages[1].confidence, 41);
+  EXPECT_EQ(j.documents[0].ocr_pages[1].note, "low confidence");
+  EXPECT_TRUE(j.documents[1].ocr_pages.empty());
+  EXPECT_EQ(*store->database().QueryInt("SELECT count(*) FROM documents WHERE ocr_pages IS NULL"),
+            1);
+  nlohmann::json shown = JobToJson(j);
+  EXPECT_EQ(shown["documents"][0]["ocr_pages"][2]["note"], "no text found");
+  EXPECT_EQ(shown["documents"][1]["ocr_pages"], nlohmann::json::array());
+  // A column written by hand that does not parse reads as no OCR pages.
+  EXPECT_TRUE(OcrPagesFromColumn("[{\"page\":").empty());
+}
+
 // Readers on their own connections see consistent, growing counts while one
 // writer commits; neither side gets SQLITE_BUSY errors.
 TEST_F(JobStoreTest, ConcurrentReadersWhileWriting) {

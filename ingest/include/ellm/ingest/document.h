@@ -33,9 +33,19 @@ struct DocumentMetadata {
   std::string sha256;     // of the input file's bytes, 64 lower-case hex digits
 };
 
+inline constexpr std::string_view kReadByText = "text";  // the file's text (a PDF's text layer)
+inline constexpr std::string_view kReadByOcr = "ocr";    // OCR of the page's image
+
 struct Page {
   int number = 0;    // 1-based page number in the file
   std::string text;  // UTF-8 (NFC); paragraphs separated by one blank line
+  std::string read_by = std::string(kReadByText);  // kReadByText or kReadByOcr
+  // OCR pages only: the words' mean confidence in percent (length-weighted),
+  // and what the reader should know, empty when nothing: "low confidence"
+  // (below 60), "no text found" (a blank page, a photo), "stopped at the N s
+  // page limit".
+  int ocr_confidence = 0;
+  std::string ocr_note;
 };
 
 // One entry of the document's own heading tree, in document order: from a

@@ -59,6 +59,17 @@ std::optional<ExtractError> ExtractErrorOf(const Status& status);
 // A Status with the StatusCode that fits `error`, `message`, and the reason.
 Status MakeExtractError(ExtractError error, std::string message);
 
+// When a PDF page is read by OCR (Tesseract, in the extractor child):
+// kAuto, a page whose text layer is empty or unusable (fewer than 20
+// letters and digits, or mostly undecodable glyphs) and where OCR then
+// reads more than the layer had; kForce, every page; kOff, never (a PDF
+// with no text on any page is then kNoTextLayer).
+enum class OcrMode { kOff, kAuto, kForce };
+
+// "off", "auto", "force" <-> OcrMode; nullopt for anything else.
+std::optional<OcrMode> ParseOcrMode(std::string_view s);
+std::string_view OcrModeName(OcrMode mode);
+
 struct ExtractOptions {
   int max_pages = 2000;                    // more pages -> kTooManyPages
   int64_t max_bytes = int64_t{256} << 20;  // larger files -> kTooLarge
@@ -74,6 +85,15 @@ struct ExtractOptions {
   // from the page layout (false); from the layout always (true), for a PDF
   // whose bookmarks are wrong, and to measure the layout's headings.
   bool headings_from_layout = false;
+  // OCR of scanned PDF pages (see OcrMode): Tesseract's languages ("eng",
+  // "eng+deu"; each needs Debian's tesseract-ocr-LANG), the resolution
+  // pages are rendered at, and the time Tesseract may spend on one page
+  // (then the page keeps what it read, marked). The child's cpu_seconds
+  // and wall_timeout still bound the whole document.
+  OcrMode ocr = OcrMode::kAuto;
+  std::string ocr_languages = "eng";
+  int ocr_dpi = 300;
+  int ocr_page_seconds = 60;
 
   // OK, or InvalidArgument naming the first limit that is not positive.
   Status Validate() const;

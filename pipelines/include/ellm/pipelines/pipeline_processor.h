@@ -104,6 +104,8 @@ class PipelineProcessor : public Processor {
   void set_progress(ProgressFn progress) override { progress_ = std::move(progress); }
 
  private:
+  // Run's work; Run adds the OCR notes (NoteOcrPages) to what it returns.
+  PipelineResult RunSteps(const PipelineRequest& job, const std::atomic<bool>& cancel);
   // Each returns an empty result (neither output, error nor cancelled) on success.
   PipelineResult Load(const PipelineRequest& job, const std::atomic<bool>& cancel,
                       std::vector<PipelineDoc>* docs, PipelineOutput* out);

@@ -26,6 +26,14 @@ struct PipelineRequest {
   std::string params_json = "{}";              // compact JSON object
 };
 
+// A page of an input document read by OCR: its number, the mean confidence
+// in percent, and ingest's note ("low confidence", "no text found", ...).
+struct OcrPageSummary {
+  int page = 0;
+  int confidence = 0;
+  std::string note;
+};
+
 // One input document as the pipeline read it.
 struct DocumentSummary {
   int ordinal = 0;
@@ -33,7 +41,20 @@ struct DocumentSummary {
   std::string sha256;  // hex of the bytes read
   int64_t page_count = 0;
   int64_t token_count = 0;
+  std::vector<OcrPageSummary> ocr_pages;  // pages read by OCR (scans)
 };
+
+// The pages of `doc` read by OCR.
+std::vector<OcrPageSummary> OcrPagesOf(const ingest::Document& doc);
+
+// What a successful run says about its scanned pages, so that a summary of
+// less than the document is never silent: pages OCR read with low
+// confidence, found no text on, or stopped on. Appends to output_text a
+// paragraph "Note: ..." naming each document and its pages, and to an
+// output_json object a "warnings" array of the same sentences. Pages OCR
+// read well add nothing.
+struct PipelineOutput;
+void NoteOcrPages(PipelineOutput* output);
 
 // A successful run: the text (and JSON, for pipelines that produce it),
 // what made it, and what it cost.

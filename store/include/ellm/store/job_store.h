@@ -52,12 +52,20 @@ struct NewJob {
   std::string worker;  // who runs it (e.g. "ellmd-host/1234"), for the audit trail
 };
 
+// A page of a document that was read by OCR (a scan), and how well.
+struct OcrPageRecord {
+  int page = 0;        // 1-based
+  int confidence = 0;  // mean word confidence, percent
+  std::string note;    // "", "low confidence", "no text found", "stopped at ..."
+};
+
 struct DocumentRecord {
   int ordinal = 0;
   std::string path;    // as given, or "inline:<name>"
   std::string sha256;  // hex of the bytes read
   int64_t page_count = 0;
   int64_t token_count = 0;
+  std::vector<OcrPageRecord> ocr_pages;  // empty: every page read from its text
 };
 
 struct ResultRecord {
