@@ -19,6 +19,8 @@ pkg_check_modules(POPPLER_CPP REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(POPPLER REQUIRED IMPORTED_TARGET poppler)
 # OCR of scanned pages in the extractor child (ingest/pdf/ocr.h).
 pkg_check_modules(TESSERACT REQUIRED IMPORTED_TARGET tesseract)
+# Image files (PNG, JPEG, TIFF scans) are decoded by Leptonica for OCR.
+pkg_check_modules(LEPTONICA REQUIRED IMPORTED_TARGET lept)
 # Its font cache is loaded before the sandbox (pdf/sandbox.h PreloadFonts).
 pkg_check_modules(FONTCONFIG REQUIRED IMPORTED_TARGET fontconfig)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)

@@ -217,7 +217,7 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
                                                       std::to_string(r.exit_code) + stderr_hint);
 }
 
-// What the child should parse: "pdf" or "office".
+// What the child should parse: "pdf", "office" or "image".
 StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& options, int fd,
                                  const std::string& kind) {
   ELLM_ASSIGN_OR_RETURN(std::string extractor, FindExtractor(options));
@@ -236,7 +236,7 @@ StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& 
                                    "--input-fd",
                                    std::to_string(kExtractorInputFd)};
   if (options.headings_from_layout) argv.insert(argv.end(), {"--headings", "layout"});
-  if (kind == "pdf") {
+  if (kind == "pdf" || kind == "image") {
     argv.insert(argv.end(), {"--ocr", std::string(OcrModeName(options.ocr)), "--ocr-languages",
                              options.ocr_languages, "--ocr-dpi", std::to_string(options.ocr_dpi),
                              "--ocr-page-seconds", std::to_string(options.ocr_page_seconds)});
@@ -370,8 +370,14 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
   // .doc files) are OLE compound files. The child tells them apart.
   const bool is_office = data.head.rfind("PK\x03\x04", 0) == 0 ||
                          data.head.rfind("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 0) == 0;
+  // Scans as image files: PNG, JPEG, TIFF (either byte order).
+  const bool is_image = data.head.rfind("\x89PNG\r\n\x1a\n", 0) == 0 ||
+                        data.head.rfind("\xFF\xD8\xFF", 0) == 0 ||
+                        data.head.rfind(std::string("II*\0", 4), 0) == 0 ||
+                        data.head.rfind(std::string("MM\0*", 4), 0) == 0;
   StatusOr<Document> doc = [&]() -> StatusOr<Document> {
     if (is_pdf) return ChildDocument(path, options, fd, "pdf");
+    if (is_image) return ChildDocument(path, options, fd, "image");
     if (is_office) return ChildDocument(path, options, fd, "office");
     if (text_ext) return TextDocument(path, ext, std::move(data.all));
     if (ext != ".pdf" && LooksLikeText(data.head)) {
@@ -389,8 +395,8 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
         ExtractError::kUnsupportedType,
         path + ": unsupported file type" + (ext.empty() ? "" : " '" + ext + "'") + " (" +
             DescribeContent(data.head) +
-            "); ellm reads PDF, Word (.docx), OpenDocument text (.odt), plain text (.txt) "
-            "and Markdown (.md)");
+            "); ellm reads PDF, Word (.docx), OpenDocument text (.odt), plain text (.txt), "
+            "Markdown (.md) and scans as PNG, JPEG or TIFF images");
   }();
   if (!doc.ok()) return doc;
   doc->metadata.source = path;

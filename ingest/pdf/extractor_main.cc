@@ -6,7 +6,8 @@
 //   (and --headings auto|layout, --ocr off|auto|force, --ocr-languages L,
 //   --ocr-dpi N, --ocr-page-seconds S: see PdfOptions)
 //
-// --kind office reads a .docx or .odt (ingest/office); pdf is the default.
+// --kind office reads a .docx or .odt (ingest/office), --kind image a PNG,
+// JPEG or TIFF (OCR); pdf is the default.
 // OCR is off unless asked for (the parent asks for extract.ocr, default
 // auto); Tesseract loads its languages inside the sandbox, when the first
 // page needs them.
@@ -29,6 +30,7 @@
 #include "ellm/ingest/extract.h"
 #include "extract/protocol.h"
 #include "office/office_to_document.h"
+#include "pdf/image_to_document.h"
 #include "pdf/pdf_to_document.h"
 #include "pdf/sandbox.h"
 
@@ -113,7 +115,7 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   const auto ocr = ellm::ingest::ParseOcrMode(args->ocr);
-  if (!ocr || (args->kind != "pdf" && args->kind != "office") ||
+  if (!ocr || (args->kind != "pdf" && args->kind != "office" && args->kind != "image") ||
       (args->headings != "auto" && args->headings != "layout") ||
       (args->fd < 0 && args->path.empty())) {
     return false;
@@ -127,7 +129,7 @@ int Run(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
-                 "usage: ellm-extract [--kind pdf|office] [--max-pages N] [--name NAME] "
+                 "usage: ellm-extract [--kind pdf|office|image] [--max-pages N] [--name NAME] "
                  "[--headings auto|layout] [--ocr off|auto|force] [--ocr-languages L] "
                  "[--ocr-dpi N] [--ocr-page-seconds S] (--input-fd FD | FILE)\n");
     return 2;
@@ -152,6 +154,7 @@ int Run(int argc, char** argv) {
   // sandbox kills: run it now, which also skips the one at exit.
   __lsan_do_leak_check();
 #endif
+  // (An image is not rendered: it needs no fonts.)
   if (args.kind == "pdf" && args.pdf.ocr != ellm::ingest::OcrMode::kOff) {
     ellm::ingest::pdf::PreloadFonts();
   }
@@ -164,8 +167,9 @@ int Run(int argc, char** argv) {
   if (!late)
     ellm::ingest::pdf::MisbehaveForTesting(misbehave.empty() ? nullptr : misbehave.c_str());
   StatusOr<ellm::ingest::Document> doc =
-      args.kind == "office"
-          ? ellm::ingest::office::OfficeToDocument(*bytes, name)
+      args.kind == "office" ? ellm::ingest::office::OfficeToDocument(*bytes, name)
+      : args.kind == "image"
+          ? ellm::ingest::pdf::ImageToDocument(*bytes, name, args.pdf)
           : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, args.pdf);
   if (late) ellm::ingest::pdf::MisbehaveForTesting(misbehave.c_str() + 5);
   if (!doc.ok()) return Report(doc.status());

@@ -85,16 +85,7 @@ class OcrPass {
     if (options_.ocr == OcrMode::kAuto && !layer.empty() && read.readable <= counts.readable) {
       return layer;  // OCR did no better than the thin layer
     }
-    page->read_by = std::string(kReadByOcr);
-    page->ocr_confidence = static_cast<int>(ocr.confidence * 100 + 0.5);
-    if (ocr.timed_out) {
-      page->ocr_note =
-          "stopped at the " + std::to_string(options_.ocr_page_seconds) + " s page limit";
-    } else if (ocr.words.empty()) {
-      page->ocr_note = "no text found";
-    } else if (page->ocr_confidence < 60) {
-      page->ocr_note = "low confidence";
-    }
+    DescribeOcrPage(ocr, options_.ocr_page_seconds, page);
     return std::move(ocr.words);
   }
 
@@ -105,6 +96,41 @@ class OcrPass {
 };
 
 }  // namespace
+
+void DescribeOcrPage(const OcrPage& ocr, int page_seconds, Page* page) {
+  page->read_by = std::string(kReadByOcr);
+  page->ocr_confidence = static_cast<int>(ocr.confidence * 100 + 0.5);
+  if (ocr.timed_out) {
+    page->ocr_note = "stopped at the " + std::to_string(page_seconds) + " s page limit";
+  } else if (ocr.words.empty()) {
+    page->ocr_note = "no text found";
+  } else if (page->ocr_confidence < 60) {
+    page->ocr_note = "low confidence";
+  }
+}
+
+bool AssembleText(std::vector<std::vector<Word>> words, Document* doc) {
+  // Whole-document passes need every page's lines: running lines repeat
+  // across pages, and hyphen repair looks for words anywhere.
+  std::vector<text::PageLines> pages(words.size());
+  text::HyphenEvidence evidence;
+  bool any_text = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    pages[i] = LayoutPage(std::move(words[i]));
+    for (const text::TextLine& line : pages[i]) {
+      evidence.AddLine(line.text);
+      any_text = any_text || !line.text.empty();
+    }
+  }
+  if (!any_text) return false;
+  text::RemoveRunningLines(&pages);
+  if (doc->headings.empty()) doc->headings = text::HeadingsFromLayout(pages);
+  for (size_t i = 0; i < pages.size(); ++i) {
+    doc->pages[i].number = static_cast<int>(i) + 1;
+    doc->pages[i].text = text::TidyWhitespace(text::AssemblePage(pages[i], evidence));
+  }
+  return true;
+}
 
 StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name,
                                  const PdfOptions& options) {
@@ -123,36 +149,21 @@ StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name,
   doc.metadata.producer = info.producer;
   doc.metadata.page_count = info.page_count;
 
-  // Whole-document passes need every page's lines: running lines repeat
-  // across pages, and hyphen repair looks for words anywhere.
-  std::vector<text::PageLines> pages(info.page_count);
   doc.pages.resize(info.page_count);
-  text::HyphenEvidence evidence;
-  bool any_text = false;
+  std::vector<std::vector<Word>> words(info.page_count);
   OcrPass ocr(*pdf, options);
   for (int i = 0; i < info.page_count; ++i) {
-    ELLM_ASSIGN_OR_RETURN(std::vector<Word> words, ocr.Words(i, &doc.pages[i]));
-    pages[i] = LayoutPage(std::move(words));
-    for (const text::TextLine& line : pages[i]) {
-      evidence.AddLine(line.text);
-      any_text = any_text || !line.text.empty();
-    }
+    ELLM_ASSIGN_OR_RETURN(words[i], ocr.Words(i, &doc.pages[i]));
   }
-  if (!any_text) {
+  if (!options.headings_from_layout)
+    doc.headings = HeadingsFromOutline(ReadPdfOutline(pdf->bytes()));
+  if (!AssembleText(std::move(words), &doc)) {
     return MakeExtractError(
         ExtractError::kNoTextLayer,
         name + ": no text layer on any of its " + std::to_string(info.page_count) + " pages" +
             (options.ocr == OcrMode::kOff
                  ? "; it looks like a scanned document, and OCR is off (extract.ocr)"
                  : ", and OCR read no words on them"));
-  }
-  text::RemoveRunningLines(&pages);
-  if (!options.headings_from_layout)
-    doc.headings = HeadingsFromOutline(ReadPdfOutline(pdf->bytes()));
-  if (doc.headings.empty()) doc.headings = text::HeadingsFromLayout(pages);
-  for (int i = 0; i < info.page_count; ++i) {
-    doc.pages[i].number = i + 1;
-    doc.pages[i].text = text::TidyWhitespace(text::AssemblePage(pages[i], evidence));
   }
   return doc;
 }

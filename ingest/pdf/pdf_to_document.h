@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/document.h"
 #include "ellm/ingest/extract.h"
+#include "pdf/layout.h"
+#include "pdf/ocr.h"
 
 namespace ellm::ingest::pdf {
 
@@ -35,5 +38,15 @@ struct PdfOptions {
 // (text/layout_headings.h). Pages read by OCR say so (Page::read_by).
 StatusOr<Document> PdfToDocument(std::string bytes, const std::string& name,
                                  const PdfOptions& options);
+
+// Shared with ImageToDocument (image_to_document.h):
+// What OCR read of a page, told to `page`: read_by, confidence and note.
+void DescribeOcrPage(const OcrPage& ocr, int page_seconds, Page* page);
+// The text stages over a whole document's pages of words: layout, running
+// lines (repeated across pages), hyphen repair, and the heading tree from
+// the layout when doc->headings is empty. doc->pages has one entry per
+// element of `words`; each gets its number (1..n) and text. false when no
+// page has any text (the pages are then left as they were).
+bool AssembleText(std::vector<std::vector<Word>> words, Document* doc);
 
 }  // namespace ellm::ingest::pdf

@@ -162,7 +162,12 @@ void ExpectError(const StatusOr<Document>& doc, ExtractError kind, const std::st
 TEST(ExtractPdf, ReportsEachFailureKind) {
   ExpectError(Extract("encrypted.pdf"), ExtractError::kEncrypted, "password");
   ExpectError(Extract("truncated.pdf"), ExtractError::kDamaged, "truncated.pdf: damaged");
-  ExpectError(Extract("not_a_pdf.pdf"), ExtractError::kNotPdf, "PNG image");
+  // The content decides: a PNG named .pdf is read as an image (issue 58),
+  // by OCR, which finds no words in a red square.
+  ExpectError(Extract("not_a_pdf.pdf"), ExtractError::kNoTextLayer, "OCR read no words");
+  const std::string gif = ::testing::TempDir() + "/ellm-not-a-pdf.pdf";
+  WriteBytes(gif, std::string("GIF89a\x10\0\x10\0", 10));
+  ExpectError(ExtractDocument(gif, TestOptions()), ExtractError::kNotPdf, "GIF image");
   ExpectError(Extract("image_only.pdf"), ExtractError::kNoTextLayer, "2 pages");
   ExpectError(Extract("missing.pdf"), ExtractError::kNotFound, "missing.pdf: no such file");
   ExpectError(ExtractDocument(PdfDataDir(), TestOptions()), ExtractError::kUnreadable, "directory");
@@ -198,9 +203,13 @@ TEST_F(TextFiles, PassPlainTextAndMarkdownThrough) {
 }
 
 TEST_F(TextFiles, RejectsEverythingElseClearly) {
+  WriteBytes(dir_ + "/photo.gif", std::string("GIF89a\x10\0\x10\0", 10));
+  ExpectError(ExtractDocument(dir_ + "/photo.gif", TestOptions()), ExtractError::kUnsupportedType,
+              "unsupported file type '.gif' (it is a GIF image)");
+  // A PNG is read as a scan (issue 58); its signature alone is a damaged one.
   WriteBytes(dir_ + "/photo.png", std::string("\x89PNG\r\n\x1a\n", 8));
-  ExpectError(ExtractDocument(dir_ + "/photo.png", TestOptions()), ExtractError::kUnsupportedType,
-              "unsupported file type '.png' (it is a PNG image)");
+  ExpectError(ExtractDocument(dir_ + "/photo.png", TestOptions()), ExtractError::kDamaged,
+              "photo.png: the image's header cannot be read");
   WriteBytes(dir_ + "/report.docx", std::string("PK\x03\x04rest", 8));
   ExpectError(ExtractDocument(dir_ + "/report.docx", TestOptions()), ExtractError::kDamaged,
               "not a readable ZIP archive");

@@ -101,6 +101,44 @@ TEST(Ocr, AMissingLanguageNamesItsPackage) {
   EXPECT_TRUE(Extract("single_column.pdf", OcrMode::kAuto, "xyz").ok());
 }
 
+// Issue 58 item 3: scans as image files, known by content: a two-page
+// TIFF (as a fax or a document scanner writes), read page by page.
+TEST(Ocr, AMultiPageTiffIsReadPageByPage) {
+  StatusOr<Document> doc = Extract("fax.tif");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ(doc->metadata.media_type, "image/tiff");
+  EXPECT_EQ(doc->metadata.page_count, 2);
+  ASSERT_EQ(doc->pages.size(), 2u);
+  for (const Page& page : doc->pages) {
+    EXPECT_EQ(page.read_by, "ocr");
+    EXPECT_GE(page.ocr_confidence, 80);
+  }
+  EXPECT_GE(WordSimilarity(ReadText(PdfDataDir() + "/single_column.txt"), AllText(*doc)), 0.97)
+      << AllText(*doc);
+  // Pages are marked for the model, as a PDF's are.
+  EXPECT_NE(RenderForModel(*doc).find("[page 2]\nLooking ahead"), std::string::npos);
+  StatusOr<Document> off = Extract("fax.tif", OcrMode::kOff);
+  ASSERT_FALSE(off.ok());
+  EXPECT_EQ(ExtractErrorOf(off.status()), ExtractError::kNoTextLayer);
+  EXPECT_NE(off.status().message().find("OCR is off"), std::string::npos);
+}
+
+// A hostile or broken image fails its document, with the limit or the
+// damage named, before it is decoded where its header says enough.
+TEST(Ocr, HostileImagesFailCleanly) {
+  StatusOr<Document> bomb = Extract("bomb.png");
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(ExtractErrorOf(bomb.status()), ExtractError::kResourceLimit);
+  EXPECT_NE(bomb.status().message().find("50000 x 50000 pixels, above the limit of 40 megapixels"),
+            std::string::npos)
+      << bomb.status().ToString();
+  StatusOr<Document> truncated = Extract("truncated.tif");
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(ExtractErrorOf(truncated.status()), ExtractError::kDamaged);
+  EXPECT_NE(truncated.status().message().find("truncated or corrupt"), std::string::npos)
+      << truncated.status().ToString();
+}
+
 TEST(Ocr, OptionsAreValidated) {
   ExtractOptions options = TestOptions();
   options.ocr_languages = "eng; rm -rf /";

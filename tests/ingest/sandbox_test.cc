@@ -79,6 +79,7 @@ TEST(ExtractorSandbox, HoldsAfterOcrRead) {
   // Forced OCR renders a page whose fonts are not embedded (fontconfig).
   ExpectViolation(ExtractMisbehaving("late:write", "table.pdf", OcrMode::kForce));
   EXPECT_FALSE(std::filesystem::exists(kEscapePath));
+  ExpectViolation(ExtractMisbehaving("late:socket", "fax.tif"), "fax.tif");
   StatusOr<Document> doc = ExtractMisbehaving("late:read", "scanned.pdf");
   ASSERT_TRUE(doc.ok()) << "the child read /etc/passwd: " << doc.status().ToString();
   EXPECT_EQ(doc->pages.at(0).read_by, "ocr");

@@ -9,6 +9,9 @@ Every page here is an image with no text layer, as a scanner makes it:
 - mixed_scan.pdf: four pages, pdfunite'd: page 1 of single_column.pdf with
   its text layer, page 2 of scanned.pdf, a blank white scan, and a
   "photo" (a smooth gradient with noise and no writing);
+- fax.tif: both pages of single_column.pdf in one two-page TIFF (200 dpi
+  grey, Deflate), truncated.tif its first half, and bomb.png a PNG whose
+  header claims 50000 x 50000 pixels (a decompression bomb's first bytes);
 - tests/data/contracts/{services,nda}/{a,b}_scan.pdf: the hand-drafted
   contract pairs scanned the same way (200 dpi grey), for the comparison
   of a scanned pair (tests/integration/compare_cli_test.cc).
@@ -42,6 +45,42 @@ def write_png(path, width, height, pixel):
         f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)))
         f.write(chunk(b"IDAT", zlib.compress(rows, 9)))
         f.write(chunk(b"IEND", b""))
+
+
+def write_tiff(path, pages, dpi):
+    """A multi-page grey TIFF (one Deflate-compressed strip per page), as a
+    fax or a document scanner writes; pages are (width, height, pixels)."""
+    out = bytearray(b"II*\0\0\0\0\0")
+    link = 4  # where the offset of the next IFD goes
+    for width, height, pixels in pages:
+        data = zlib.compress(bytes(pixels), 9)
+        strip = len(out)
+        out += data
+        if len(out) % 2:
+            out += b"\0"
+        res = len(out)
+        out += struct.pack("<II", dpi, 1)
+        entries = [(256, 4, width), (257, 4, height), (258, 3, 8), (259, 3, 8), (262, 3, 1),
+                   (273, 4, strip), (277, 3, 1), (278, 4, height), (279, 4, len(data)),
+                   (282, 5, res), (283, 5, res), (296, 3, 2)]
+        ifd = len(out)
+        struct.pack_into("<I", out, link, ifd)
+        out += struct.pack("<H", len(entries))
+        for tag, kind, value in entries:
+            out += struct.pack("<HHI", tag, kind, 1)
+            out += struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value)
+        link = len(out)
+        out += b"\0\0\0\0"
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def read_pgm(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, width, height, _, rest = data.split(maxsplit=4)
+    assert magic == b"P5"
+    return int(width), int(height), rest[:int(width) * int(height)]
 
 
 def run(*args):
@@ -82,7 +121,25 @@ def main():
     run("pdfunite", os.path.join(tmp, "text-1.pdf"), os.path.join(tmp, "scan-2.pdf"),
         os.path.join(tmp, "blank.pdf"), os.path.join(tmp, "photo.pdf"),
         os.path.join(HERE, "mixed_scan.pdf"))
-    for name in ("scanned.pdf", "mixed_scan.pdf"):
+    # fax.tif: both pages of single_column.pdf as one two-page TIFF;
+    # truncated.tif: its first half; bomb.png: a PNG header claiming
+    # 50000 x 50000 pixels over a few bytes of data.
+    run("pdftoppm", "-r", "200", "-gray", single, os.path.join(tmp, "fax"))
+    faxes = sorted(p for p in os.listdir(tmp) if p.startswith("fax") and p.endswith(".pgm"))
+    fax = os.path.join(HERE, "fax.tif")
+    write_tiff(fax, [read_pgm(os.path.join(tmp, p)) for p in faxes], 200)
+    with open(fax, "rb") as f:
+        whole = f.read()
+    with open(os.path.join(HERE, "truncated.tif"), "wb") as f:
+        f.write(whole[:len(whole) // 2])
+    write_png(os.path.join(tmp, "tiny.png"), 8, 8, lambda x, y: 255)
+    with open(os.path.join(tmp, "tiny.png"), "rb") as f:
+        tiny = bytearray(f.read())
+    struct.pack_into(">II", tiny, 16, 50000, 50000)
+    struct.pack_into(">I", tiny, 29, zlib.crc32(bytes(tiny[12:29])))
+    with open(os.path.join(HERE, "bomb.png"), "wb") as f:
+        f.write(tiny)
+    for name in ("scanned.pdf", "mixed_scan.pdf", "fax.tif", "truncated.tif", "bomb.png"):
         print(f"{os.path.getsize(os.path.join(HERE, name)):8d}  {name}")
 
 

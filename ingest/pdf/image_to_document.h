@@ -1,0 +1,30 @@
+// Image bytes (PNG, JPEG, TIFF with any number of pages: a scan or a fax)
+// -> Document, in this process: Leptonica decodes each page, Tesseract
+// reads it (ocr.h), then the same text stages as a PDF's pages. Run by the
+// ellm-extract child (`--kind image`), inside its sandbox.
+#pragma once
+
+#include <string>
+
+#include "ellm/base/status.h"
+#include "ellm/ingest/document.h"
+#include "pdf/pdf_to_document.h"
+
+namespace ellm::ingest::pdf {
+
+inline constexpr std::string_view kMediaTypePng = "image/png";
+inline constexpr std::string_view kMediaTypeJpeg = "image/jpeg";
+inline constexpr std::string_view kMediaTypeTiff = "image/tiff";
+
+// Uses options' max_pages, ocr (kOff: every image is kNoTextLayer),
+// ocr_languages, ocr_page_seconds and ocr_max_pixels (a page above it is
+// kResourceLimit, refused from its header before it is decoded). A page's
+// resolution is the image's own, else 300 dpi. Errors name `name` and
+// carry ExtractError reasons: kDamaged (not a PNG, JPEG or TIFF, or a page
+// that cannot be decoded: truncated, corrupt), kTooManyPages,
+// kResourceLimit, kNoTextLayer (OCR read nothing on any page), kUnreadable
+// (OCR's languages).
+StatusOr<Document> ImageToDocument(const std::string& bytes, const std::string& name,
+                                   const PdfOptions& options);
+
+}  // namespace ellm::ingest::pdf
