@@ -1,20 +1,20 @@
 // Image bytes (PNG, JPEG, TIFF with any number of pages: a scan or a fax)
-// -> Document, in this process: Leptonica decodes each page, Tesseract
-// reads it (ocr.h), then the same text stages as a PDF's pages. Run by the
+// -> Document, in this process: each page decoded (image_file.h), read
+// by Tesseract (ocr.h), then the same text stages as a PDF's pages. Run by the
 // ellm-extract child (`--kind image`), inside its sandbox.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/document.h"
+#include "pdf/image_file.h"
 #include "pdf/pdf_to_document.h"
 
 namespace ellm::ingest::pdf {
-
-inline constexpr std::string_view kMediaTypePng = "image/png";
-inline constexpr std::string_view kMediaTypeJpeg = "image/jpeg";
-inline constexpr std::string_view kMediaTypeTiff = "image/tiff";
 
 // Uses options' max_pages, ocr (kOff: every image is kNoTextLayer),
 // ocr_languages, ocr_page_seconds and ocr_max_pixels (a page above it is

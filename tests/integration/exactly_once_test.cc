@@ -358,7 +358,8 @@ TEST_F(ExactlyOnce, ChaosAcrossTwoHostsLosesAndRepeatsNothing) {
   auto logs = [&] { return a->Log() + b->Log(); };
   // Each daemon killed once, a quarter and half-way through; the broker
   // halted for 40 s at three quarters.
-  for (auto [at, which] : {std::pair{total / 4, 0}, std::pair{total / 2, 1}}) {
+  for (auto [at_, which] : {std::pair{total / 4, 0}, std::pair{total / 2, 1}}) {
+    const auto at = at_;  // (clang 14 lambdas cannot capture structured bindings)
     ASSERT_TRUE(WaitFor([&] { return published() >= at; }, seconds(300))) << logs();
     Daemon*& victim = which == 0 ? a : b;
     victim->Signal(SIGKILL);
