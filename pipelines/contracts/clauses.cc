@@ -151,6 +151,15 @@ std::optional<Start> MatchStart(const std::string& full) {
   return s;
 }
 
+// Whether the '.' at line[dot] ends a single-letter abbreviation ("U.S.",
+// "C.F.R.", "e.g."): a letter alone before it, after a space, a '.' or the
+// line's start. Such a dot ends no sentence and no heading.
+bool EndsAbbreviation(std::string_view line, size_t dot) {
+  if (dot == 0 || line[dot] != '.') return false;
+  const unsigned char letter = static_cast<unsigned char>(line[dot - 1]);
+  return std::isalpha(letter) && (dot == 1 || line[dot - 2] == ' ' || line[dot - 2] == '.');
+}
+
 // A reflowed paragraph (PDF text joins a block's lines) may hold several
 // clause starts: "4. REPAIRS 4.1 The Landlord shall ... repair. 4.2 The
 // Tenant shall ...". Splits before a clause number that follows a sentence
@@ -162,7 +171,8 @@ std::vector<std::string> SplitRunIn(const std::string& line) {
   for (size_t i = 1; i + 1 < line.size(); ++i) {
     if (line[i] != ' ') continue;
     const char prev = line[i - 1];
-    const bool sentence_end = prev == '.' || prev == ';' || prev == ':';
+    const bool sentence_end =
+        (prev == '.' && !EndsAbbreviation(line, i - 1)) || prev == ';' || prev == ':';
     size_t w = i;
     while (w > start && line[w - 1] != ' ') --w;
     bool caps_word = i - w >= 2;
@@ -183,6 +193,22 @@ std::vector<std::string> SplitRunIn(const std::string& line) {
   }
   out.push_back(TrimCopy(std::string_view(line).substr(start)));
   return out;
+}
+
+// Letters all capitals (at least four), whatever the line's length.
+bool IsCapitalsText(const std::string& line) {
+  int upper = 0;
+  for (char c : line) {
+    if (std::islower(static_cast<unsigned char>(c))) return false;
+    if (std::isupper(static_cast<unsigned char>(c))) ++upper;
+  }
+  return upper >= 4;
+}
+
+bool EndsSentence(const std::string& line) {
+  if (line.empty()) return false;
+  const char last = line.back();
+  return (last == '.' && !EndsAbbreviation(line, line.size() - 1)) || last == ';' || last == ':';
 }
 
 bool StartsWithWord(const std::string& line, std::string_view word) {
@@ -233,7 +259,8 @@ void SplitHeading(const std::string& rest, std::string* heading, std::string* te
     *heading = rest;
     return;
   }
-  const size_t dot = rest.find(". ");
+  size_t dot = rest.find(". ");
+  while (dot != std::string::npos && EndsAbbreviation(rest, dot)) dot = rest.find(". ", dot + 1);
   if (dot != std::string::npos && dot > 0 && CountWords(rest.substr(0, dot)) <= 6 &&
       std::isupper(static_cast<unsigned char>(rest[0]))) {
     *heading = rest.substr(0, dot);
@@ -355,6 +382,56 @@ std::vector<Clause> SplitParagraphs(const std::vector<Line>& lines) {
   return out;
 }
 
+// Where the numbering stands.
+struct Numbering {
+  bool numbered = false;  // a numbered clause has been seen
+  int top = 0;            // the last top-level number
+  int sub = 0;            // the last second-level number under it (4 for 3.4)
+};
+
+// The second component of "3.4" or "3.4.1"; 0 when there is none.
+int SubNumber(const std::string& number) {
+  const size_t dot = number.find('.');
+  if (dot == std::string::npos || dot + 1 >= number.size()) return 0;
+  return std::atoi(number.c_str() + dot + 1);
+}
+
+// Whether clause start `s` on lines[i] can be one where the numbering
+// stands.
+bool FollowsOn(const Start& s, const Numbering& n, const std::vector<Line>& lines, size_t i) {
+  const bool numbered = n.numbered;
+  const int top = n.top;
+  if (s.kind == ClauseKind::kClause) {
+    // A decimal number must follow on from the numbering so far: a list
+    // "1. 2. 3." inside clause 7 is the clause's text.
+    if (numbered && s.top != 0 && (s.top < top || s.top > top + 2) &&
+        !(s.level == 1 && s.top == top + 1)) {
+      return false;
+    }
+    // A sub-clause belongs to the clause open now or to the next one
+    // ("12.212" inside clause 10 is a citation, not clause 12's part).
+    if (numbered && s.level > 1 && s.top != top && s.top != top + 1) return false;
+    // Sub-clauses count up: "3.4(a) above" or "Section\n3.5" on a wrapped
+    // line after 3.1 is a reference ("3.2" may follow "3.1", or "3.3").
+    if (numbered && s.level == 2) {
+      const int sub = SubNumber(s.number);
+      const int last = s.top == top ? n.sub : 0;
+      if (sub <= last || sub > last + 2) return false;
+    }
+    if (!numbered && s.level > 1 && s.top > 2) return false;
+  }
+  // "Exhibit A" at the start of a hard-wrapped line ("... described in\n
+  // Exhibit A. You must also ...") is a reference to it: a schedule that
+  // continues a sentence must carry a title ("Schedule 2 - Goods").
+  if (s.kind == ClauseKind::kSchedule && !lines[i].paragraph && i > 0 &&
+      !EndsSentence(lines[i - 1].text) && !IsCapitalsHeading(lines[i - 1].text) &&
+      !s.rest.empty() &&
+      (std::islower(static_cast<unsigned char>(s.rest[0])) || CountWords(s.rest) > 6)) {
+    return false;
+  }
+  return true;
+}
+
 // Clauses by numbering and headings.
 std::vector<Clause> SplitNumbered(const std::vector<Line>& lines) {
   std::vector<Clause> out;
@@ -365,9 +442,8 @@ std::vector<Clause> SplitNumbered(const std::vector<Line>& lines) {
     out.push_back(std::move(c));
     return out.back();
   };
-  int top = 0;            // the last top-level number seen
-  bool numbered = false;  // a numbered clause has been seen
-  std::string pending;    // a capitals heading waiting for its clause
+  Numbering at;
+  std::string pending;  // a capitals heading waiting for its clause
   int pending_page = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     const Line& l = lines[i];
@@ -385,19 +461,13 @@ std::vector<Clause> SplitNumbered(const std::vector<Line>& lines) {
         continue;
       }
     }
-    if (!numbered && (IsRecitalHeading(l.text) || StartsWithWord(l.text, "whereas"))) {
+    if (!at.numbered && (IsRecitalHeading(l.text) || StartsWithWord(l.text, "whereas"))) {
       Clause& c = open(ClauseKind::kRecital, l.page);
       if (!IsRecitalHeading(l.text)) c.text = l.text;
       continue;
     }
-    std::optional<Start> s = MatchStart(l.text);
-    // A decimal number must follow on from the numbering so far: a list
-    // "1. 2. 3." inside clause 7 is the clause's text.
-    if (s && s->kind == ClauseKind::kClause && numbered && s->top != 0 &&
-        (s->top < top || s->top > top + 2) && !(s->level == 1 && s->top == top + 1))
-      s.reset();
-    if (s && s->kind == ClauseKind::kClause && !numbered && s->level > 1 && s->top > 2) s.reset();
-    if (s) {
+    const std::optional<Start> s = MatchStart(l.text);
+    if (s && FollowsOn(*s, at, lines, i)) {
       Clause& c = open(s->kind, l.page);
       c.number = s->number;
       c.level = s->level;
@@ -405,14 +475,21 @@ std::vector<Clause> SplitNumbered(const std::vector<Line>& lines) {
       if (c.heading.empty() && !pending.empty()) c.heading = pending;
       if (c.kind == ClauseKind::kClause && IsDefinitionsHeading(c.heading))
         c.kind = ClauseKind::kDefinitions;
-      if (s->kind == ClauseKind::kClause) {
-        top = s->top;
-        numbered = true;
+      if (s->kind == ClauseKind::kClause && s->top != 0) {
+        if (s->top != at.top) at.sub = 0;
+        if (s->level == 2) at.sub = SubNumber(s->number);
+        at.top = s->top;
       }
+      if (s->kind == ClauseKind::kClause) at.numbered = true;
       pending.clear();
       continue;
     }
-    if (IsCapitalsHeading(l.text) && i + 1 < lines.size()) {
+    // (Not a line of a hard-wrapped paragraph in capitals, a disclaimer:
+    // one that continues a sentence, or runs on into more capitals.)
+    const bool starts =
+        (l.paragraph || i == 0 || EndsSentence(lines[i - 1].text)) &&
+        !(i + 1 < lines.size() && !lines[i + 1].paragraph && IsCapitalsText(lines[i + 1].text));
+    if (starts && IsCapitalsHeading(l.text) && i + 1 < lines.size()) {
       // A heading alone on its line: of the numbered clause that follows,
       // or of an unnumbered clause of its own.
       if (MatchStart(lines[i + 1].text)) {
@@ -420,7 +497,7 @@ std::vector<Clause> SplitNumbered(const std::vector<Line>& lines) {
         pending_page = l.page;
         continue;
       }
-      if (numbered || !out.empty()) {
+      if (at.numbered || !out.empty()) {
         Clause& c = open(
             IsDefinitionsHeading(l.text) ? ClauseKind::kDefinitions : ClauseKind::kClause, l.page);
         c.heading = l.text;
