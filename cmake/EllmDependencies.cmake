@@ -25,6 +25,8 @@ pkg_check_modules(LEPTONICA REQUIRED IMPORTED_TARGET lept)
 pkg_check_modules(FONTCONFIG REQUIRED IMPORTED_TARGET fontconfig)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
 pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
+# Web pages (ingest/office/html.h): libxml2's forgiving HTML parser.
+pkg_check_modules(LIBXML2 REQUIRED IMPORTED_TARGET libxml-2.0)
 # The PDF extractor's seccomp sandbox (ingest/pdf/sandbox.h).
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)

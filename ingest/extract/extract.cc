@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +109,22 @@ std::string DescribeContent(const std::string& head) {
     hex += Hex(reinterpret_cast<const unsigned char*>(&head[i]), 1) + " ";
   }
   return "it starts with bytes " + hex.substr(0, hex.size() - 1);
+}
+
+// Whether a file's first bytes open an HTML document: "<!DOCTYPE html" or
+// "<html", after a byte order mark, whitespace and comments, any case.
+bool LooksLikeHtml(std::string_view head) {
+  size_t i = head.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
+  for (;;) {
+    while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+    if (head.substr(i, 4) != "<!--") break;
+    const size_t end = head.find("-->", i + 4);
+    if (end == std::string_view::npos) return false;
+    i = end + 3;
+  }
+  std::string start(head.substr(i, 14));
+  for (char& c : start) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return start.rfind("<!doctype html", 0) == 0 || start.rfind("<html", 0) == 0;
 }
 
 // UTF-8 without NUL bytes in the first KiB (a code point cut at its end
@@ -217,7 +234,7 @@ StatusOr<Document> InterpretChild(const std::string& path, const ExtractOptions&
                                                       std::to_string(r.exit_code) + stderr_hint);
 }
 
-// What the child should parse: "pdf", "office" or "image".
+// What the child should parse: "pdf", "office", "image" or "html".
 StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& options, int fd,
                                  const std::string& kind) {
   ELLM_ASSIGN_OR_RETURN(std::string extractor, FindExtractor(options));
@@ -378,6 +395,11 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
   StatusOr<Document> doc = [&]() -> StatusOr<Document> {
     if (is_pdf) return ChildDocument(path, options, fd, "pdf");
     if (is_image) return ChildDocument(path, options, fd, "image");
+    // A web page: its markup is parsed in the child like any document's.
+    if (LooksLikeHtml(data.head) ||
+        ((ext == ".html" || ext == ".htm") && LooksLikeText(data.head))) {
+      return ChildDocument(path, options, fd, "html");
+    }
     if (is_office) return ChildDocument(path, options, fd, "office");
     if (text_ext) return TextDocument(path, ext, std::move(data.all));
     if (ext != ".pdf" && LooksLikeText(data.head)) {
@@ -396,7 +418,7 @@ StatusOr<Document> ExtractOpenDocument(const std::string& path, int fd,
         path + ": unsupported file type" + (ext.empty() ? "" : " '" + ext + "'") + " (" +
             DescribeContent(data.head) +
             "); ellm reads PDF, Word (.docx), OpenDocument text (.odt), plain text (.txt), "
-            "Markdown (.md) and scans as PNG, JPEG or TIFF images");
+            "Markdown (.md), HTML and scans as PNG, JPEG or TIFF images");
   }();
   if (!doc.ok()) return doc;
   doc->metadata.source = path;

@@ -6,8 +6,8 @@
 //   (and --headings auto|layout, --ocr off|auto|force, --ocr-languages L,
 //   --ocr-dpi N, --ocr-page-seconds S: see PdfOptions)
 //
-// --kind office reads a .docx or .odt (ingest/office), --kind image a PNG,
-// JPEG or TIFF (OCR); pdf is the default.
+// --kind office reads a .docx or .odt (ingest/office), --kind html a web
+// page, --kind image a PNG, JPEG or TIFF (OCR); pdf is the default.
 // OCR is off unless asked for (the parent asks for extract.ocr, default
 // auto); Tesseract loads its languages inside the sandbox, when the first
 // page needs them.
@@ -29,6 +29,7 @@
 #include "ellm/base/sanitizers.h"
 #include "ellm/ingest/extract.h"
 #include "extract/protocol.h"
+#include "office/html.h"
 #include "office/office_to_document.h"
 #include "pdf/image_to_document.h"
 #include "pdf/pdf_to_document.h"
@@ -115,7 +116,9 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   const auto ocr = ellm::ingest::ParseOcrMode(args->ocr);
-  if (!ocr || (args->kind != "pdf" && args->kind != "office" && args->kind != "image") ||
+  if (!ocr ||
+      (args->kind != "pdf" && args->kind != "office" && args->kind != "image" &&
+       args->kind != "html") ||
       (args->headings != "auto" && args->headings != "layout") ||
       (args->fd < 0 && args->path.empty())) {
     return false;
@@ -125,11 +128,20 @@ bool ParseArgs(int argc, char** argv, Args* args) {
   return true;
 }
 
+StatusOr<ellm::ingest::Document> Parse(const Args& args, std::string bytes,
+                                       const std::string& name) {
+  namespace ingest = ellm::ingest;
+  if (args.kind == "office") return ingest::office::OfficeToDocument(bytes, name);
+  if (args.kind == "html") return ingest::office::HtmlToDocument(bytes, name);
+  if (args.kind == "image") return ingest::pdf::ImageToDocument(bytes, name, args.pdf);
+  return ingest::pdf::PdfToDocument(std::move(bytes), name, args.pdf);
+}
+
 int Run(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
-                 "usage: ellm-extract [--kind pdf|office|image] [--max-pages N] [--name NAME] "
+                 "usage: ellm-extract [--kind pdf|office|image|html] [--max-pages N] [--name NAME] "
                  "[--headings auto|layout] [--ocr off|auto|force] [--ocr-languages L] "
                  "[--ocr-dpi N] [--ocr-page-seconds S] (--input-fd FD | FILE)\n");
     return 2;
@@ -166,11 +178,7 @@ int Run(int argc, char** argv) {
   const bool late = misbehave.starts_with("late:");
   if (!late)
     ellm::ingest::pdf::MisbehaveForTesting(misbehave.empty() ? nullptr : misbehave.c_str());
-  StatusOr<ellm::ingest::Document> doc =
-      args.kind == "office" ? ellm::ingest::office::OfficeToDocument(*bytes, name)
-      : args.kind == "image"
-          ? ellm::ingest::pdf::ImageToDocument(*bytes, name, args.pdf)
-          : ellm::ingest::pdf::PdfToDocument(std::move(bytes).value(), name, args.pdf);
+  StatusOr<ellm::ingest::Document> doc = Parse(args, std::move(bytes).value(), name);
   if (late) ellm::ingest::pdf::MisbehaveForTesting(misbehave.c_str() + 5);
   if (!doc.ok()) return Report(doc.status());
   return WriteAll(ellm::ingest::ToJson(*doc)) ? ellm::ingest::kExtractorExitOk : 1;

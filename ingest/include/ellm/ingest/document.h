@@ -21,6 +21,7 @@ inline constexpr std::string_view kMediaTypeMarkdown = "text/markdown";
 inline constexpr std::string_view kMediaTypeDocx =
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 inline constexpr std::string_view kMediaTypeOdt = "application/vnd.oasis.opendocument.text";
+inline constexpr std::string_view kMediaTypeHtml = "text/html";
 
 struct DocumentMetadata {
   std::string source;      // the path the document was read from, as given
