@@ -191,8 +191,13 @@ bool SaysWhatItIsFor(const std::string& lower) {
   return false;
 }
 
-// Legal front matter and notices: never what a summary should quote.
-bool Boilerplate(const std::string& lower) {
+// Legal front matter and notices: never what a summary should quote. A
+// contract's own terms (its obligations) may speak of licences and
+// warranties.
+bool Boilerplate(const std::string& lower, BackbonePart part) {
+  if (part == BackbonePart::kObligations) {
+    return HasAny(lower, {"copyright", "all rights reserved", "isbn"});
+  }
   return HasAny(lower, {"permission is granted", "copyright", "all rights reserved", "licen",
                         "warranty", "trademark", "isbn", "without fee", "verbatim cop"});
 }
@@ -252,6 +257,12 @@ double Cue(const Candidate& c, BackbonePart part) {
                                "will continue", "going forward", "in the coming"})
                   ? 0.6
                   : 0.0);
+    case BackbonePart::kObligations:
+      return HasAny(c.lower, {" shall ", " must ", " agrees to ", " undertakes ", " will pay",
+                              " will provide", " will deliver", " is responsible for",
+                              " are responsible for", " is obliged", " obligat"})
+                 ? 1.0
+                 : 0.0;
   }
   return 0;
 }
@@ -259,7 +270,7 @@ double Cue(const Candidate& c, BackbonePart part) {
 // The candidate's score for `part`, or a negative value when it may not
 // serve it at all.
 double Score(const Candidate& c, double central, double position, BackbonePart part) {
-  if (Boilerplate(c.lower)) return -1;
+  if (Boilerplate(c.lower, part)) return -1;
   if (c.table) {
     // A labelled figure of a table: a key figure, never a statement.
     if (part != BackbonePart::kFigures) return -1;
@@ -281,6 +292,9 @@ double Score(const Candidate& c, double central, double position, BackbonePart p
     case BackbonePart::kConclusions:
       if (cue == 0 && position < 0.75) return -1;
       return 0.5 * central + 0.5 * position + cue;
+    case BackbonePart::kObligations:
+      if (cue == 0) return -1;
+      return 0.6 * central + 0.2 * (1 - position) + cue;
   }
   return -1;
 }
@@ -300,7 +314,7 @@ bool Overlaps(const std::vector<std::string>& a, const std::vector<std::string>&
 
 std::optional<BackbonePart> ParseBackbonePart(std::string_view name) {
   for (BackbonePart p : {BackbonePart::kPurpose, BackbonePart::kFigures, BackbonePart::kRisks,
-                         BackbonePart::kConclusions}) {
+                         BackbonePart::kConclusions, BackbonePart::kObligations}) {
     if (name == BackbonePartName(p)) return p;
   }
   return std::nullopt;
@@ -316,6 +330,8 @@ const char* BackbonePartName(BackbonePart part) {
       return "risks";
     case BackbonePart::kConclusions:
       return "conclusions";
+    case BackbonePart::kObligations:
+      return "obligations";
   }
   return "";
 }

@@ -1,5 +1,7 @@
 #include "ellm/pipelines/pipeline_processor.h"
+
 #include "ellm/pipelines/backbone.h"
+#include "ellm/pipelines/document_kind.h"
 #include "ellm/pipelines/statements.h"
 
 #include "run/pipeline_internal.h"
@@ -224,6 +226,7 @@ int DefaultSentences(BackbonePart part) {
     case BackbonePart::kFigures:
       return 4;
     case BackbonePart::kRisks:
+    case BackbonePart::kObligations:
       return 3;
     default:
       return 2;
@@ -439,7 +442,15 @@ std::string DefaultPipelinesDir() {
 
 PipelineProcessor::PipelineProcessor(PipelineSpec spec, TextGenerator* generator,
                                      ingest::ExtractOptions extract)
-    : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {}
+    : spec_(std::move(spec)), generator_(generator), extract_(std::move(extract)) {
+  for (const auto& [kind, sections] : spec_.kinds) {
+    PipelineSpec variant = spec_;
+    variant.kinds.clear();
+    variant.sections = sections;
+    variants_.emplace_back(kind,
+                           std::make_unique<PipelineProcessor>(variant, generator_, extract_));
+  }
+}
 
 PipelineResult PipelineProcessor::Load(const PipelineRequest& job, const std::atomic<bool>& cancel,
                                        std::vector<PipelineDoc>* docs, PipelineOutput* out) {
@@ -630,6 +641,50 @@ PipelineResult PipelineProcessor::RunSteps(const PipelineRequest& job,
   std::vector<PipelineDoc> docs;
   PipelineResult loaded = Load(job, cancel, &docs, &out);
   if (loaded.cancelled || !loaded.error_code.empty()) return loaded;
+  if (spec_.kinds.empty() || docs.empty()) {
+    return RunLoaded(job, std::move(docs), std::move(out), cancel);
+  }
+  // The summary fits the document: the kind the job names, else the one
+  // its words say; a report's sections are this pipeline's own.
+  DocumentKind kind{"", "the job's params"};
+  StatusOr<nlohmann::json> params = ParseJson(job.params_json);
+  if (params.ok() && params->is_object() && params->contains("kind")) {
+    const nlohmann::json& k = (*params)["kind"];
+    const std::string named = k.is_string() ? k.get<std::string>() : "";
+    if (named != "auto") kind.kind = named;
+  }
+  if (kind.kind.empty()) {
+    kind = ClassifyDocument(docs[0].title, SplitPages(docs[0].text), docs[0].headings.size());
+  }
+  PipelineProcessor* runner = kind.kind == "report" ? this : nullptr;
+  for (const auto& [name, variant] : variants_) {
+    if (name == kind.kind) runner = variant.get();
+  }
+  if (runner == nullptr) {
+    std::string known = "auto, report";
+    for (const auto& [name, variant] : variants_) known += ", " + name;
+    return PipelineResult::Failed("invalid_params", "params.kind '" + kind.kind +
+                                                        "' is not a kind of pipeline '" +
+                                                        spec_.name + "' (" + known + ")");
+  }
+  PipelineResult result = runner->RunLoaded(job, std::move(docs), std::move(out), cancel);
+  if (result.output) {
+    StatusOr<nlohmann::ordered_json> json =
+        ParseOrderedJson(result.output->output_json.value_or("{}"));
+    if (json.ok() && json->is_object()) {
+      (*json)["kind"] = {{"name", kind.kind},
+                         {"from", kind.why == "the job's params" ? "params" : "detected"},
+                         {"why", kind.why}};
+      result.output->output_json = json->dump();
+    }
+  }
+  return result;
+}
+
+PipelineResult PipelineProcessor::RunLoaded(const PipelineRequest& job,
+                                            std::vector<PipelineDoc> docs, PipelineOutput out,
+                                            const std::atomic<bool>& cancel) {
+  const int n = static_cast<int>(docs.size());
   if (spec_.compare_clauses) return RunClauseComparison(docs, std::move(out), cancel);
   if (!spec_.fields.empty()) return RunFields(job, docs, std::move(out), cancel);
   // The text as read, for checking figures after map-reduce replaced it.

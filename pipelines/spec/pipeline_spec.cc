@@ -106,9 +106,11 @@ Status ParseFields(const YAML::Node& root, const std::string& src, PipelineSpec&
   return OkStatus();
 }
 
-// sections: heading, lead, max_tokens, stop, verify, extract, extract_sentences.
-Status ParseSections(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
-  if (YAML::Node secs = root["sections"]) {
+// A list of sections: heading, lead, max_tokens, stop, verify, extract,
+// extract_sentences.
+Status ParseSectionList(const YAML::Node& secs, const std::string& src,
+                        std::vector<PipelineSpec::Section>* out) {
+  {
     if (!secs.IsSequence()) return At(src, secs, "sections must be a list");
     for (const auto& n : secs) {
       if (!n.IsMap()) return At(src, n, "each section is a mapping: heading, lead, max_tokens");
@@ -144,13 +146,39 @@ Status ParseSections(const YAML::Node& root, const std::string& src, PipelineSpe
       ELLM_RETURN_IF_ERROR(ReadScalar(src, n, "extract_sentences", sec.extract_sentences, false));
       if (!sec.extract.empty() && !ParseBackbonePart(sec.extract)) {
         return At(src, n["extract"],
-                  "extract '" + sec.extract + "': expected purpose, figures, risks or conclusions");
+                  "extract '" + sec.extract +
+                      "': expected purpose, figures, risks, conclusions or obligations");
       }
       if (sec.extract_sentences < 0 || sec.extract_sentences > 20) {
         return At(src, n["extract_sentences"], "extract_sentences must be 0..20");
       }
-      spec.sections.push_back(sec);
+      out->push_back(sec);
     }
+  }
+  return OkStatus();
+}
+
+// sections, and kinds: {manual: {sections: [...]}, contract: {...}}.
+Status ParseSections(const YAML::Node& root, const std::string& src, PipelineSpec& spec) {
+  if (YAML::Node secs = root["sections"]) {
+    ELLM_RETURN_IF_ERROR(ParseSectionList(secs, src, &spec.sections));
+  }
+  YAML::Node kinds = root["kinds"];
+  if (!kinds) return OkStatus();
+  if (!kinds.IsMap()) return At(src, kinds, "kinds must map a kind to its sections");
+  if (spec.sections.empty()) return At(src, kinds, "kinds need the report's own sections");
+  for (const auto& kv : kinds) {
+    const std::string kind = kv.first.as<std::string>();
+    if (kind != "manual" && kind != "contract") {
+      return At(src, kv.first, "kind '" + kind + "': expected manual or contract");
+    }
+    if (!kv.second.IsMap() || !kv.second["sections"] || kv.second.size() != 1) {
+      return At(src, kv.second, "kind '" + kind + "' takes one key, sections");
+    }
+    std::vector<PipelineSpec::Section> sections;
+    ELLM_RETURN_IF_ERROR(ParseSectionList(kv.second["sections"], src, &sections));
+    if (sections.empty()) return At(src, kv.second, "kind '" + kind + "' has no sections");
+    spec.kinds.emplace_back(kind, std::move(sections));
   }
   return OkStatus();
 }
@@ -175,6 +203,7 @@ Status ParseInto(const YAML::Node& root, const std::string& src, PipelineSpec& s
                                               "outline_terms",
                                               "description",
                                               "sections",
+                                              "kinds",
                                               "fields",
                                               "compare",
                                               "differences_prompt",

@@ -71,6 +71,10 @@ TEST(RealManual, ContentsAreTheChaptersItsOutlineNames) {
       << text;
   EXPECT_EQ(text.find("Permission is granted"), std::string::npos) << text;
   EXPECT_GE(result["json"]["extracted"].size(), 4u) << result["json"].dump(1);
+  // Issue 56 item 4: a manual's summary, not a report's (no Conclusions).
+  EXPECT_EQ(result["json"]["kind"]["name"], "manual") << result["json"]["kind"].dump();
+  EXPECT_NE(text.find("## Cautions\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("## Conclusions"), std::string::npos) << text;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

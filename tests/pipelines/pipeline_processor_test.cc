@@ -451,5 +451,51 @@ TEST(PipelineProcessor, ACancelledJobStopsWithoutAResult) {
   EXPECT_TRUE(r.error_code.empty());
 }
 
+// Issue 56 item 4: the shipped summary fits the document. A contract gets
+// its parties, money, obligations and liabilities (the model's failed
+// sentences replaced by the contract's own), and the result says which
+// kind was used and why; a job may name the kind, and an unknown one is
+// refused.
+TEST(PipelineProcessor, TheSummaryFitsTheKindOfDocument) {
+  FakeGenerator gen(8192, [](const std::string&, const std::string&) {
+    return std::string(" Bananas grow on Mars in 1850 and cost 7 dollars.");
+  });
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  const std::string contract =
+      "SUPPLY AGREEMENT\n\nThis Agreement is made between Alpha Ltd (the \"Supplier\") and "
+      "Beta plc (the \"Buyer\").\n\n1. Delivery. The Supplier shall deliver the goods within 30 "
+      "days of each order.\n\n2. Price. The Buyer shall pay EUR 120,000 per year, invoiced "
+      "quarterly.\n\n3. Liability. The Supplier's liability shall not exceed EUR 500,000.\n";
+  std::atomic<bool> cancel{false};
+  PipelineResult r = p.Run(Job("supply.md", contract), cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->output_text;
+  for (const char* heading : {"## Parties and purpose", "## Money and dates", "## Obligations",
+                              "## Liabilities and risks"}) {
+    EXPECT_NE(text.find(heading), std::string::npos) << heading << " in:\n" << text;
+  }
+  EXPECT_EQ(text.find("## Key figures"), std::string::npos) << text;
+  EXPECT_NE(text.find("The Supplier shall deliver the goods within 30 days"), std::string::npos)
+      << text;
+  auto json = nlohmann::json::parse(r.output->output_json.value_or("{}"));
+  EXPECT_EQ(json["kind"]["name"], "contract") << json.dump(1);
+  EXPECT_EQ(json["kind"]["from"], "detected");
+  EXPECT_EQ(json["kind"]["why"], "it defines the parties Supplier and Buyer");
+
+  PipelineRequest named = Job("supply.md", contract);
+  named.params_json = R"({"kind": "report"})";
+  r = p.Run(named, cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  EXPECT_NE(r.output->output_text.find("## Key figures"), std::string::npos);
+  json = nlohmann::json::parse(r.output->output_json.value_or("{}"));
+  EXPECT_EQ(json["kind"]["name"], "report");
+  EXPECT_EQ(json["kind"]["from"], "params");
+
+  named.params_json = R"({"kind": "poem"})";
+  r = p.Run(named, cancel);
+  EXPECT_EQ(r.error_code, "invalid_params");
+  EXPECT_NE(r.error.find("params.kind 'poem'"), std::string::npos) << r.error;
+}
+
 }  // namespace
 }  // namespace ellm::pipelines

@@ -259,9 +259,34 @@ TEST(PipelineSpec, ASectionsExtractIsAKnownKind) {
   auto bad = ParsePipeline(head + "    extract: gossip\n", "p.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("p.yaml:6"), std::string::npos) << bad.status().message();
-  EXPECT_NE(bad.status().message().find("purpose, figures, risks or conclusions"),
+  EXPECT_NE(bad.status().message().find("purpose, figures, risks, conclusions or obligations"),
             std::string::npos);
   EXPECT_FALSE(ParsePipeline(head + "    extract: risks\n    extract_sentences: 99\n", "p").ok());
+}
+
+// Issue 56 item 4: `kinds:` gives a manual and a contract their own
+// sections; anything else is refused at load, with its line.
+TEST(PipelineSpec, KindsGiveManualsAndContractsTheirOwnSections) {
+  const std::string head =
+      "name: x\nversion: 1\nprompt: p\nsections:\n  - heading: Purpose\n    extract: purpose\n";
+  auto ok = ParsePipeline(head +
+                              "kinds:\n  contract:\n    sections:\n      - heading: Obligations\n"
+                              "        extract: obligations\n  manual:\n    sections:\n"
+                              "      - heading: Cautions\n",
+                          "p.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->kinds.size(), 2u);
+  EXPECT_EQ(ok->kinds[0].first, "contract");
+  EXPECT_EQ(ok->kinds[0].second[0].heading, "Obligations");
+  EXPECT_EQ(ok->kinds[0].second[0].extract, "obligations");
+  EXPECT_EQ(ok->kinds[1].second[0].heading, "Cautions");
+  auto unknown = ParsePipeline(head + "kinds:\n  poem:\n    sections: []\n", "p.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("p.yaml:8: kind 'poem': expected manual or contract"),
+            std::string::npos)
+      << unknown.status().message();
+  EXPECT_FALSE(ParsePipeline(head + "kinds:\n  manual: {outline: x}\n", "p").ok());
+  EXPECT_FALSE(ParsePipeline(head + "kinds:\n  manual:\n    sections: []\n", "p").ok());
 }
 
 TEST(PipelineSpec, PrefixCacheIsAnOptInBoolean) {

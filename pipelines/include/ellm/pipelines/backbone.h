@@ -30,9 +30,11 @@
 
 namespace ellm::pipelines {
 
-enum class BackbonePart { kPurpose, kFigures, kRisks, kConclusions };
+// kObligations: what a party must do ("The Supplier shall deliver ..."),
+// for contracts.
+enum class BackbonePart { kPurpose, kFigures, kRisks, kConclusions, kObligations };
 
-// "purpose", "figures", "risks", "conclusions".
+// "purpose", "figures", "risks", "conclusions", "obligations".
 std::optional<BackbonePart> ParseBackbonePart(std::string_view name);
 const char* BackbonePartName(BackbonePart part);
 

@@ -101,11 +101,19 @@ class PipelineProcessor : public Processor {
   PipelineResult Run(const PipelineRequest& job, const std::atomic<bool>& cancel) override;
 
   // Told about extraction, map steps, prefill and generation.
-  void set_progress(ProgressFn progress) override { progress_ = std::move(progress); }
+  void set_progress(ProgressFn progress) override {
+    for (auto& [kind, variant] : variants_) variant->set_progress(progress);
+    progress_ = std::move(progress);
+  }
 
  private:
   // Run's work; Run adds the OCR notes (NoteOcrPages) to what it returns.
+  // With `kinds:`, the documents' kind picks the processor (variants_) that
+  // runs RunLoaded, and the result JSON gets "kind".
   PipelineResult RunSteps(const PipelineRequest& job, const std::atomic<bool>& cancel);
+  // Everything after the documents are loaded.
+  PipelineResult RunLoaded(const PipelineRequest& job, std::vector<PipelineDoc> docs,
+                           PipelineOutput out, const std::atomic<bool>& cancel);
   // Each returns an empty result (neither output, error nor cancelled) on success.
   PipelineResult Load(const PipelineRequest& job, const std::atomic<bool>& cancel,
                       std::vector<PipelineDoc>* docs, PipelineOutput* out);
@@ -163,6 +171,8 @@ class PipelineProcessor : public Processor {
   TextGenerator* generator_;
   ingest::ExtractOptions extract_;
   ProgressFn progress_;
+  // One processor per `kinds:` entry: this spec with that kind's sections.
+  std::vector<std::pair<std::string, std::unique_ptr<PipelineProcessor>>> variants_;
 };
 
 }  // namespace ellm::pipelines

@@ -117,6 +117,12 @@ struct PipelineSpec {
     int extract_sentences = 0;  // how many; 0: the part's default
   };
   std::vector<Section> sections;
+  // `kinds:` — the summary fits the document: the sections above are a
+  // report's; a manual or a contract gets its own (in this order). Each
+  // job's document is classified (document_kind.h) unless its params name
+  // the kind ("kind": "manual"); the result says which was used. Empty: no
+  // classification.
+  std::vector<std::pair<std::string, std::vector<Section>>> kinds;
   // Extraction with provenance: each document is read on its own, each field
   // answered after its lead (one prefill, fields in order), the answer's
   // value of `type` kept, then located in the document (facts.h Locate)
