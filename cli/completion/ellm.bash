@@ -19,7 +19,7 @@ _ellm_flags() {
         "--json-schema --json" ;;
     perplexity) echo "--model --file --ctx --threads --batch --chunks $_ellm_kv_flags" ;;
     bench) echo "--model --depth --gen --threads --batch --streams --json $_ellm_kv_flags" ;;
-    extract) echo "--json --outline --max-pages --max-bytes --timeout --memory-mib --config --extractor --headings" ;;
+    extract) echo "--json --outline --max-pages --max-bytes --timeout --memory-mib --config --extractor --headings --ocr --ocr-languages --ocr-dpi" ;;
     summarize | compare)
       echo "--pipeline --model --db --config --pipelines --ctx --threads --params" \
         "--chat-template --log-prompts --json --html --no-model $_ellm_kv_flags" ;;

@@ -11,16 +11,12 @@
 #include <chrono>
 
 #include "ellm/engine/chat.h"
-#include "ellm/engine/sampler.h"
+#include "ellm/engine/reply.h"
 
 namespace ellm::pipelines {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t Ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
 
 // Prefill slice: small enough that progress and cancellation are prompt,
 // large enough that the engine's micro-batches stay full.
@@ -220,12 +216,6 @@ StatusOr<Generation> Generator::GenerateSections(
                            " answer tokens it does not fit the context of " +
                            std::to_string(context_));
   }
-  SamplingOptions so;
-  so.temperature = static_cast<float>(settings.temperature);
-  so.top_k = settings.top_k;
-  so.top_p = static_cast<float>(settings.top_p);
-  so.repeat_penalty = static_cast<float>(settings.repeat_penalty);
-  Sampler sampler(so);
   // Grammar-constrained decoding (settings.json_schema): each pick masks
   // the tokens that would break the document, and accepts the one sampled.
   JsonConstraint* constraint = nullptr;
@@ -240,150 +230,108 @@ StatusOr<Generation> Generator::GenerateSections(
       constraint_schema_ = settings.json_schema;
     }
     constraint = constraint_.get();
-    constraint->Reset();
   }
-  Status constraint_status;
-  double constraint_seconds = 0;
-  std::vector<float> masked;
-  TokenId next = -1;
-  auto pick = [&](int64_t, std::span<const float> logits) {
-    if (constraint == nullptr) {
-      next = sampler.Sample(logits);
-      return;
-    }
-    const auto c0 = Clock::now();
-    masked.assign(logits.begin(), logits.end());
-    if (constraint->Mask(masked) == 0) {
-      constraint_status = InternalError("constrained decoding: no token can continue the JSON");
-      next = tok.eos();
-      return;
-    }
-    const auto c1 = Clock::now();
-    next = sampler.Sample(masked);
-    const auto c2 = Clock::now();
-    if (Status s = constraint->Accept(next); !s.ok()) constraint_status = s;
-    constraint_seconds += std::chrono::duration<double>(c1 - c0).count() +
-                          std::chrono::duration<double>(Clock::now() - c2).count();
-  };
   // The engine may be shared (the HTTP API): this generation is batch work,
-  // stepping aside between slices and tokens for interactive requests.
+  // stepping aside between prefill slices and tokens for interactive
+  // requests. GenerateReply (engine/reply.h) is the one decoding loop: it
+  // feeds what the session lacks of each prompt, samples, and stops.
   EngineGate::Turn turn = engine_->gate().Batch();
-  // Feeds `tokens` in slices (progress, cancellation); false when cancelled.
-  // Progress counts positions of the whole prompt, prefix included.
-  auto feed = [&](const std::vector<TokenId>& tokens, bool report) -> StatusOr<bool> {
-    for (TokenId id : tokens) sampler.Accept(id);
-    const int64_t total = static_cast<int64_t>(tokens.size());
-    const int64_t base = session_->position();
-    for (int64_t at = 0; at < total; at += kPrefillSlice) {
-      if (cancel.load()) return false;
-      turn.Yield();  // an interactive request waiting goes first
-      int64_t n = std::min(kPrefillSlice, total - at);
-      bool last = at + n == total;
-      ELLM_RETURN_IF_ERROR(session_->Eval(std::span<const TokenId>(tokens.data() + at, n),
-                                          last ? LogitsFor::kLast : LogitsFor::kNone, pick));
-      if (progress && report) progress({"prefill", base + at + n, base + total});
-    }
-    return true;
-  };
-
-  session_->Reset();
-  auto t0 = Clock::now();
-  std::vector<std::vector<TokenId>> lead_ids;  // for the prompt log
-  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens,
-                        PrefixFromCache(ids, n_prefix, shared_prefix.cache, progress));
-  for (int64_t i = 0; i < out.reused_prefix_tokens; ++i) sampler.Accept(ids[i]);
-  ELLM_ASSIGN_OR_RETURN(
-      bool fed, feed(std::vector<TokenId>(ids.begin() + session_->position(), ids.end()), true));
-  if (!fed) {
-    out.cancelled = true;
-    return out;
-  }
-  out.prefill_ms = Ms(t0, Clock::now());
   int64_t total_max = 0;
   for (const Section& s : sections) total_max += s.max_tokens;
-  const int64_t prompt_end = static_cast<int64_t>(ids.size());
-  for (size_t si = 0; si < sections.size(); ++si) {
-    const Section& sec = sections[si];
-    auto lead_t0 = Clock::now();
-    std::vector<TokenId> lead;
-    if (!sec.lead.empty()) lead = tok.Encode(sec.lead, false, false);
-    std::vector<TokenId> to_feed = lead;
-    if (sec.from_prompt && si > 0) {
-      // Back to the end of the prompt; without a lead the prompt's last
-      // token is evaluated again, for the logits the first pick needs.
-      const int64_t keep = lead.empty() ? prompt_end - 1 : prompt_end;
-      if (session_->CanTruncate(keep)) {
-        ELLM_RETURN_IF_ERROR(session_->Truncate(keep));
-      } else {
-        // The sliding-window layers moved on (a long answer): prefill again.
-        session_->Reset();
-        ELLM_ASSIGN_OR_RETURN(bool ok,
-                              feed(std::vector<TokenId>(ids.begin(), ids.begin() + keep), false));
-        if (!ok) {
-          out.cancelled = true;
-          return out;
-        }
-      }
-      sampler = Sampler(so);  // the repetition history of the prompt alone
-      for (int64_t i = 0; i < keep; ++i) sampler.Accept(ids[static_cast<size_t>(i)]);
-      if (keep < prompt_end) to_feed.insert(to_feed.begin(), ids.back());
-    }
-    if (!to_feed.empty()) {
-      ELLM_ASSIGN_OR_RETURN(bool ok, feed(to_feed, false));
-      if (prompt_log_) {
-        lead_ids.resize(si + 1);
-        lead_ids[si] = std::move(lead);
-      }
-      out.prefill_ms += Ms(lead_t0, Clock::now());
-      if (!ok) {
-        out.cancelled = true;
-        return out;
-      }
-      out.text += sec.lead;
-    }
-    auto d0 = Clock::now();
-    std::string generated;
-    size_t stop_at = std::string::npos;
-    int64_t produced = 0;
-    while (produced < sec.max_tokens && !tok.IsEndOfGeneration(next) && constraint_status.ok()) {
-      if (cancel.load()) {
-        out.cancelled = true;
-        return out;
-      }
-      turn.Yield();
-      generated += tok.TokenToPiece(next);
-      sampler.Accept(next);
-      ++produced;
-      ++out.generated_tokens;
-      if (progress && out.generated_tokens % 8 == 0) {
-        progress({"generate", out.generated_tokens, total_max});
-      }
-      // Under a schema the document decides where the answer ends.
-      for (const std::string& s : sec.stop.empty() ? settings.stop : sec.stop) {
-        size_t f = constraint ? std::string::npos : generated.find(s);
-        if (f != std::string::npos) stop_at = std::min(stop_at, f);
-      }
-      if (settings.stop_on_repeated_line && stop_at == std::string::npos && !constraint) {
-        stop_at = RepeatedLine(generated);
-      }
-      if (stop_at != std::string::npos || session_->position() >= context_) break;
-      TokenId cur = next;
-      ELLM_RETURN_IF_ERROR(
-          session_->Eval(std::span<const TokenId>(&cur, 1), LogitsFor::kLast, pick));
-    }
-    out.decode_ms += Ms(d0, Clock::now());
-    ELLM_RETURN_IF_ERROR(constraint_status);
-    if (stop_at == std::string::npos && produced == sec.max_tokens && !constraint) {
+  ReplyOptions ro;
+  ro.sampling.temperature = static_cast<float>(settings.temperature);
+  ro.sampling.top_k = settings.top_k;
+  ro.sampling.top_p = static_cast<float>(settings.top_p);
+  ro.sampling.repeat_penalty = static_cast<float>(settings.repeat_penalty);
+  ro.constraint = constraint;
+  ro.prefill_slice = kPrefillSlice;
+  bool report_prefill = true;  // the prompt's prefill is reported, the leads' are not
+  const ReplyProgressFn on_prefill = [&](int64_t done, int64_t total) {
+    if (cancel.load()) return false;
+    turn.Yield();  // an interactive request waiting goes first
+    if (progress && report_prefill) progress({"prefill", done, total});
+    return true;
+  };
+  int64_t generated_before = 0;  // tokens of the sections before this one
+  ro.on_step = [&](int64_t generated) {
+    if (cancel.load()) return false;
+    turn.Yield();
+    const int64_t all = generated_before + generated;
+    if (progress && all % 8 == 0) progress({"generate", all, total_max});
+    return true;
+  };
+  if (settings.stop_on_repeated_line && constraint == nullptr) {
+    ro.stop_check = [](std::string_view t) { return RepeatedLine(std::string(t)); };
+  }
+  // One GenerateReply: adds its times and tokens to `out`; false when cancelled.
+  auto reply = [&](std::span<const TokenId> tokens, const Section* sec) -> StatusOr<bool> {
+    ro.max_tokens = sec == nullptr ? 0 : sec->max_tokens;
+    ro.stop.clear();
+    if (sec != nullptr && constraint == nullptr)
+      ro.stop = sec->stop.empty() ? settings.stop : sec->stop;
+    ELLM_ASSIGN_OR_RETURN(Reply r, GenerateReply(*session_, tok, tokens, ro, nullptr, on_prefill));
+    out.prefill_ms += static_cast<int64_t>(r.prefill_seconds * 1000.0 + 0.5);
+    out.decode_ms += static_cast<int64_t>(r.decode_seconds * 1000.0 + 0.5);
+    out.constraint_ms += static_cast<int64_t>(r.constraint_seconds * 1000.0 + 0.5);
+    out.generated_tokens += r.completion_tokens;
+    generated_before += r.completion_tokens;
+    if (r.finish == FinishReason::kCancelled) return false;
+    if (sec == nullptr) return true;
+    std::string generated = std::move(r.text);
+    if (r.finish == FinishReason::kLength && r.completion_tokens == sec->max_tokens &&
+        !constraint) {
       // Cut off mid-line by max_tokens: keep whole lines only.
-      size_t nl = generated.rfind('\n');
-      if (nl != std::string::npos) stop_at = nl;
+      const size_t nl = generated.rfind('\n');
+      if (nl != std::string::npos) generated.resize(nl);
     }
-    if (stop_at != std::string::npos) generated.resize(stop_at);
     while (!generated.empty() && (generated.back() == '\n' || generated.back() == ' ')) {
       generated.pop_back();
     }
     out.text += generated;
     out.sections.push_back(std::move(generated));
+    return true;
+  };
+
+  session_->Reset();
+  std::vector<std::vector<TokenId>> lead_ids;  // for the prompt log
+  const auto prefix_t0 = Clock::now();
+  ELLM_ASSIGN_OR_RETURN(out.reused_prefix_tokens,
+                        PrefixFromCache(ids, n_prefix, shared_prefix.cache, progress));
+  out.prefill_ms +=
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - prefix_t0).count();
+  const int64_t prompt_end = static_cast<int64_t>(ids.size());
+  std::vector<TokenId> history;  // what each section's reply is asked to continue
+  for (size_t si = 0; si < sections.size(); ++si) {
+    const Section& sec = sections[si];
+    std::vector<TokenId> lead;
+    if (!sec.lead.empty()) lead = tok.Encode(sec.lead, false, false);
+    if (si == 0 || sec.from_prompt) {
+      history.assign(ids.begin(), ids.begin() + prompt_end);
+      // The prompt alone first, so that a lead is evaluated on its own as
+      // each later section's is.
+      if (si == 0 && !lead.empty()) {
+        ELLM_ASSIGN_OR_RETURN(bool ok, reply(history, nullptr));
+        if (!ok) {
+          out.cancelled = true;
+          return out;
+        }
+      }
+    } else {
+      const std::span<const TokenId> held = session_->tokens();
+      history.assign(held.begin(), held.end());
+    }
+    report_prefill = si == 0;
+    history.insert(history.end(), lead.begin(), lead.end());
+    if (prompt_log_) {
+      lead_ids.resize(si + 1);
+      lead_ids[si] = lead;
+    }
+    out.text += sec.lead;
+    ELLM_ASSIGN_OR_RETURN(bool ok, reply(history, &sec));
+    if (!ok) {
+      out.cancelled = true;
+      return out;
+    }
     // The next lead continues the sequence as evaluated: the token that
     // completed a stop string was sampled but not fed, so at most the start
     // of a stop string (e.g. one "\n" of "\n\n") precedes the lead.
@@ -395,7 +343,6 @@ StatusOr<Generation> Generator::GenerateSections(
                            std::to_string(out.generated_tokens) +
                            " tokens (generation.max_tokens)");
   }
-  out.constraint_ms = static_cast<int64_t>(constraint_seconds * 1000.0 + 0.5);
   if (progress) progress({"generate", out.generated_tokens, out.generated_tokens});
   if (prompt_log_) {
     lead_ids.resize(sections.size());

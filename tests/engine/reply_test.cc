@@ -99,6 +99,54 @@ TEST_F(ReplyTest, MaxTokensEndsWithLengthAndCancelStops) {
   EXPECT_LT(c.reply.completion_tokens, 50);
 }
 
+// Issue 57 item 2: what the pipelines need of the one decoding loop. A
+// prompt evaluated in slices gives the reply it gives at once, with
+// on_prefill asked before each slice and at the end; on_step can stop the
+// reply; stop_check ends it where the caller says.
+TEST_F(ReplyTest, SlicedPrefillStepsAndACallersStopCheck) {
+  const auto prompt = Chat("List three colours of the rainbow, one per line.");
+  ReplyOptions o;
+  o.max_tokens = 30;
+  const std::string whole = Run(prompt, o).reply.text;
+  o.reuse_prefix = false;  // the whole prompt again, not what the session kept of it
+  o.prefill_slice = 7;
+  std::vector<int64_t> asked;
+  auto sliced = GenerateReply(*session_, engine_->tokenizer(), prompt, o, nullptr,
+                              [&](int64_t done, int64_t total) {
+                                EXPECT_EQ(total, static_cast<int64_t>(prompt.size()));
+                                asked.push_back(done);
+                                return true;
+                              });
+  ASSERT_TRUE(sliced.ok()) << sliced.status().ToString();
+  EXPECT_EQ(sliced->text, whole);
+  const size_t slices = (prompt.size() + 6) / 7;
+  ASSERT_EQ(asked.size(), slices + 1);
+  EXPECT_EQ(asked.front(), 0);
+  EXPECT_EQ(asked.back(), static_cast<int64_t>(prompt.size()));
+  // A prefill that is told to stop ends the reply as cancelled.
+  auto stopped = GenerateReply(*session_, engine_->tokenizer(), prompt, o, nullptr,
+                               [](int64_t done, int64_t) { return done < 14; });
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->finish, FinishReason::kCancelled);
+  EXPECT_EQ(stopped->completion_tokens, 0);
+
+  o.prefill_slice = 0;
+  o.on_step = [](int64_t generated) { return generated < 4; };
+  auto four = GenerateReply(*session_, engine_->tokenizer(), prompt, o, nullptr);
+  ASSERT_TRUE(four.ok());
+  EXPECT_EQ(four->finish, FinishReason::kCancelled);
+  EXPECT_EQ(four->completion_tokens, 4);
+  EXPECT_EQ(whole.rfind(four->text, 0), 0u) << four->text;
+
+  o.on_step = nullptr;
+  ASSERT_GT(whole.size(), 6u);
+  o.stop_check = [](std::string_view t) { return t.size() >= 6 ? size_t{6} : std::string::npos; };
+  auto cut = GenerateReply(*session_, engine_->tokenizer(), prompt, o, nullptr);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->finish, FinishReason::kStop);
+  EXPECT_EQ(cut->text, whole.substr(0, 6));
+}
+
 TEST_F(ReplyTest, AFollowUpKeepsTheSessionAndAnswersAsAFreshSession) {
   const auto first = Chat("Name a planet.");
   ReplyOptions o;

@@ -59,12 +59,25 @@ struct ReplyOptions {
   // string cut off are removed at the end. REQUIRES: 0 <= top_logprobs <= 20.
   std::vector<TokenLogprob>* logprobs = nullptr;
   int top_logprobs = 0;
+  // Batch work (the pipelines) on an engine it shares: the prompt is
+  // evaluated in slices of this many tokens (0: at once), with `on_prefill`
+  // asked before each slice and at the end, so that the caller can give up
+  // its engine turn between them (EngineGate::Turn::Yield) or stop.
+  int64_t prefill_slice = 0;
+  // Asked after each token is added to the text, with the number generated
+  // so far (before the next token is evaluated); false stops the reply
+  // (kCancelled, the text so far kept). Null: never asked.
+  std::function<bool(int64_t generated)> on_step;
+  // Besides `stop`: where the reply ends in the text so far (it ends
+  // before that offset, kStop), or npos to go on; asked after each token
+  // (e.g. the pipelines' stop at a line that repeats an earlier one).
+  std::function<size_t(std::string_view text)> stop_check;
 };
 
 enum class FinishReason {
   kStop,       // an end-of-generation token, a stop string, or a complete JSON document
   kLength,     // max_tokens, or the context is full
-  kCancelled,  // `on_text` or `on_prefill` asked to stop
+  kCancelled,  // `on_text`, `on_prefill` or `on_step` asked to stop
 };
 std::string_view FinishReasonName(FinishReason reason);  // "stop", "length", "cancelled"
 
