@@ -253,7 +253,7 @@ StatusOr<Document> ChildDocument(const std::string& path, const ExtractOptions& 
                                    "--input-fd",
                                    std::to_string(kExtractorInputFd)};
   if (options.headings_from_layout) argv.insert(argv.end(), {"--headings", "layout"});
-  if (kind == "pdf" || kind == "image") {
+  if (kind == "pdf" || kind == "image" || kind == "office") {
     argv.insert(argv.end(), {"--ocr", std::string(OcrModeName(options.ocr)), "--ocr-languages",
                              options.ocr_languages, "--ocr-dpi", std::to_string(options.ocr_dpi),
                              "--ocr-page-seconds", std::to_string(options.ocr_page_seconds)});

@@ -3,6 +3,7 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,56 @@
 namespace ellm::ingest::office {
 namespace {
 
-// One paragraph's text, split where it breaks the page.
+// One paragraph's text, split where it breaks the page, and the text of
+// the images in it.
 struct ParagraphText {
   std::vector<std::string> pieces{""};
+  std::vector<std::string> images;
+};
+
+// Where the main part's relationships point (rId -> ZIP entry), for images.
+std::map<std::string, std::string> ReadRelationships(const pugi::xml_document& rels) {
+  std::map<std::string, std::string> out;
+  for (pugi::xml_node r = Child(rels, "Relationships").first_child(); r; r = r.next_sibling()) {
+    if (Local(r) != "Relationship" || std::string_view(Attr(r, "TargetMode").value()) == "External")
+      continue;
+    std::string target = Attr(r, "Target").value();
+    if (target.empty()) continue;
+    target = target.front() == '/' ? target.substr(1) : "word/" + target;
+    out[Attr(r, "Id").value()] = target;
+  }
+  return out;
+}
+
+// The images a drawing or picture shows, by relationship id: a:blip's
+// r:embed (DrawingML) and v:imagedata's r:id (VML). Bounded depth.
+void ImageIds(const pugi::xml_node& n, int depth, std::vector<std::string>* ids) {
+  if (depth > 32) return;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view local = Local(c);
+    if (local == "blip") {
+      if (pugi::xml_attribute a = Attr(c, "embed")) ids->push_back(a.value());
+    } else if (local == "imagedata") {
+      if (pugi::xml_attribute a = Attr(c, "id")) ids->push_back(a.value());
+    } else {
+      ImageIds(c, depth + 1, ids);
+    }
+  }
+}
+
+struct Images {
+  const ZipReader* zip = nullptr;
+  std::map<std::string, std::string> targets;  // rId -> ZIP entry
+  const ImageTextFn* text = nullptr;
+  int read = 0;  // images given to `text` so far (kMaxImages at most)
 };
 
 class DocxWalker {
  public:
-  DocxWalker(const std::string& name, const WordStyles& styles, WordNumbering* numbering)
-      : name_(name), styles_(styles), numbering_(numbering) {}
+  DocxWalker(const std::string& name, const WordStyles& styles, WordNumbering* numbering,
+             Images* images)
+      : name_(name), styles_(styles), numbering_(numbering), images_(images) {}
 
   Status Body(const pugi::xml_node& body, int depth);
   DocumentBuilder& builder() { return builder_; }
@@ -40,11 +82,30 @@ class DocxWalker {
   Status Table(const pugi::xml_node& tbl, int depth);
   Status CellText(const pugi::xml_node& n, int depth, std::string* out);
 
+  // The text of the images of drawing or picture `n`, to out->images.
+  void ImageText(const pugi::xml_node& n, ParagraphText* out);
+
   const std::string& name_;
   const WordStyles& styles_;
   WordNumbering* numbering_;
+  Images* images_;
   DocumentBuilder builder_;
 };
+
+void DocxWalker::ImageText(const pugi::xml_node& n, ParagraphText* out) {
+  if (images_ == nullptr || images_->text == nullptr || !*images_->text) return;
+  std::vector<std::string> ids;
+  ImageIds(n, 0, &ids);
+  for (const std::string& id : ids) {
+    auto target = images_->targets.find(id);
+    if (target == images_->targets.end() || images_->read >= kMaxImages) continue;
+    ++images_->read;
+    StatusOr<std::string> bytes = images_->zip->Read(target->second, kMaxPartBytes);
+    if (!bytes.ok()) continue;  // an image too large or damaged: the text goes on without it
+    std::string text = (*images_->text)(*bytes);
+    if (!text.empty()) out->images.push_back(std::move(text));
+  }
+}
 
 // Elements whose content is not part of the accepted text.
 bool Dropped(std::string_view local) {
@@ -60,6 +121,10 @@ Status DocxWalker::Runs(const pugi::xml_node& n, int depth, bool breaks, Paragra
   for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const std::string_view local = Local(c);
+    if (local == "drawing" || local == "pict") {
+      ImageText(c, out);
+      continue;
+    }
     if (Dropped(local)) continue;
     if (local == "t") {
       out->pieces.back() += NodeText(c);
@@ -108,6 +173,7 @@ Status DocxWalker::Paragraph(const pugi::xml_node& p, int depth) {
       builder_.Paragraph(text.pieces[i]);
     }
   }
+  for (const std::string& image : text.images) builder_.Paragraph(image);
   return OkStatus();
 }
 
@@ -168,7 +234,8 @@ void ReadMetadata(const pugi::xml_document& core, const pugi::xml_document& app,
 
 }  // namespace
 
-StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name) {
+StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name,
+                                  const ImageTextFn& image_text) {
   ELLM_ASSIGN_OR_RETURN(ZipReader zip, ZipReader::Open(bytes, name));
   const std::string main = "word/document.xml";
   if (!zip.Has(main)) {
@@ -183,7 +250,13 @@ StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& n
   ELLM_RETURN_IF_ERROR(ParseOptionalPart(zip, name, main, &document));
   const WordStyles styles(styles_xml);
   WordNumbering numbering(numbering_xml);
-  DocxWalker walker(name, styles, &numbering);
+  Images images;
+  if (image_text) {
+    pugi::xml_document rels;
+    ELLM_RETURN_IF_ERROR(ParseOptionalPart(zip, name, "word/_rels/document.xml.rels", &rels));
+    images = {&zip, ReadRelationships(rels), &image_text, 0};
+  }
+  DocxWalker walker(name, styles, &numbering, &images);
   ELLM_RETURN_IF_ERROR(walker.Body(Child(Child(document, "document"), "body"), 0));
   if (walker.builder().empty()) {
     return MakeExtractError(ExtractError::kNoTextLayer,

@@ -25,7 +25,8 @@ bool HasOleStream(const std::string& bytes, std::string_view ascii_name) {
 
 }  // namespace
 
-StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string& name) {
+StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string& name,
+                                    const ImageTextFn& image_text) {
   if (bytes.rfind(kOleMagic, 0) == 0) {
     if (HasOleStream(bytes, "EncryptedPackage")) {
       return MakeExtractError(ExtractError::kEncrypted,
@@ -43,7 +44,7 @@ StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string&
                             name + ": neither a ZIP-based office file nor an OLE compound file");
   }
   ELLM_ASSIGN_OR_RETURN(ZipReader zip, ZipReader::Open(bytes, name));
-  if (zip.Has("word/document.xml")) return DocxToDocument(bytes, name);
+  if (zip.Has("word/document.xml")) return DocxToDocument(bytes, name, image_text);
   if (zip.Has("mimetype")) {
     ELLM_ASSIGN_OR_RETURN(std::string mime, zip.Read("mimetype", 256));
     if (mime == kMediaTypeOdt || mime == "application/vnd.oasis.opendocument.text-template") {

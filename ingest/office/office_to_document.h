@@ -10,7 +10,9 @@
 // breaks Word recorded when it last laid the file out) start new pages.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "ellm/base/status.h"
 #include "ellm/ingest/document.h"
@@ -23,10 +25,19 @@ namespace ellm::ingest::office {
 // XML), kResourceLimit (a part that expands beyond kMaxPartBytes),
 // kNoTextLayer (no text at all). `name` is used in messages. The result's
 // metadata has media_type, title, author, producer and page_count.
-StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string& name);
+// The text an image embedded in the document shows (OCR, in the extractor
+// child; issue 58 item 3), "" when it shows none or cannot be read. Null:
+// images are skipped. A Word file's images (at most kMaxImages) join the
+// text after the paragraph that holds them, one paragraph each.
+using ImageTextFn = std::function<std::string(std::string_view image_bytes)>;
+inline constexpr int kMaxImages = 50;
+
+StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string& name,
+                                    const ImageTextFn& image_text = nullptr);
 
 // Internals, exposed for the tests.
-StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name);
+StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name,
+                                  const ImageTextFn& image_text = nullptr);
 StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name);
 
 }  // namespace ellm::ingest::office

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -131,7 +132,14 @@ bool ParseArgs(int argc, char** argv, Args* args) {
 StatusOr<ellm::ingest::Document> Parse(const Args& args, std::string bytes,
                                        const std::string& name) {
   namespace ingest = ellm::ingest;
-  if (args.kind == "office") return ingest::office::OfficeToDocument(bytes, name);
+  if (args.kind == "office") {
+    // Images in a Word file are read by OCR too (a scanned signature page).
+    std::unique_ptr<ingest::pdf::PageReader> reader;
+    const ingest::office::ImageTextFn image_text = [&](std::string_view image) {
+      return ingest::pdf::ImageText(image, args.pdf, &reader);
+    };
+    return ingest::office::OfficeToDocument(bytes, name, image_text);
+  }
   if (args.kind == "html") return ingest::office::HtmlToDocument(bytes, name);
   if (args.kind == "image") return ingest::pdf::ImageToDocument(bytes, name, args.pdf);
   return ingest::pdf::PdfToDocument(std::move(bytes), name, args.pdf);

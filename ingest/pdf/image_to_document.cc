@@ -39,4 +39,36 @@ StatusOr<Document> ImageToDocument(const std::string& bytes, const std::string& 
   return doc;
 }
 
+std::string ImageText(std::string_view bytes, const PdfOptions& options,
+                      std::unique_ptr<PageReader>* reader) {
+  if (options.ocr == OcrMode::kOff) return "";
+  StatusOr<ImageFile> image = ImageFile::Open(bytes, "image", options.max_pages);
+  if (!image.ok()) return "";
+  if (*reader == nullptr) {
+    StatusOr<std::unique_ptr<PageReader>> made = PageReader::Create(
+        {.languages = options.ocr_languages, .page_seconds = options.ocr_page_seconds});
+    if (!made.ok()) return "";
+    *reader = std::move(made).value();
+  }
+  Document doc;
+  doc.pages.resize(static_cast<size_t>(image->page_count()));
+  std::vector<std::vector<Word>> words(doc.pages.size());
+  size_t count = 0;
+  for (int n = 0; n < image->page_count(); ++n) {
+    StatusOr<GrayImage> gray = image->Page(n, options.ocr_max_pixels);
+    if (!gray.ok()) continue;
+    words[static_cast<size_t>(n)] = (*reader)->Read(*gray).words;
+    count += words[static_cast<size_t>(n)].size();
+  }
+  if (count < 3 || !AssembleText(std::move(words), &doc)) return "";
+  std::string text;
+  for (const Page& p : doc.pages) {
+    if (p.text.empty()) continue;
+    if (!text.empty()) text += "\n\n";
+    text += p.text;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
 }  // namespace ellm::ingest::pdf

@@ -27,4 +27,11 @@ namespace ellm::ingest::pdf {
 StatusOr<Document> ImageToDocument(const std::string& bytes, const std::string& name,
                                    const PdfOptions& options);
 
+// The text OCR reads in an image (one embedded in a Word file), its pages'
+// lines laid out as a page's and joined; "" when OCR is off, the image
+// cannot be read or shows fewer than three words (a logo, a photo).
+// `reader` is created on first use and kept for the next image.
+std::string ImageText(std::string_view bytes, const PdfOptions& options,
+                      std::unique_ptr<PageReader>* reader);
+
 }  // namespace ellm::ingest::pdf

@@ -9,6 +9,7 @@
 
 #include "ellm/ingest/extract.h"
 #include "pdf_test_util.h"
+#include "test_env.h"
 
 namespace ellm::ingest {
 namespace {
@@ -137,6 +138,29 @@ TEST(Ocr, HostileImagesFailCleanly) {
   EXPECT_EQ(ExtractErrorOf(truncated.status()), ExtractError::kDamaged);
   EXPECT_NE(truncated.status().message().find("truncated or corrupt"), std::string::npos)
       << truncated.status().ToString();
+}
+
+// A picture in a Word file (a scanned page pasted in) is read where it
+// stands, between the paragraphs around it; with OCR off it is left out.
+TEST(Ocr, APictureInAWordFileIsReadWhereItStands) {
+  const std::string path = ::ellm::testing::SourceDir() + "/tests/data/office/scan.docx";
+  ExtractOptions options = TestOptions();
+  StatusOr<Document> doc = ExtractDocument(path, options);
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  const std::string text = AllText(*doc);
+  const size_t before = text.find("The signed page follows.");
+  const size_t picture = text.find("Looking ahead, management expects steady growth");
+  const size_t after = text.find("End of the document.");
+  ASSERT_NE(picture, std::string::npos) << text;
+  EXPECT_LT(before, picture);
+  EXPECT_LT(picture, after);
+  EXPECT_NE(text.find("No material weaknesses in internal control were identified."),
+            std::string::npos)
+      << text;
+  options.ocr = OcrMode::kOff;
+  doc = ExtractDocument(path, options);
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ(AllText(*doc).find("Looking ahead"), std::string::npos);
 }
 
 TEST(Ocr, OptionsAreValidated) {

@@ -12,6 +12,9 @@ Every page here is an image with no text layer, as a scanner makes it:
 - fax.tif: both pages of single_column.pdf in one two-page TIFF (200 dpi
   grey, Deflate), truncated.tif its first half, and bomb.png a PNG whose
   header claims 50000 x 50000 pixels (a decompression bomb's first bytes);
+- tests/data/office/scan.docx: a Word file (WordprocessingML written here)
+  whose second paragraph is a picture: page 2 of single_column.pdf as a
+  150-dpi grey PNG, between two paragraphs of text;
 - tests/data/contracts/{services,nda}/{a,b}_scan.pdf: the hand-drafted
   contract pairs scanned the same way (200 dpi grey), for the comparison
   of a scanned pair (tests/integration/compare_cli_test.cc).
@@ -27,6 +30,7 @@ import random
 import struct
 import subprocess
 import tempfile
+import zipfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,6 +85,52 @@ def read_pgm(path):
     magic, width, height, _, rest = data.split(maxsplit=4)
     assert magic == b"P5"
     return int(width), int(height), rest[:int(width) * int(height)]
+
+
+WORD_NS = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+           'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+           'xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" '
+           'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+           'xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"')
+
+
+def write_docx_with_picture(path, png):
+    """A Word file: a paragraph, a paragraph holding the picture, a paragraph."""
+    picture = ('<w:drawing><wp:inline><wp:extent cx="5000000" cy="7000000"/><wp:docPr id="1" '
+               'name="Picture 1"/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.'
+               'org/drawingml/2006/picture"><pic:pic><pic:nvPicPr><pic:cNvPr id="1" '
+               'name="image1.png"/><pic:cNvPicPr/></pic:nvPicPr><pic:blipFill><a:blip '
+               'r:embed="rId7"/></pic:blipFill><pic:spPr/></pic:pic></a:graphicData>'
+               '</a:graphic></wp:inline></w:drawing>')
+    document = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+                f'<w:document {WORD_NS}><w:body>'
+                '<w:p><w:r><w:t>The signed page follows.</w:t></w:r></w:p>'
+                f'<w:p><w:r>{picture}</w:r></w:p>'
+                '<w:p><w:r><w:t>End of the document.</w:t></w:r></w:p>'
+                '</w:body></w:document>')
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    parts = [
+        ("[Content_Types].xml",
+         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns="http://schemas.'
+         'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType='
+         '"application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" '
+         'ContentType="application/xml"/><Default Extension="png" ContentType="image/png"/>'
+         '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+         'officedocument.wordprocessingml.document.main+xml"/></Types>'),
+        ("_rels/.rels",
+         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://'
+         'schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" '
+         f'Type="{rel}/officeDocument" Target="word/document.xml"/></Relationships>'),
+        ("word/document.xml", document),
+        ("word/_rels/document.xml.rels",
+         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://'
+         'schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId7" '
+         f'Type="{rel}/image" Target="media/image1.png"/></Relationships>'),
+        ("word/media/image1.png", png),
+    ]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in parts:
+            z.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)
 
 
 def run(*args):
@@ -139,6 +189,10 @@ def main():
     struct.pack_into(">I", tiny, 29, zlib.crc32(bytes(tiny[12:29])))
     with open(os.path.join(HERE, "bomb.png"), "wb") as f:
         f.write(tiny)
+    run("pdftoppm", "-r", "150", "-gray", "-png", "-f", "2", "-l", "2", "-singlefile", single,
+        os.path.join(tmp, "picture"))
+    with open(os.path.join(tmp, "picture.png"), "rb") as f:
+        write_docx_with_picture(os.path.join(HERE, "..", "office", "scan.docx"), f.read())
     for name in ("scanned.pdf", "mixed_scan.pdf", "fax.tif", "truncated.tif", "bomb.png"):
         print(f"{os.path.getsize(os.path.join(HERE, name)):8d}  {name}")
 
