@@ -80,8 +80,14 @@ struct Counters {
 
 class OdtWalker {
  public:
-  OdtWalker(const std::string& name, std::map<std::string, ListStyle> lists, ListStyle outline)
-      : name_(name), lists_(std::move(lists)), outline_(outline) {}
+  // `zip` and `image_text` (may be null): pictures read by OCR.
+  OdtWalker(const std::string& name, std::map<std::string, ListStyle> lists, ListStyle outline,
+            const ZipReader* zip = nullptr, const ImageTextFn* image_text = nullptr)
+      : name_(name),
+        lists_(std::move(lists)),
+        outline_(outline),
+        zip_(zip),
+        image_text_(image_text) {}
 
   Status Text(const pugi::xml_node& n, int depth);
   DocumentBuilder& builder() { return builder_; }
@@ -107,7 +113,41 @@ class OdtWalker {
   std::map<std::string, Counters> list_counters_;
   Counters outline_counters_;
   DocumentBuilder builder_;
+  const ZipReader* zip_;
+  const ImageTextFn* image_text_;
+  int images_read_ = 0;
+  std::vector<std::string> pictures_;  // text of the pictures met, not yet placed
+
+  // The text of frame `n`'s pictures (draw:image xlink:href into the
+  // archive), to pictures_; then EmitPictures places them as paragraphs.
+  void Pictures(const pugi::xml_node& n, int depth);
+  void EmitPictures() {
+    for (const std::string& p : pictures_) builder_.Paragraph(p);
+    pictures_.clear();
+  }
 };
+
+void OdtWalker::Pictures(const pugi::xml_node& n, int depth) {
+  if (image_text_ == nullptr || !*image_text_ || depth > 32) return;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    if (Local(c) != "image") {
+      Pictures(c, depth + 1);
+      continue;
+    }
+    const std::string href = Attr(c, "href").value();
+    if (href.empty() || href.find("://") != std::string::npos || href.rfind("../", 0) == 0 ||
+        images_read_ >= kMaxImages) {
+      continue;
+    }
+    ++images_read_;
+    StatusOr<std::string> bytes =
+        zip_->Read(href.front() == '/' ? href.substr(1) : href, kMaxPartBytes);
+    if (!bytes.ok()) continue;
+    std::string text = (*image_text_)(*bytes);
+    if (!text.empty()) pictures_.push_back(std::move(text));
+  }
+}
 
 bool DroppedInline(std::string_view local) {
   return local == "note" || local == "annotation" || local == "annotation-end" ||
@@ -128,6 +168,10 @@ Status OdtWalker::Inline(const pugi::xml_node& n, int depth, bool breaks,
     }
     if (c.type() != pugi::node_element) continue;
     const std::string_view local = Local(c);
+    if (local == "frame") {
+      Pictures(c, 0);
+      continue;
+    }
     if (DroppedInline(local) || local == "number") continue;
     if (local == "s") {
       out->back().append(static_cast<size_t>(std::clamp(Attr(c, "c").as_int(1), 1, 1000)), ' ');
@@ -172,6 +216,7 @@ Status OdtWalker::Block(const pugi::xml_node& c, int depth, const ListContext& l
       builder_.Paragraph(i == 0 && !number.empty() ? number + " " + pieces[0] : pieces[i]);
     }
   }
+  EmitPictures();
   return OkStatus();
 }
 
@@ -224,6 +269,7 @@ Status OdtWalker::Table(const pugi::xml_node& t, int depth) {
     }
     builder_.TableRow(cells);
   }
+  EmitPictures();  // pictures in cells follow the table
   return OkStatus();
 }
 
@@ -235,6 +281,11 @@ Status OdtWalker::Text(const pugi::xml_node& n, int depth) {
   if (local == "table") return Table(n, depth);
   if (local == "soft-page-break") {
     builder_.PageBreak();
+    return OkStatus();
+  }
+  if (local == "frame") {  // anchored to the page
+    Pictures(n, 0);
+    EmitPictures();
     return OkStatus();
   }
   if (DroppedInline(local) || local == "table-of-content" || local == "forms") return OkStatus();
@@ -259,7 +310,8 @@ void ReadStyles(const pugi::xml_document& doc, std::map<std::string, ListStyle>*
 
 }  // namespace
 
-StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name) {
+StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name,
+                                 const ImageTextFn& image_text) {
   ELLM_ASSIGN_OR_RETURN(ZipReader zip, ZipReader::Open(bytes, name));
   pugi::xml_document manifest, styles, content, meta;
   ELLM_RETURN_IF_ERROR(ParseOptionalPart(zip, name, "META-INF/manifest.xml", &manifest));
@@ -280,7 +332,7 @@ StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& na
   ListStyle outline;
   ReadStyles(styles, &lists, &outline);
   ReadStyles(content, &lists, &outline);
-  OdtWalker walker(name, std::move(lists), outline);
+  OdtWalker walker(name, std::move(lists), outline, &zip, image_text ? &image_text : nullptr);
   const pugi::xml_node body = Child(Child(content, "document-content"), "body");
   ELLM_RETURN_IF_ERROR(walker.Text(Child(body, "text"), 0));
   if (walker.builder().empty()) {

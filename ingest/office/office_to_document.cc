@@ -48,14 +48,14 @@ StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string&
   if (zip.Has("mimetype")) {
     ELLM_ASSIGN_OR_RETURN(std::string mime, zip.Read("mimetype", 256));
     if (mime == kMediaTypeOdt || mime == "application/vnd.oasis.opendocument.text-template") {
-      return OdtToDocument(bytes, name);
+      return OdtToDocument(bytes, name, image_text);
     }
     return MakeExtractError(
         ExtractError::kUnsupportedType,
         name + ": an OpenDocument file of type " + mime + ", not a text document (.odt)");
   }
   if (zip.Has("content.xml") && zip.Has("META-INF/manifest.xml")) {
-    return OdtToDocument(bytes, name);  // an ODT whose mimetype entry went missing
+    return OdtToDocument(bytes, name, image_text);  // an ODT whose mimetype entry went missing
   }
   const char* kind = zip.Has("xl/workbook.xml")        ? "an Excel workbook"
                      : zip.Has("ppt/presentation.xml") ? "a PowerPoint presentation"

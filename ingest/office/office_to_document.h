@@ -27,8 +27,9 @@ namespace ellm::ingest::office {
 // metadata has media_type, title, author, producer and page_count.
 // The text an image embedded in the document shows (OCR, in the extractor
 // child; issue 58 item 3), "" when it shows none or cannot be read. Null:
-// images are skipped. A Word file's images (at most kMaxImages) join the
-// text after the paragraph that holds them, one paragraph each.
+// images are skipped. A Word or OpenDocument file's pictures (at most
+// kMaxImages) join the text after the paragraph (or table) that holds
+// them, one paragraph each.
 using ImageTextFn = std::function<std::string(std::string_view image_bytes)>;
 inline constexpr int kMaxImages = 50;
 
@@ -38,6 +39,7 @@ StatusOr<Document> OfficeToDocument(const std::string& bytes, const std::string&
 // Internals, exposed for the tests.
 StatusOr<Document> DocxToDocument(const std::string& bytes, const std::string& name,
                                   const ImageTextFn& image_text = nullptr);
-StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name);
+StatusOr<Document> OdtToDocument(const std::string& bytes, const std::string& name,
+                                 const ImageTextFn& image_text = nullptr);
 
 }  // namespace ellm::ingest::office

@@ -140,10 +140,13 @@ TEST(Ocr, HostileImagesFailCleanly) {
       << truncated.status().ToString();
 }
 
-// A picture in a Word file (a scanned page pasted in) is read where it
-// stands, between the paragraphs around it; with OCR off it is left out.
-TEST(Ocr, APictureInAWordFileIsReadWhereItStands) {
-  const std::string path = ::ellm::testing::SourceDir() + "/tests/data/office/scan.docx";
+// A picture in a Word or OpenDocument file (a scanned page pasted in) is
+// read where it stands, between the paragraphs around it; with OCR off it
+// is left out.
+class OfficePicture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OfficePicture, IsReadWhereItStands) {
+  const std::string path = ::ellm::testing::SourceDir() + "/tests/data/office/" + GetParam();
   ExtractOptions options = TestOptions();
   StatusOr<Document> doc = ExtractDocument(path, options);
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
@@ -162,6 +165,8 @@ TEST(Ocr, APictureInAWordFileIsReadWhereItStands) {
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
   EXPECT_EQ(AllText(*doc).find("Looking ahead"), std::string::npos);
 }
+
+INSTANTIATE_TEST_SUITE_P(WordAndOdt, OfficePicture, ::testing::Values("scan.docx", "scan.odt"));
 
 TEST(Ocr, OptionsAreValidated) {
   ExtractOptions options = TestOptions();

@@ -14,12 +14,13 @@ Every page here is an image with no text layer, as a scanner makes it:
   header claims 50000 x 50000 pixels (a decompression bomb's first bytes);
 - tests/data/office/scan.docx: a Word file (WordprocessingML written here)
   whose second paragraph is a picture: page 2 of single_column.pdf as a
-  150-dpi grey PNG, between two paragraphs of text;
+  150-dpi grey PNG, between two paragraphs of text; scan.odt: the same
+  converted by LibreOffice (soffice --headless --convert-to odt);
 - tests/data/contracts/{services,nda}/{a,b}_scan.pdf: the hand-drafted
   contract pairs scanned the same way (200 dpi grey), for the comparison
   of a scanned pair (tests/integration/compare_cli_test.cc).
 
-Needs poppler-utils and img2pdf (scripts/bootstrap installs both); the
+Needs poppler-utils, img2pdf and LibreOffice (scripts/bootstrap installs them); the
 images are written as PNG with the standard library only. The committed
 outputs are what the tests read; CI does not run this script.
 
@@ -193,6 +194,8 @@ def main():
         os.path.join(tmp, "picture"))
     with open(os.path.join(tmp, "picture.png"), "rb") as f:
         write_docx_with_picture(os.path.join(HERE, "..", "office", "scan.docx"), f.read())
+    run("soffice", "--headless", "--convert-to", "odt", "--outdir",
+        os.path.join(HERE, "..", "office"), os.path.join(HERE, "..", "office", "scan.docx"))
     for name in ("scanned.pdf", "mixed_scan.pdf", "fax.tif", "truncated.tif", "bomb.png"):
         print(f"{os.path.getsize(os.path.join(HERE, name)):8d}  {name}")
 
