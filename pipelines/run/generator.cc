@@ -177,35 +177,47 @@ StatusOr<Generation> Generator::Generate(const std::string& system, const std::s
                           progress);
 }
 
+StatusOr<Generator::PromptTokens> Generator::Encode(const std::string& system,
+                                                    const std::string& prompt, PromptFormat format,
+                                                    SharedPrefix shared_prefix) const {
+  const Tokenizer& tok = engine_->tokenizer();
+  PromptTokens out;
+  out.text = prompt;
+  out.chat = format == PromptFormat::kChat;
+  if (out.chat) {
+    ELLM_RETURN_IF_ERROR(engine_->chat_template().status());
+    std::vector<ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    ELLM_ASSIGN_OR_RETURN(out.text, engine_->chat_template()->Apply(messages, true));
+  } else if (!system.empty()) {
+    out.text = system + "\n\n" + prompt;
+  }
+  const std::string& text = out.text;
+  const size_t prompt_at = shared_prefix.chars > 0 ? text.find(prompt) : std::string::npos;
+  if (prompt_at != std::string::npos && shared_prefix.chars < prompt.size()) {
+    const size_t cut = prompt_at + shared_prefix.chars;
+    out.ids = tok.Encode(text.substr(0, cut), true, out.chat);
+    out.n_prefix = static_cast<int64_t>(out.ids.size());
+    std::vector<TokenId> rest = tok.Encode(text.substr(cut), false, out.chat);
+    out.ids.insert(out.ids.end(), rest.begin(), rest.end());
+  } else {
+    out.ids = tok.Encode(text, true, out.chat);
+  }
+  return out;
+}
+
 StatusOr<Generation> Generator::GenerateSections(
     const std::string& system, const std::string& prompt, PromptFormat format,
     const GenerationSettings& settings, const std::vector<Section>& sections,
     const std::atomic<bool>& cancel, const ProgressFn& progress, SharedPrefix shared_prefix) {
   const auto call_start = Clock::now();
   const Tokenizer& tok = engine_->tokenizer();
-  std::string text = prompt;
-  bool chat = format == PromptFormat::kChat;
-  if (chat) {
-    ELLM_RETURN_IF_ERROR(engine_->chat_template().status());
-    std::vector<ChatMessage> messages;
-    if (!system.empty()) messages.push_back({"system", system});
-    messages.push_back({"user", prompt});
-    ELLM_ASSIGN_OR_RETURN(text, engine_->chat_template()->Apply(messages, true));
-  } else if (!system.empty()) {
-    text = system + "\n\n" + prompt;
-  }
-  std::vector<TokenId> ids;
-  int64_t n_prefix = 0;
-  const size_t prompt_at = shared_prefix.chars > 0 ? text.find(prompt) : std::string::npos;
-  if (prompt_at != std::string::npos && shared_prefix.chars < prompt.size()) {
-    const size_t cut = prompt_at + shared_prefix.chars;
-    ids = tok.Encode(text.substr(0, cut), true, chat);
-    n_prefix = static_cast<int64_t>(ids.size());
-    std::vector<TokenId> rest = tok.Encode(text.substr(cut), false, chat);
-    ids.insert(ids.end(), rest.begin(), rest.end());
-  } else {
-    ids = tok.Encode(text, true, chat);
-  }
+  ELLM_ASSIGN_OR_RETURN(PromptTokens pt, Encode(system, prompt, format, shared_prefix));
+  const std::string& text = pt.text;
+  const bool chat = pt.chat;
+  std::vector<TokenId>& ids = pt.ids;
+  const int64_t n_prefix = pt.n_prefix;
   int64_t budget = 0;
   for (const Section& s : sections) budget += s.max_tokens + CountTokens(s.lead);
   Generation out;

@@ -156,6 +156,17 @@ class Generator : public TextGenerator {
                                         SharedPrefix shared_prefix = {}) override;
 
  private:
+  // The prompt as the model sees it (chat template or system text before
+  // it) and its tokens; n_prefix of them encode the shared prefix's
+  // characters on their own (0: none).
+  struct PromptTokens {
+    std::string text;
+    bool chat = false;
+    std::vector<TokenId> ids;
+    int64_t n_prefix = 0;
+  };
+  StatusOr<PromptTokens> Encode(const std::string& system, const std::string& prompt,
+                                PromptFormat format, SharedPrefix shared_prefix) const;
   // Restores or prefills ids[0, n_prefix) through the prefix cache (only
   // when `cache` and the cache is on); returns the tokens restored (0 when
   // prefilled here). `progress` (may be empty) is told the positions of
