@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "ellm/pipelines/pipeline_processor.h"
+
+#include "ellm/pipelines/backbone.h"
 #include "ellm/pipelines/statements.h"
 #include "run/pipeline_internal.h"
 
@@ -119,6 +121,15 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
       if (f.figures_total > 0 && f.unverified.empty()) figure = Trim(f.text);
     }
     if (!figure.empty()) figures->push_back(figure);
+    // Else the section's own sentence that states its figure best
+    // (backbone.h), quoted: the section's key figure does not depend on the
+    // model writing it (issue 56 item 3).
+    std::string own_figure;
+    if (figure.empty()) {
+      std::vector<ChosenSentence> chosen =
+          ChooseSentences(SplitPages(e.text), BackbonePart::kFigures, 1);
+      if (!chosen.empty()) own_figure = QuotedLines(chosen).substr(2);  // without "- "
+    }
     // The section's own key terms, each with its page: what it is about in
     // the document's words, whatever the model made of it.
     std::string term_list;
@@ -130,16 +141,22 @@ PipelineResult PipelineProcessor::Outline(const PipelineDoc& doc, const std::vec
     }
     const std::string where = Pages(e);
     std::string line = "- " + e.heading + (where.empty() ? "" : " (" + where + ")");
-    if (kept || !term_list.empty()) line += ":";
+    if (kept || !term_list.empty() || !own_figure.empty()) line += ":";
     if (kept) line += " " + gist;
     if (!term_list.empty()) line += " Terms: " + term_list + ".";
+    if (!own_figure.empty()) line += " Key figure: " + own_figure;
     *text += line + "\n";
     json->push_back({{"heading", e.heading},
                      {"pages", {e.first_page, e.last_page}},
                      {"sentence", gist},
                      {"supported", supported},
                      {"kept", kept},
-                     {"figure", figure.empty() ? ordered_json(nullptr) : ordered_json(figure)},
+                     {"figure", !figure.empty()       ? ordered_json(figure)
+                                : !own_figure.empty() ? ordered_json(own_figure)
+                                                      : ordered_json(nullptr)},
+                     {"figure_from", !figure.empty()       ? "model"
+                                     : !own_figure.empty() ? "document"
+                                                           : "none"},
                      {"terms", term_json}});
   }
   return {};

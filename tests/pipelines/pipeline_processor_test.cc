@@ -497,5 +497,43 @@ TEST(PipelineProcessor, TheSummaryFitsTheKindOfDocument) {
   EXPECT_NE(r.error.find("params.kind 'poem'"), std::string::npos) << r.error;
 }
 
+// Issue 56 item 3: a section's key figure does not depend on the model
+// writing it. Where the model's figure is not the section's ("42 bananas"),
+// the section's own sentence that states its figure best is quoted on its
+// Contents line, and the result says it is the document's.
+TEST(PipelineProcessor, EachSectionKeepsItsOwnKeyFigureWhereTheModelsFails) {
+  FakeGenerator gen(8192, ManualAnswer);
+  PipelineProcessor p(ShippedSpec("summarize-report"), &gen, {});
+  const std::string limits =
+      "Limits of the store\n\n"
+      "1. Rows\n\nA table holds at most 2000 columns in each row of the store. Wider rows are "
+      "refused with an error.\n\n"
+      "2. Joins\n\nA query joins at most 64 tables in the planner of the store. More tables "
+      "make the query fail.\n\n"
+      "3. Pages\n\nPages are stored on disk and read into memory when needed.\n";
+  std::atomic<bool> cancel{false};
+  PipelineRequest job = Job("limits.md", limits);
+  job.params_json = R"({"kind": "report"})";
+  PipelineResult r = p.Run(job, cancel);
+  ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
+  const std::string& text = r.output->output_text;
+  EXPECT_NE(text.find("Key figure: \u201cA table holds at most 2000 columns in each row of the "
+                      "store.\u201d"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Key figure: \u201cA query joins at most 64 tables in the planner of the "
+                      "store.\u201d"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("bananas"), std::string::npos) << text;
+  const auto json = nlohmann::json::parse(r.output->output_json.value_or(""));
+  ASSERT_EQ(json["outline"].size(), 3u) << json.dump(1);
+  EXPECT_EQ(json["outline"][0]["figure_from"], "document");
+  EXPECT_EQ(json["outline"][1]["figure_from"], "document");
+  // A section with no figure gets none.
+  EXPECT_EQ(json["outline"][2]["figure_from"], "none");
+  EXPECT_TRUE(json["outline"][2]["figure"].is_null());
+}
+
 }  // namespace
 }  // namespace ellm::pipelines
