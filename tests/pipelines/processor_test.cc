@@ -53,15 +53,25 @@ TEST(PipelineResult, FailedWithNamesATransientFailureAfterItsCode) {
   EXPECT_EQ(bad.error_code, "document.encrypted");
 }
 
-TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
-  ingest::ExtractOptions options;
-  options.extractor_path = ELLM_EXTRACTOR_PATH;
-  auto processor = MakeDocumentStatsProcessor(options);
+// A document-stats job over one of tests/data/pdf, read by the real extractor.
+PipelineRequest StatsJob(const std::string& pdf) {
   PipelineRequest request;
   request.job_id = "j1";
   request.documents.resize(1);
-  request.documents[0].path = std::string(ELLM_PDF_DATA_DIR) + "/ligatures.pdf";
+  request.documents[0].path = std::string(ELLM_PDF_DATA_DIR) + "/" + pdf;
   request.documents[0].resolved_path = request.documents[0].path;
+  return request;
+}
+
+std::unique_ptr<Processor> StatsProcessor() {
+  ingest::ExtractOptions options;
+  options.extractor_path = ELLM_EXTRACTOR_PATH;
+  return MakeDocumentStatsProcessor(options);
+}
+
+TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
+  auto processor = StatsProcessor();
+  const PipelineRequest request = StatsJob("ligatures.pdf");
   std::atomic<bool> cancel{false};
 
   ingest::FailExtractorForksForTesting(1);
@@ -77,16 +87,8 @@ TEST(DocumentStats, AFailedForkOfTheExtractorIsTransient) {
 // Issue 58: a job over a partly scanned PDF knows which pages OCR read,
 // through the real extractor (tests/data/pdf/make_scans.py).
 TEST(DocumentStats, KnowsWhichPagesWereReadByOcr) {
-  ingest::ExtractOptions options;
-  options.extractor_path = ELLM_EXTRACTOR_PATH;
-  auto processor = MakeDocumentStatsProcessor(options);
-  PipelineRequest request;
-  request.job_id = "scan";
-  request.documents.resize(1);
-  request.documents[0].path = std::string(ELLM_PDF_DATA_DIR) + "/mixed_scan.pdf";
-  request.documents[0].resolved_path = request.documents[0].path;
   std::atomic<bool> cancel{false};
-  PipelineResult r = processor->Run(request, cancel);
+  PipelineResult r = StatsProcessor()->Run(StatsJob("mixed_scan.pdf"), cancel);
   ASSERT_TRUE(r.output.has_value()) << r.error_code << ": " << r.error;
   const std::vector<OcrPageSummary>& pages = r.output->documents.at(0).ocr_pages;
   ASSERT_EQ(pages.size(), 3u);
