@@ -777,43 +777,57 @@ PipelineResult PipelineProcessor::RunLoaded(const PipelineRequest& job,
     r.output_json = obj->dump();
     r.output_text = obj->dump(2);
   } else {
-    r.output_text = Trim(spec_.sections.empty() ? answer : DropRepeatedLines(answer));
-    // The outline reads each top-level section on its own; the key figures
-    // it finds join the figure section like a map step's.
-    std::string outline_lines;
-    nlohmann::ordered_json outline_json;
-    if (!spec_.outline.empty() && docs.size() == 1) {
-      std::vector<std::string> figures;
-      PipelineResult step =
-          Outline(docs[0], source_pages[0], cancel, &r, &outline_lines, &outline_json, &figures);
-      if (step.cancelled || !step.error_code.empty()) return step;
-      for (const auto& sec : spec_.sections) {
-        if (!sec.verify_figures) continue;
-        auto& lines = mapped[sec.heading];
-        lines.insert(lines.end(), figures.begin(), figures.end());
-        break;
-      }
-    }
-    for (const auto& [heading, lines] : mapped) {
-      const auto where = SectionBody(r.output_text, heading);
-      if (!where) continue;
-      const std::string body = r.output_text.substr(where->first, where->second - where->first);
-      r.output_text.replace(where->first, where->second - where->first,
-                            MergeFigureLines(body, lines, kMaxMergedFigureLines));
-    }
-    std::optional<nlohmann::ordered_json> result;
-    if (auto checked = VerifySections(r.output_text, source_pages)) {
-      r.output_text = std::move(checked->first);
-      result = std::move(checked->second);
-    }
-    if (!outline_lines.empty()) {
-      r.output_text += "\n\n## " + spec_.outline + "\n" + Trim(outline_lines);
-      if (!result) result = nlohmann::ordered_json::object();
-      (*result)["outline"] = std::move(outline_json);
-    }
-    if (result) r.output_json = result->dump();
+    PipelineResult step = MarkdownAnswer(answer, docs, source_pages, cancel, &mapped, &r);
+    if (step.cancelled || !step.error_code.empty()) return step;
   }
   return Finish(std::move(out));
+}
+
+// The Markdown answer's sections cleaned, the map steps' and the outline's
+// figure lines merged, every section checked (VerifySections) and the
+// outline appended; an empty result on success.
+PipelineResult PipelineProcessor::MarkdownAnswer(const std::string& answer,
+                                                 const std::vector<PipelineDoc>& docs,
+                                                 const std::vector<std::vector<Page>>& source_pages,
+                                                 const std::atomic<bool>& cancel,
+                                                 MappedLines* mapped_lines, PipelineOutput* r) {
+  MappedLines& mapped = *mapped_lines;
+  r->output_text = Trim(spec_.sections.empty() ? answer : DropRepeatedLines(answer));
+  // The outline reads each top-level section on its own; the key figures
+  // it finds join the figure section like a map step's.
+  std::string outline_lines;
+  nlohmann::ordered_json outline_json;
+  if (!spec_.outline.empty() && docs.size() == 1) {
+    std::vector<std::string> figures;
+    PipelineResult step =
+        Outline(docs[0], source_pages[0], cancel, r, &outline_lines, &outline_json, &figures);
+    if (step.cancelled || !step.error_code.empty()) return step;
+    for (const auto& sec : spec_.sections) {
+      if (!sec.verify_figures) continue;
+      auto& lines = mapped[sec.heading];
+      lines.insert(lines.end(), figures.begin(), figures.end());
+      break;
+    }
+  }
+  for (const auto& [heading, lines] : mapped) {
+    const auto where = SectionBody(r->output_text, heading);
+    if (!where) continue;
+    const std::string body = r->output_text.substr(where->first, where->second - where->first);
+    r->output_text.replace(where->first, where->second - where->first,
+                           MergeFigureLines(body, lines, kMaxMergedFigureLines));
+  }
+  std::optional<nlohmann::ordered_json> result;
+  if (auto checked = VerifySections(r->output_text, source_pages)) {
+    r->output_text = std::move(checked->first);
+    result = std::move(checked->second);
+  }
+  if (!outline_lines.empty()) {
+    r->output_text += "\n\n## " + spec_.outline + "\n" + Trim(outline_lines);
+    if (!result) result = nlohmann::ordered_json::object();
+    (*result)["outline"] = std::move(outline_json);
+  }
+  if (result) r->output_json = result->dump();
+  return {};
 }
 
 PipelineResult PipelineProcessor::Finish(PipelineOutput out) const {

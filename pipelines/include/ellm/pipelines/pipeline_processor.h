@@ -111,6 +111,13 @@ class PipelineProcessor : public Processor {
   // With `kinds:`, the documents' kind picks the processor (variants_) that
   // runs RunLoaded, and the result JSON gets "kind".
   PipelineResult RunSteps(const PipelineRequest& job, const std::atomic<bool>& cancel);
+  // RunLoaded's Markdown answer: cleaned, figure lines merged, checked,
+  // the outline appended (into r); an empty result on success.
+  using MappedLines = std::map<std::string, std::vector<std::string>>;
+  PipelineResult MarkdownAnswer(const std::string& answer, const std::vector<PipelineDoc>& docs,
+                                const std::vector<std::vector<Page>>& source_pages,
+                                const std::atomic<bool>& cancel, MappedLines* mapped,
+                                PipelineOutput* r);
   // Everything after the documents are loaded.
   PipelineResult RunLoaded(const PipelineRequest& job, std::vector<PipelineDoc> docs,
                            PipelineOutput out, const std::atomic<bool>& cancel);
@@ -123,7 +130,6 @@ class PipelineProcessor : public Processor {
   // chunk gets the pipeline's own prompt and sections (figures checked).
   // `mapped` receives, per `verify: figures` section, the verified lines
   // of the first level's chunks (merged into the answer afterwards).
-  using MappedLines = std::map<std::string, std::vector<std::string>>;
   // The single-pass limit for this job and model, with where it came from
   // (the job's params.single_pass_max_tokens, else the pipeline's first
   // rule matching the model); 0: none.
