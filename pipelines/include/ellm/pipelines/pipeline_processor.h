@@ -118,6 +118,11 @@ class PipelineProcessor : public Processor {
                                 const std::vector<std::vector<Page>>& source_pages,
                                 const std::atomic<bool>& cancel, MappedLines* mapped,
                                 PipelineOutput* r);
+  // With `kinds:`: the kind the job's params name, else ClassifyDocument's,
+  // picks the processor (this one for a report, else variants_) whose
+  // RunLoaded runs; the result JSON gets "kind" (run/kinds.cc).
+  PipelineResult RunKind(const PipelineRequest& job, std::vector<PipelineDoc> docs,
+                         PipelineOutput out, const std::atomic<bool>& cancel);
   // Everything after the documents are loaded.
   PipelineResult RunLoaded(const PipelineRequest& job, std::vector<PipelineDoc> docs,
                            PipelineOutput out, const std::atomic<bool>& cancel);
